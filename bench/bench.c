@@ -1,0 +1,200 @@
+/* Foundation benchmark: nvhcq and (when present) libcuda measured in the same run.
+ * usage: nvhcq_bench [size_MiB]   (default 256) */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nvhcq.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return v[n / 2];
+}
+
+/* ---- libcuda through dlopen: the benchmark must run without it ---- */
+
+typedef int (*cu_fn)();
+static struct {
+  void *lib;
+  cu_fn init, device_get, primary_retain, ctx_set, mem_alloc, mem_free, host_alloc, host_free,
+      htod, dtoh, dtod, sync;
+} cu;
+
+static int cuda_load(void) {
+  cu.lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!cu.lib) return 0;
+#define SYM(f, n) cu.f = (cu_fn)dlsym(cu.lib, n)
+  SYM(init, "cuInit");
+  SYM(device_get, "cuDeviceGet");
+  SYM(primary_retain, "cuDevicePrimaryCtxRetain");
+  SYM(ctx_set, "cuCtxSetCurrent");
+  SYM(mem_alloc, "cuMemAlloc_v2");
+  SYM(mem_free, "cuMemFree_v2");
+  SYM(host_alloc, "cuMemAllocHost_v2");
+  SYM(host_free, "cuMemFreeHost");
+  SYM(htod, "cuMemcpyHtoD_v2");
+  SYM(dtoh, "cuMemcpyDtoH_v2");
+  SYM(dtod, "cuMemcpyDtoD_v2");
+  SYM(sync, "cuCtxSynchronize");
+#undef SYM
+  return cu.init && cu.htod && cu.sync;
+}
+
+#define CHECK_NV(x)                                                                                \
+  do {                                                                                             \
+    nvhcq_status s_ = (x);                                                                         \
+    if (s_) {                                                                                      \
+      fprintf(stderr, "%s failed: %s\n", #x, nvhcq_last_error());                                  \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+#define CHECK_CU(x)                                                                                \
+  do {                                                                                             \
+    int r_ = (x);                                                                                  \
+    if (r_) {                                                                                      \
+      fprintf(stderr, "%s failed: CUresult %d\n", #x, r_);                                         \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+typedef struct results {
+  double open_ms, h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, d2d, small_d2h_us;
+} results;
+
+#define REPS 10
+
+static double gbps(size_t bytes, double s) { return bytes / s / 1e9; }
+
+static void bench_nvhcq(size_t size, results *r) {
+  nvhcq_device *dev;
+  double t0 = now_s();
+  CHECK_NV(nvhcq_device_open(0, &dev));
+  r->open_ms = (now_s() - t0) * 1e3;
+  nvhcq_buffer *a, *b, *host, *tiny;
+  CHECK_NV(nvhcq_alloc(dev, size, NVHCQ_MEMORY_DEVICE, &a));
+  CHECK_NV(nvhcq_alloc(dev, size, NVHCQ_MEMORY_DEVICE, &b));
+  CHECK_NV(nvhcq_alloc(dev, size, NVHCQ_MEMORY_HOST, &host));
+  CHECK_NV(nvhcq_alloc(dev, 4096, NVHCQ_MEMORY_HOST, &tiny));
+  char *pageable = malloc(size);
+  memset(pageable, 1, size);
+  memset(nvhcq_buffer_host_pointer(host), 2, size);
+  double t[REPS];
+#define TIME(dst, expr)                                                                            \
+  do {                                                                                             \
+    CHECK_NV(expr);                                                                                \
+    for (int i = 0; i < REPS; i++) {                                                               \
+      double s0 = now_s();                                                                         \
+      CHECK_NV(expr);                                                                              \
+      t[i] = now_s() - s0;                                                                         \
+    }                                                                                              \
+    dst = gbps(size, median(t, REPS));                                                             \
+  } while (0)
+  TIME(r->h2d_pinned, nvhcq_copy_to_device(a, 0, nvhcq_buffer_host_pointer(host), size));
+  TIME(r->d2h_pinned, nvhcq_copy_from_device(nvhcq_buffer_host_pointer(host), a, 0, size));
+  TIME(r->h2d_pageable, nvhcq_copy_to_device(a, 0, pageable, size));
+  TIME(r->d2h_pageable, nvhcq_copy_from_device(pageable, a, 0, size));
+  TIME(r->d2d, nvhcq_copy_device(b, 0, a, 0, size));
+#undef TIME
+  double lat[1000];
+  uint32_t word;
+  for (int i = 0; i < 1000; i++) {
+    double s0 = now_s();
+    CHECK_NV(nvhcq_copy_from_device(&word, a, 0, 4));
+    lat[i] = now_s() - s0;
+  }
+  r->small_d2h_us = median(lat, 1000) * 1e6;
+  free(pageable);
+  nvhcq_free(tiny);
+  nvhcq_free(host);
+  nvhcq_free(b);
+  nvhcq_free(a);
+  CHECK_NV(nvhcq_device_close(dev));
+}
+
+static void bench_cuda(size_t size, results *r) {
+  int devnum;
+  void *ctx;
+  double t0 = now_s();
+  CHECK_CU(cu.init(0));
+  CHECK_CU(cu.device_get(&devnum, 0));
+  CHECK_CU(cu.primary_retain(&ctx, devnum));
+  CHECK_CU(cu.ctx_set(ctx));
+  uint64_t probe;
+  CHECK_CU(cu.mem_alloc(&probe, (size_t)4096));
+  CHECK_CU(cu.sync());
+  r->open_ms = (now_s() - t0) * 1e3;
+  uint64_t a, b;
+  void *host;
+  CHECK_CU(cu.mem_alloc(&a, size));
+  CHECK_CU(cu.mem_alloc(&b, size));
+  CHECK_CU(cu.host_alloc(&host, size));
+  char *pageable = malloc(size);
+  memset(pageable, 1, size);
+  memset(host, 2, size);
+  double t[REPS];
+#define TIME(dst, expr)                                                                            \
+  do {                                                                                             \
+    CHECK_CU(expr);                                                                                \
+    CHECK_CU(cu.sync());                                                                           \
+    for (int i = 0; i < REPS; i++) {                                                               \
+      double s0 = now_s();                                                                         \
+      CHECK_CU(expr);                                                                              \
+      CHECK_CU(cu.sync());                                                                         \
+      t[i] = now_s() - s0;                                                                         \
+    }                                                                                              \
+    dst = gbps(size, median(t, REPS));                                                             \
+  } while (0)
+  TIME(r->h2d_pinned, cu.htod(a, host, size));
+  TIME(r->d2h_pinned, cu.dtoh(host, a, size));
+  TIME(r->h2d_pageable, cu.htod(a, pageable, size));
+  TIME(r->d2h_pageable, cu.dtoh(pageable, a, size));
+  TIME(r->d2d, cu.dtod(b, a, size));
+#undef TIME
+  double lat[1000];
+  uint32_t word;
+  for (int i = 0; i < 1000; i++) {
+    double s0 = now_s();
+    CHECK_CU(cu.dtoh(&word, a, (size_t)4));
+    lat[i] = now_s() - s0;
+  }
+  r->small_d2h_us = median(lat, 1000) * 1e6;
+  free(pageable);
+  cu.host_free(host);
+  cu.mem_free(a);
+  cu.mem_free(b);
+  cu.mem_free(probe);
+}
+
+int main(int argc, char **argv) {
+  size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 256;
+  size_t size = mib << 20;
+  results n = {0}, c = {0};
+  bench_nvhcq(size, &n);
+  int have_cuda = cuda_load();
+  if (have_cuda) bench_cuda(size, &c);
+  printf("nvhcq foundation benchmark, %zu MiB transfers, median of %d (GB/s = 1e9 bytes/s)\n", mib, REPS);
+  printf("%-34s %12s %12s\n", "", "nvhcq", have_cuda ? "libcuda" : "(no libcuda)");
+  printf("%-34s %12.1f %12.1f\n", "device open to ready (ms)", n.open_ms, c.open_ms);
+  printf("%-34s %12.1f %12.1f\n", "pinned H2D (GB/s)", n.h2d_pinned, c.h2d_pinned);
+  printf("%-34s %12.1f %12.1f\n", "pinned D2H (GB/s)", n.d2h_pinned, c.d2h_pinned);
+  printf("%-34s %12.1f %12.1f\n", "pageable H2D (GB/s)", n.h2d_pageable, c.h2d_pageable);
+  printf("%-34s %12.1f %12.1f\n", "pageable D2H (GB/s)", n.d2h_pageable, c.d2h_pageable);
+  printf("%-34s %12.1f %12.1f\n", "device to device (GB/s)", n.d2d, c.d2d);
+  printf("%-34s %12.2f %12.2f\n", "4-byte D2H latency (us, median)", n.small_d2h_us, c.small_d2h_us);
+  return 0;
+}

@@ -1,0 +1,163 @@
+/* nvhcq: drive NVIDIA GPUs through the kernel driver's ioctl interface, without libcuda.
+ *
+ * Every call returns an nvhcq_status. On failure nvhcq_last_error() gives a message (per thread)
+ * that says what failed, on which object, and what to do about it.
+ *
+ * Threading: a device and everything made from it may be used by one thread at a time; different
+ * devices may be used from different threads at once. nvhcq_signal_value/nvhcq_signal_wait may be
+ * called from any thread. */
+#ifndef NVHCQ_H
+#define NVHCQ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define NVHCQ_API __attribute__((visibility("default")))
+#else
+#define NVHCQ_API
+#endif
+
+#define NVHCQ_VERSION_MAJOR 0
+#define NVHCQ_VERSION_MINOR 1
+
+typedef enum nvhcq_status {
+  NVHCQ_SUCCESS = 0,
+  NVHCQ_ERROR_INVALID_ARGUMENT, /* bad input from the caller; nothing was done */
+  NVHCQ_ERROR_NO_DRIVER,        /* no /dev/nvidiactl or /dev/nvidia-uvm, or they cannot be opened */
+  NVHCQ_ERROR_NO_DEVICE,        /* no such GPU (index out of range, hidden by *_VISIBLE_DEVICES) */
+  NVHCQ_ERROR_UNSUPPORTED,      /* driver branch or GPU generation nvhcq does not know */
+  NVHCQ_ERROR_OUT_OF_MEMORY,    /* GPU or host memory exhausted; later allocations still work */
+  NVHCQ_ERROR_DRIVER,           /* the kernel driver refused a call */
+  NVHCQ_ERROR_TIMEOUT,          /* a wait ran past its timeout */
+  NVHCQ_ERROR_GPU_FAULT,        /* the GPU reported an error on a channel */
+  NVHCQ_ERROR_INVALID_IMAGE,    /* a malformed or incompatible cubin */
+  NVHCQ_ERROR_NOT_FOUND,        /* a named kernel or symbol does not exist */
+  NVHCQ_ERROR_LAUNCH_CHECK,     /* a launch exceeds a kernel or hardware limit */
+  NVHCQ_ERROR_IO,               /* reading or writing a file failed */
+} nvhcq_status;
+
+NVHCQ_API const char *nvhcq_status_name(nvhcq_status status);
+/* The message of the last failed call on this thread ("no error" if none). */
+NVHCQ_API const char *nvhcq_last_error(void);
+
+/* ---- devices ---------------------------------------------------------------------------- */
+
+typedef struct nvhcq_device nvhcq_device;
+
+typedef struct nvhcq_device_info {
+  char name[96];            /* "NVIDIA H200" */
+  uint8_t uuid[16];         /* the GPU's UUID, binary */
+  char uuid_string[48];     /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+  char arch[16];            /* "sm_90" */
+  uint32_t sm_version;      /* 0x900 for sm_90 */
+  uint32_t gpcs;            /* graphics processing clusters */
+  uint32_t tpcs_per_gpc;    /* chip maximum */
+  uint32_t sms_per_tpc;     /* streaming multiprocessors per TPC */
+  uint32_t sm_count;        /* multiprocessors that can run work */
+  uint32_t warps_per_sm;    /* resident warps per multiprocessor */
+  uint64_t memory_bytes;    /* device memory */
+  char driver_version[32];  /* "580.159.04" */
+  int open_kernel_module;   /* 1 for NVIDIA's open kernel module, 0 for the proprietary one */
+  uint32_t pci_domain, pci_bus, pci_device, pci_function;
+  uint32_t compute_class;   /* e.g. 0xcbc0 HOPPER_COMPUTE_A */
+  uint32_t copy_class;      /* e.g. 0xc8b5 HOPPER_DMA_COPY_A */
+  uint32_t gpfifo_class;    /* e.g. 0xc86f HOPPER_CHANNEL_GPFIFO_A */
+  uint32_t usermode_class;  /* e.g. 0xc661 HOPPER_USERMODE_A */
+  double open_ms;           /* time nvhcq_device_open took */
+} nvhcq_device_info;
+
+/* Number of GPUs visible to this process, after CUDA_VISIBLE_DEVICES and NVHCQ_VISIBLE_DEVICES. */
+NVHCQ_API nvhcq_status nvhcq_device_count(int *count);
+/* Opens visible GPU `index`: driver client, address space, a compute and a copy channel. */
+NVHCQ_API nvhcq_status nvhcq_device_open(int index, nvhcq_device **out);
+/* Waits for outstanding work (bounded by the timeout), then releases everything. NULL is fine. */
+NVHCQ_API nvhcq_status nvhcq_device_close(nvhcq_device *dev);
+NVHCQ_API nvhcq_status nvhcq_device_get_info(const nvhcq_device *dev, nvhcq_device_info *info);
+/* Waits until all work submitted on both channels has completed. */
+NVHCQ_API nvhcq_status nvhcq_device_synchronize(nvhcq_device *dev);
+/* Default timeout of waits in milliseconds (NVHCQ_TIMEOUT_MS, else 10000). */
+NVHCQ_API nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms);
+/* Device memory still free, as the driver counts it. */
+NVHCQ_API nvhcq_status nvhcq_device_free_memory(nvhcq_device *dev, uint64_t *free_bytes);
+
+/* ---- memory ----------------------------------------------------------------------------- */
+
+typedef enum nvhcq_memory_kind {
+  NVHCQ_MEMORY_DEVICE = 0,      /* device memory, GPU only */
+  NVHCQ_MEMORY_DEVICE_MAPPED,   /* device memory the CPU can also read and write (through BAR1) */
+  NVHCQ_MEMORY_HOST,            /* pinned, cached host memory the GPU reads and writes */
+  NVHCQ_MEMORY_HOST_UNCACHED,   /* uncached system memory (signals, small shared structures) */
+} nvhcq_memory_kind;
+
+typedef struct nvhcq_buffer nvhcq_buffer;
+
+NVHCQ_API nvhcq_status nvhcq_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
+                                   nvhcq_buffer **out);
+/* Frees a buffer once the GPU no longer uses it. NULL is fine. */
+NVHCQ_API nvhcq_status nvhcq_free(nvhcq_buffer *buf);
+NVHCQ_API uint64_t nvhcq_buffer_gpu_address(const nvhcq_buffer *buf);
+/* CPU pointer, or NULL for NVHCQ_MEMORY_DEVICE. */
+NVHCQ_API void *nvhcq_buffer_host_pointer(const nvhcq_buffer *buf);
+NVHCQ_API size_t nvhcq_buffer_size(const nvhcq_buffer *buf);
+
+/* ---- copies for users (synchronous: they return when the bytes are in place) ------------- */
+
+NVHCQ_API nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const void *src,
+                                            size_t size);
+NVHCQ_API nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_offset,
+                                              size_t size);
+NVHCQ_API nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
+                                         size_t src_offset, size_t size);
+
+/* ---- signals ---------------------------------------------------------------------------- */
+
+/* A 64-bit semaphore in memory both the CPU and GPU see; the GPU also stamps the time. */
+typedef struct nvhcq_signal nvhcq_signal;
+
+NVHCQ_API nvhcq_status nvhcq_signal_create(nvhcq_device *dev, uint64_t initial,
+                                           nvhcq_signal **out);
+NVHCQ_API nvhcq_status nvhcq_signal_destroy(nvhcq_signal *sig);
+NVHCQ_API uint64_t nvhcq_signal_value(const nvhcq_signal *sig);
+NVHCQ_API void nvhcq_signal_set(nvhcq_signal *sig, uint64_t value);
+/* GPU time at which the signal was last released by the GPU, in nanoseconds. */
+NVHCQ_API uint64_t nvhcq_signal_timestamp_ns(const nvhcq_signal *sig);
+/* Waits until value >= `value`. timeout_ms 0 uses the device timeout. Spins briefly, then sleeps
+ * in growing steps so a long wait does not burn a core. */
+NVHCQ_API nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms);
+NVHCQ_API uint64_t nvhcq_signal_gpu_address(const nvhcq_signal *sig);
+
+/* ---- queues: record commands, then submit them to a channel ------------------------------ */
+
+typedef enum nvhcq_queue_kind {
+  NVHCQ_QUEUE_COMPUTE = 0,
+  NVHCQ_QUEUE_COPY,
+} nvhcq_queue_kind;
+
+typedef struct nvhcq_queue nvhcq_queue;
+
+NVHCQ_API nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind,
+                                          nvhcq_queue **out);
+NVHCQ_API nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q);
+/* Forgets recorded commands so the queue can be recorded again. */
+NVHCQ_API nvhcq_status nvhcq_queue_reset(nvhcq_queue *q);
+/* GPU waits until the signal's value >= `value` before running later commands. */
+NVHCQ_API nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value);
+/* GPU sets the signal to `value` (and its timestamp) once earlier commands completed. */
+NVHCQ_API nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value);
+/* Copy engine copy between GPU virtual addresses, any size (copy queues only). */
+NVHCQ_API nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst_gpu_address,
+                                        uint64_t src_gpu_address, uint64_t size);
+/* Sends the recorded commands to the queue's channel. The queue keeps its commands: submitting
+ * again replays them. */
+NVHCQ_API nvhcq_status nvhcq_queue_submit(nvhcq_queue *q);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

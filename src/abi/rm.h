@@ -1,0 +1,343 @@
+/* Resource-manager (RM) escape numbers, classes, controls and parameter structures.
+ * Our own definitions of the facts in NVIDIA's open kernel modules (580 branch unless a comment
+ * names another); every layout is pinned by _Static_assert below. Data only. */
+#ifndef NVHCQ_ABI_RM_H
+#define NVHCQ_ABI_RM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NVHCQ_ASSERT_LAYOUT(type, size) _Static_assert(sizeof(type) == (size), #type " size")
+#define NVHCQ_ASSERT_OFFSET(type, member, off)                                                     \
+  _Static_assert(offsetof(type, member) == (off), #type "." #member " offset")
+
+/* ioctl request for an RM escape: _IOWR('F', nr, size). */
+#define NV_IOCTL_MAGIC 0x46u
+#define NV_IOWR(nr, size)                                                                          \
+  ((3ul << 30) | (((unsigned long)(size) & 0x1fffu) << 16) | (NV_IOCTL_MAGIC << 8) | ((nr) & 0xffu))
+
+/* Escape numbers. */
+enum {
+  NV_ESC_RM_ALLOC_MEMORY = 0x27,
+  NV_ESC_RM_FREE = 0x29,
+  NV_ESC_RM_CONTROL = 0x2a,
+  NV_ESC_RM_ALLOC = 0x2b,
+  NV_ESC_RM_MAP_MEMORY = 0x4e,
+  NV_ESC_RM_UNMAP_MEMORY = 0x4f,
+  NV_ESC_CARD_INFO = 0xc8,
+  NV_ESC_REGISTER_FD = 0xc9,
+  NV_ESC_CHECK_VERSION_STR = 0xd2,
+};
+
+/* Classes. */
+enum {
+  NV01_ROOT_CLIENT = 0x41,
+  NV01_DEVICE_0 = 0x80,
+  NV20_SUBDEVICE_0 = 0x2080,
+  NV01_MEMORY_SYSTEM = 0x3e,
+  NV01_MEMORY_LOCAL_USER = 0x40,
+  NV01_MEMORY_SYSTEM_OS_DESCRIPTOR = 0x71,
+  FERMI_VASPACE_A = 0x90f1,
+  FERMI_CONTEXT_SHARE_A = 0x9067,
+  KEPLER_CHANNEL_GROUP_A = 0xa06c,
+  GT200_DEBUGGER = 0x83de,
+  TURING_USERMODE_A = 0xc461,
+  AMPERE_USERMODE_A = 0xc561,
+  HOPPER_USERMODE_A = 0xc661,
+  BLACKWELL_USERMODE_A = 0xc761,
+  AMPERE_CHANNEL_GPFIFO_A = 0xc56f,
+  HOPPER_CHANNEL_GPFIFO_A = 0xc86f,
+  BLACKWELL_CHANNEL_GPFIFO_A = 0xc96f,
+  BLACKWELL_CHANNEL_GPFIFO_B = 0xca6f,
+  AMPERE_COMPUTE_A = 0xc6c0,
+  AMPERE_COMPUTE_B = 0xc7c0,
+  ADA_COMPUTE_A = 0xc9c0,
+  HOPPER_COMPUTE_A = 0xcbc0,
+  BLACKWELL_COMPUTE_A = 0xcdc0,
+  BLACKWELL_COMPUTE_B = 0xcec0,
+  AMPERE_DMA_COPY_A = 0xc6b5,
+  AMPERE_DMA_COPY_B = 0xc7b5,
+  HOPPER_DMA_COPY_A = 0xc8b5,
+  BLACKWELL_DMA_COPY_A = 0xc9b5,
+  BLACKWELL_DMA_COPY_B = 0xcab5,
+};
+
+/* Control commands. */
+enum {
+  NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2 = 0x13e,
+  NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2 = 0x205,
+  NV0080_CTRL_CMD_GPU_GET_CLASSLIST = 0x800201,
+  NV2080_CTRL_CMD_GPU_GET_NAME_STRING = 0x20800110,
+  NV2080_CTRL_CMD_GPU_GET_GID_INFO = 0x2080014a,
+  NV2080_CTRL_CMD_GR_GET_INFO = 0x20801201,
+  NV2080_CTRL_CMD_FB_GET_INFO_V2 = 0x20801303,
+  NVA06C_CTRL_CMD_GPFIFO_SCHEDULE = 0xa06c0101,
+  NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN = 0xc36f0108,
+};
+
+/* GR info indexes. */
+enum {
+  NV2080_CTRL_GR_INFO_INDEX_SM_VERSION = 0x0c,
+  NV2080_CTRL_GR_INFO_INDEX_MAX_WARPS_PER_SM = 0x0d,
+  NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_GPCS = 0x14,
+  NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC = 0x17,
+  NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC = 0x20,
+  NV2080_CTRL_GR_INFO_INDEX_GPU_CORE_COUNT = 0x1d,
+  NV2080_CTRL_GR_INFO_INDEX_SHADER_PIPE_COUNT = 0x07,
+};
+
+/* FB info indexes (values in KiB). */
+enum {
+  NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE = 0x07,
+  NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE = 0x08,
+  NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE = 0x09,
+  NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE = 0x16,
+};
+
+/* NV_MEMORY_ALLOCATION_PARAMS attribute fields (NVOS32_ATTR*). */
+#define NVOS32_ATTR_PAGE_SIZE_SHIFT             23
+#define NVOS32_ATTR_PAGE_SIZE_HUGE              3u
+#define NVOS32_ATTR_LOCATION_SHIFT              25
+#define NVOS32_ATTR_LOCATION_PCI                1u
+#define NVOS32_ATTR_PHYSICALITY_SHIFT           27
+#define NVOS32_ATTR_PHYSICALITY_CONTIGUOUS      2u
+#define NVOS32_ATTR_PHYSICALITY_ALLOW_NONCONTIG 3u
+#define NVOS32_ATTR2_ZBC_PREFER_NO_ZBC          1u
+#define NVOS32_ATTR2_GPU_CACHEABLE_SHIFT        2
+#define NVOS32_ATTR2_GPU_CACHEABLE_YES          1u
+#define NVOS32_ATTR2_GPU_CACHEABLE_NO           2u
+#define NVOS32_ATTR2_PAGE_SIZE_HUGE_SHIFT       20
+#define NVOS32_ATTR2_PAGE_SIZE_HUGE_2MB         1u
+#define NVOS32_ALLOC_FLAGS_VIDMEM               0x1c101u /* map-not-required, handle, align, bank, persistent */
+#define NVOS32_ALLOC_FLAGS_SYSMEM               0x0c101u /* the same without persistent */
+#define NVOS32_TYPE_IMAGE                       0u
+#define NVOS32_TYPE_NOTIFIER                    13u
+/* NVOS02 flags for pinning host pages: noncontiguous, cached, not mapped by RM. */
+#define NVOS02_FLAGS_PINNED_HOST                0x40001010u
+
+typedef struct {
+  uint32_t hRoot, hObjectParent, hObjectOld, status;
+} NVOS00_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NVOS00_PARAMETERS, 16);
+
+typedef struct {
+  uint32_t hRoot, hObjectParent, hObjectNew, hClass, flags;
+  uint32_t pad0;
+  uint64_t pMemory, limit;
+  uint32_t status, pad1;
+} NVOS02_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NVOS02_PARAMETERS, 48);
+NVHCQ_ASSERT_OFFSET(NVOS02_PARAMETERS, pMemory, 24);
+NVHCQ_ASSERT_OFFSET(NVOS02_PARAMETERS, status, 40);
+
+typedef struct {
+  NVOS02_PARAMETERS params;
+  int32_t fd;
+  uint32_t pad;
+} nv_ioctl_nvos02_parameters_with_fd;
+NVHCQ_ASSERT_LAYOUT(nv_ioctl_nvos02_parameters_with_fd, 56);
+
+typedef struct {
+  uint32_t hRoot, hObjectParent, hObjectNew, hClass;
+  uint64_t pAllocParms;
+  uint32_t paramsSize, status;
+} NVOS21_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NVOS21_PARAMETERS, 32);
+
+typedef struct {
+  uint32_t hClient, hDevice, hMemory, pad0;
+  uint64_t offset, length, pLinearAddress;
+  uint32_t status, flags;
+} NVOS33_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NVOS33_PARAMETERS, 48);
+NVHCQ_ASSERT_OFFSET(NVOS33_PARAMETERS, status, 40);
+
+typedef struct {
+  NVOS33_PARAMETERS params;
+  int32_t fd;
+  uint32_t pad;
+} nv_ioctl_nvos33_parameters_with_fd;
+NVHCQ_ASSERT_LAYOUT(nv_ioctl_nvos33_parameters_with_fd, 56);
+
+typedef struct {
+  uint32_t hClient, hDevice, hMemory, pad0;
+  uint64_t pLinearAddress;
+  uint32_t status, flags;
+} NVOS34_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NVOS34_PARAMETERS, 32);
+
+typedef struct {
+  uint32_t hClient, hObject, cmd, flags;
+  uint64_t params;
+  uint32_t paramsSize, status;
+} NVOS54_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NVOS54_PARAMETERS, 32);
+
+typedef struct {
+  uint8_t valid;
+  uint8_t pad0[3];
+  uint32_t domain;
+  uint8_t bus, slot, function, pad1;
+  uint16_t vendor_id, device_id;
+  uint32_t gpu_id;
+  uint16_t interrupt_line;
+  uint8_t pad2[2];
+  uint64_t reg_address, reg_size, fb_address, fb_size;
+  uint32_t minor_number;
+  char dev_name[10];
+  uint8_t pad3[2];
+} nv_ioctl_card_info_t;
+NVHCQ_ASSERT_LAYOUT(nv_ioctl_card_info_t, 72);
+NVHCQ_ASSERT_OFFSET(nv_ioctl_card_info_t, gpu_id, 16);
+NVHCQ_ASSERT_OFFSET(nv_ioctl_card_info_t, minor_number, 56);
+#define NV_MAX_CARDS 64
+
+typedef struct {
+  int32_t ctl_fd;
+} nv_ioctl_register_fd_t;
+NVHCQ_ASSERT_LAYOUT(nv_ioctl_register_fd_t, 4);
+
+typedef struct {
+  uint32_t owner, type, flags, width, height;
+  int32_t pitch;
+  uint32_t attr, attr2, format, comprCovg, zcullCovg, pad0;
+  uint64_t rangeLo, rangeHi, size, alignment, offset, limit, address;
+  uint32_t ctagOffset, hVASpace, internalflags, tag, numaNode, pad1;
+} NV_MEMORY_ALLOCATION_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV_MEMORY_ALLOCATION_PARAMS, 128);
+NVHCQ_ASSERT_OFFSET(NV_MEMORY_ALLOCATION_PARAMS, rangeLo, 48);
+NVHCQ_ASSERT_OFFSET(NV_MEMORY_ALLOCATION_PARAMS, numaNode, 120);
+
+typedef struct {
+  uint32_t deviceId, hClientShare, hTargetClient, hTargetDevice, flags, pad0;
+  uint64_t vaSpaceSize, vaStartInternal, vaLimitInternal;
+  uint32_t vaMode, pad1;
+} NV0080_ALLOC_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NV0080_ALLOC_PARAMETERS, 56);
+NVHCQ_ASSERT_OFFSET(NV0080_ALLOC_PARAMETERS, vaMode, 48);
+#define NV_DEVICE_ALLOCATION_VAMODE_MULTIPLE_VASPACES 2u
+
+typedef struct {
+  uint32_t subDeviceId;
+} NV2080_ALLOC_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NV2080_ALLOC_PARAMETERS, 4);
+
+/* 56 bytes from 580 on (pasid added); 48 on 570. */
+typedef struct {
+  uint32_t index, flags;
+  uint64_t vaSize, vaStartInternal, vaLimitInternal;
+  uint32_t bigPageSize, pad0;
+  uint64_t vaBase;
+  uint32_t pasid, pad1;
+} NV_VASPACE_ALLOCATION_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NV_VASPACE_ALLOCATION_PARAMETERS, 56);
+NVHCQ_ASSERT_OFFSET(NV_VASPACE_ALLOCATION_PARAMETERS, vaBase, 40);
+#define NV_VASPACE_FLAGS_NVHCQ 0x48u /* externally owned | enable page faulting */
+
+typedef struct {
+  uint32_t hObjectError, hObjectEccError, hVASpace, engineType;
+  uint8_t bIsCallingContextVgpuPlugin, pad[3];
+} NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS, 20);
+#define NV2080_ENGINE_TYPE_GRAPHICS 1u
+
+typedef struct {
+  uint32_t hVASpace, flags, subctxId;
+} NV_CTXSHARE_ALLOCATION_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NV_CTXSHARE_ALLOCATION_PARAMETERS, 12);
+#define NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC 1u
+
+typedef struct {
+  uint64_t base, size;
+  uint32_t addressSpace, cacheAttrib;
+} NV_MEMORY_DESC_PARAMS;
+
+typedef struct {
+  uint32_t hObjectError, hObjectBuffer;
+  uint64_t gpFifoOffset;
+  uint32_t gpFifoEntries, flags, hContextShare, hVASpace;
+  uint32_t hUserdMemory[8];
+  uint64_t userdOffset[8];
+  uint32_t engineType, cid, subDeviceId, hObjectEccError;
+  NV_MEMORY_DESC_PARAMS instanceMem, userdMem, ramfcMem, mthdbufMem;
+  uint32_t hPhysChannelGroup, internalFlags;
+  NV_MEMORY_DESC_PARAMS errorNotifierMem, eccErrorNotifierMem;
+  uint32_t ProcessID, SubProcessID;
+  uint32_t encryptIv[3], decryptIv[3], hmacNonce[8];
+  uint32_t tpcConfigID, pad;
+} NV_CHANNEL_ALLOC_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV_CHANNEL_ALLOC_PARAMS, 368);
+NVHCQ_ASSERT_OFFSET(NV_CHANNEL_ALLOC_PARAMS, hUserdMemory, 32);
+NVHCQ_ASSERT_OFFSET(NV_CHANNEL_ALLOC_PARAMS, userdOffset, 64);
+NVHCQ_ASSERT_OFFSET(NV_CHANNEL_ALLOC_PARAMS, engineType, 128);
+NVHCQ_ASSERT_OFFSET(NV_CHANNEL_ALLOC_PARAMS, errorNotifierMem, 248);
+NVHCQ_ASSERT_OFFSET(NV_CHANNEL_ALLOC_PARAMS, tpcConfigID, 360);
+
+typedef struct {
+  uint32_t hDebuggerClient_Obsolete, hAppClient, hClass3dObject;
+} NV83DE_ALLOC_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NV83DE_ALLOC_PARAMETERS, 12);
+
+typedef struct {
+  char driverVersionBuffer[256], versionBuffer[256], driverBranch[256], titleBuffer[256];
+  uint32_t changelistNumber, officialChangelistNumber;
+} NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS, 1032);
+
+typedef struct {
+  uint32_t gpuId, gpuFlags, deviceInstance, subDeviceInstance, sliStatus, boardId, gpuInstance,
+      numaId;
+} NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS, 32);
+
+typedef struct {
+  uint32_t numClasses, pad;
+  uint64_t classList;
+} NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS, 16);
+
+typedef struct {
+  uint32_t index, flags, length;
+  uint8_t data[256];
+} NV2080_CTRL_GPU_GET_GID_INFO_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_GPU_GET_GID_INFO_PARAMS, 268);
+#define NV2080_GPU_CMD_GPU_GET_GID_FLAGS_BINARY 2u
+
+/* 132 bytes up to 590; 68 (ASCII only) from 595. */
+typedef struct {
+  uint32_t gpuNameStringFlags;
+  uint8_t gpuNameString[128];
+} NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS, 132);
+
+typedef struct {
+  uint32_t index, data;
+} NV2080_CTRL_GR_INFO;
+
+typedef struct {
+  uint32_t grInfoListSize, pad0;
+  uint64_t grInfoList;
+  uint32_t routeFlags, pad1;
+  uint64_t route;
+} NV2080_CTRL_GR_GET_INFO_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_GR_GET_INFO_PARAMS, 32);
+
+/* fbInfoList holds 57 entries on 570 (460 bytes), 128 from 580 (1028 bytes). */
+typedef struct {
+  uint32_t fbInfoListSize;
+  NV2080_CTRL_GR_INFO fbInfoList[128];
+} NV2080_CTRL_FB_GET_INFO_V2_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_FB_GET_INFO_V2_PARAMS, 1028);
+
+/* 3 bytes from 580 (bSkipEnable), 2 on 570. */
+typedef struct {
+  uint8_t bEnable, bSkipSubmit, bSkipEnable;
+} NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS, 3);
+
+typedef struct {
+  uint32_t workSubmitToken;
+} NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS, 4);
+
+#endif

@@ -1,0 +1,147 @@
+/* Copies for users: between buffers on the copy engine, and between buffers and any host memory
+ * through pinned staging slots, pipelined so CPU memcpy and DMA overlap. */
+#include <string.h>
+
+#include "device.h"
+
+#define STAGING_SLOTS      4u
+#define STAGING_SLOT_BYTES (16u << 20)
+
+/* Addresses nvhcq mapped for the CPU are also GPU addresses: such host memory needs no staging. */
+static int is_gpu_visible(const void *p, size_t size) {
+  nvhcq_va *low = nvhcq_va_low();
+  uint64_t a = (uint64_t)(uintptr_t)p;
+  return a >= low->base && a - low->base < low->size && low->size - (a - low->base) >= size;
+}
+
+static nvhcq_status check_range(const nvhcq_buffer *b, size_t offset, size_t size, const char *what) {
+  NVHCQ_TRY(nvhcq_buffer_check(b, what));
+  if (offset > b->size || size > b->size - offset)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "%s: range [%zu, %zu + %zu) is outside the %zu-byte buffer", what, offset,
+                      offset, size, b->size);
+  return NVHCQ_SUCCESS;
+}
+
+/* Submits copy + timeline signal on the copy channel; returns the value to wait for. */
+static nvhcq_status submit_copy(nvhcq_device *dev, uint64_t dst, uint64_t src, uint64_t size,
+                                uint64_t *value) {
+  nvhcq_push *p = &dev->scratch;
+  nvhcq_push_reset(p);
+  nvhcq_push_copy(p, dst, src, size);
+  *value = nvhcq_device_push_timeline(dev, 1, p);
+  NVHCQ_TRY(p->error);
+  return nvhcq_channel_submit(&dev->copy, p->words, p->len);
+}
+
+static nvhcq_status copy_sync(nvhcq_device *dev, uint64_t dst, uint64_t src, uint64_t size) {
+  uint64_t v;
+  NVHCQ_TRY(submit_copy(dev, dst, src, size, &v));
+  return nvhcq_device_wait_timeline(dev, 1, v);
+}
+
+static nvhcq_status ensure_staging(nvhcq_device *dev) {
+  if (dev->staging) return NVHCQ_SUCCESS;
+  return nvhcq_memory_alloc(dev, STAGING_SLOTS * STAGING_SLOT_BYTES, NVHCQ_MEMORY_HOST, NULL,
+                            &dev->staging);
+}
+
+static char *slot_cpu(nvhcq_device *dev, unsigned s) {
+  return (char *)dev->staging->host_pointer + (size_t)s * STAGING_SLOT_BYTES;
+}
+
+static uint64_t slot_gpu(nvhcq_device *dev, unsigned s) {
+  return dev->staging->gpu_address + (uint64_t)s * STAGING_SLOT_BYTES;
+}
+
+static nvhcq_status upload_staged(nvhcq_device *dev, uint64_t dst, const char *src, size_t size) {
+  NVHCQ_TRY(ensure_staging(dev));
+  uint64_t done_value[STAGING_SLOTS] = {0}, last = 0;
+  for (size_t off = 0, i = 0; off < size; off += STAGING_SLOT_BYTES, i++) {
+    unsigned s = i % STAGING_SLOTS;
+    size_t n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
+    if (done_value[s]) NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 1, done_value[s]));
+    memcpy(slot_cpu(dev, s), src + off, n);
+    NVHCQ_TRY(submit_copy(dev, dst + off, slot_gpu(dev, s), n, &last));
+    done_value[s] = last;
+  }
+  return nvhcq_device_wait_timeline(dev, 1, last);
+}
+
+static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, size_t size) {
+  NVHCQ_TRY(ensure_staging(dev));
+  size_t chunks = (size + STAGING_SLOT_BYTES - 1) / STAGING_SLOT_BYTES;
+  uint64_t value[STAGING_SLOTS];
+  /* Keep every slot busy: chunk i+SLOTS is queued as soon as chunk i has been read out. */
+  for (size_t i = 0; i < chunks && i < STAGING_SLOTS; i++) {
+    size_t off = i * STAGING_SLOT_BYTES, n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
+    NVHCQ_TRY(submit_copy(dev, slot_gpu(dev, (unsigned)i), src + off, n, &value[i]));
+  }
+  for (size_t i = 0; i < chunks; i++) {
+    unsigned s = i % STAGING_SLOTS;
+    size_t off = i * STAGING_SLOT_BYTES, n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
+    NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 1, value[s]));
+    memcpy(dst + off, slot_cpu(dev, s), n);
+    size_t next = i + STAGING_SLOTS;
+    if (next < chunks) {
+      size_t noff = next * STAGING_SLOT_BYTES;
+      size_t nn = size - noff < STAGING_SLOT_BYTES ? size - noff : STAGING_SLOT_BYTES;
+      NVHCQ_TRY(submit_copy(dev, slot_gpu(dev, s), src + noff, nn, &value[s]));
+    }
+  }
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const void *src, size_t size) {
+  NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_copy_to_device destination"));
+  if (!src && size) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_to_device: src is NULL");
+  if (size == 0) return NVHCQ_SUCCESS;
+  nvhcq_device *dev = dst->dev;
+  if (is_gpu_visible(src, size))
+    return copy_sync(dev, dst->gpu_address + dst_offset, (uint64_t)(uintptr_t)src, size);
+  return upload_staged(dev, dst->gpu_address + dst_offset, src, size);
+}
+
+nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_offset, size_t size) {
+  NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_copy_from_device source"));
+  if (!dst && size) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_from_device: dst is NULL");
+  if (size == 0) return NVHCQ_SUCCESS;
+  nvhcq_device *dev = src->dev;
+  if (is_gpu_visible(dst, size))
+    return copy_sync(dev, (uint64_t)(uintptr_t)dst, src->gpu_address + src_offset, size);
+  return download_staged(dev, dst, src->gpu_address + src_offset, size);
+}
+
+nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
+                               size_t src_offset, size_t size) {
+  NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_copy_device destination"));
+  NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_copy_device source"));
+  if (dst->dev != src->dev)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_copy_device: source is on GPU %d, destination on GPU %d",
+                      src->dev->index, dst->dev->index);
+  if (size == 0) return NVHCQ_SUCCESS;
+  return copy_sync(dst->dev, dst->gpu_address + dst_offset, src->gpu_address + src_offset, size);
+}
+
+/* ---- buffers ---- */
+
+nvhcq_status nvhcq_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind, nvhcq_buffer **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_alloc: out is NULL");
+  if ((unsigned)kind > NVHCQ_MEMORY_HOST_UNCACHED)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_alloc: memory kind %d is unknown", kind);
+  return nvhcq_memory_alloc(dev, size, kind, NULL, out);
+}
+
+nvhcq_status nvhcq_free(nvhcq_buffer *buf) {
+  if (!buf) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(nvhcq_buffer_check(buf, "nvhcq_free"));
+  /* The GPU may still be using the buffer: let queued work finish first. */
+  NVHCQ_TRY(nvhcq_device_synchronize(buf->dev));
+  return nvhcq_memory_free(buf);
+}
+
+uint64_t nvhcq_buffer_gpu_address(const nvhcq_buffer *buf) { return buf ? buf->gpu_address : 0; }
+void *nvhcq_buffer_host_pointer(const nvhcq_buffer *buf) { return buf ? buf->host_pointer : NULL; }
+size_t nvhcq_buffer_size(const nvhcq_buffer *buf) { return buf ? buf->size : 0; }

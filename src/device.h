@@ -1,0 +1,78 @@
+/* The device: driver objects, GPU facts, channels, the signal pool and internal queues. */
+#ifndef NVHCQ_DEVICE_H
+#define NVHCQ_DEVICE_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "channel.h"
+#include "memory.h"
+#include "push.h"
+#include "rm.h"
+#include "signal.h"
+
+#define NVHCQ_DEVICE_MAGIC 0x6e766476u /* "nvdv" */
+#define NVHCQ_SIGNAL_SLOTS 65536u
+
+/* The classes chosen for a GPU from its class list. */
+typedef struct nvhcq_classes {
+  uint32_t usermode, gpfifo, compute, copy;
+} nvhcq_classes;
+
+struct nvhcq_device {
+  uint32_t magic;
+  int index;
+  nvhcq_rm rm;
+  int fd_dev;   /* /dev/nvidiaN, registered with the control fd */
+  int fd_uvm2;  /* second UVM fd for UVM_MM_INITIALIZE */
+  uint32_t minor;
+  uint32_t h_device, h_subdevice, h_usermode, h_vaspace, h_group, h_ctxshare;
+  nvhcq_classes classes;
+  int copy_payload64; /* the copy class releases 64-bit semaphore payloads */
+  nvhcq_device_info info;
+  void *usermode_map;
+  int usermode_fd;
+  int uvm_gpu_registered, uvm_vaspace_registered;
+  uint32_t timeout_ms;
+
+  nvhcq_buffer *gpfifo_area; /* both rings and their USERD */
+  nvhcq_buffer *cmd_area;    /* both command rings */
+  nvhcq_buffer *notifiers[2];
+  nvhcq_channel compute, copy;
+
+  /* Signals: one page of slots and a stack of free slot indexes. */
+  nvhcq_buffer *signal_page;
+  uint32_t *free_slots;
+  uint32_t free_slot_count;
+
+  /* Internal timelines, one per channel, for synchronize and user copies. */
+  nvhcq_signal *timeline[2];
+  uint64_t timeline_value[2];
+  nvhcq_push scratch; /* reused for internal submissions: no allocation once warm */
+
+  /* Pinned staging for copies from and to pageable memory. */
+  nvhcq_buffer *staging;
+
+  uint32_t next_host_handle;
+};
+
+nvhcq_status nvhcq_device_check(const nvhcq_device *dev) NVHCQ_MUST_CHECK;
+/* The channel for a queue kind. */
+nvhcq_channel *nvhcq_device_channel(nvhcq_device *dev, int copy);
+/* Appends "signal timeline[ch] = ++value" to `p`, returning the value to wait for. */
+uint64_t nvhcq_device_push_timeline(nvhcq_device *dev, int copy, nvhcq_push *p);
+/* Waits for a channel's timeline to reach `value`. */
+nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy, uint64_t value) NVHCQ_MUST_CHECK;
+
+/* Parses a visible-devices list ("0,2", "GPU-uuid-prefix", "-1") against `count` physical GPUs
+ * whose UUID strings are given (may be NULL when unknown). Writes up to `max` physical indexes to
+ * `out`, returns how many are visible. Exposed for tests. */
+int nvhcq_parse_visible(const char *list, int count, const char *const *uuids, int *out, int max);
+
+/* Host-side command encoders shared by queues and internal work. */
+void nvhcq_push_host_wait(nvhcq_push *p, uint64_t address, uint64_t value);
+void nvhcq_push_host_signal(nvhcq_push *p, uint64_t address, uint64_t value);
+void nvhcq_push_copy(nvhcq_push *p, uint64_t dst, uint64_t src, uint64_t size);
+void nvhcq_push_copy_signal(nvhcq_push *p, uint64_t address, uint64_t value, int payload64);
+
+#endif

@@ -1,0 +1,136 @@
+#include "queue.h"
+
+#include <stdlib.h>
+
+/* ---- command encoders ---- */
+
+static void push_host_semaphore(nvhcq_push *p, uint64_t address, uint64_t value, uint32_t execute) {
+  uint32_t w[5] = {(uint32_t)address, (uint32_t)(address >> 32), (uint32_t)value,
+                   (uint32_t)(value >> 32), execute};
+  nvhcq_push_method(p, NVHCQ_SUBC_HOST, NVC56F_SEM_ADDR_LO, w, 5);
+}
+
+void nvhcq_push_host_wait(nvhcq_push *p, uint64_t address, uint64_t value) {
+  push_host_semaphore(p, address, value,
+                      NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ | NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT);
+}
+
+void nvhcq_push_host_signal(nvhcq_push *p, uint64_t address, uint64_t value) {
+  push_host_semaphore(p, address, value,
+                      NVC56F_SEM_EXECUTE_OPERATION_RELEASE | NVC56F_SEM_EXECUTE_RELEASE_WFI |
+                          NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT | NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP);
+  nvhcq_push_method1(p, NVHCQ_SUBC_HOST, NVC56F_NON_STALL_INTERRUPT, 0);
+}
+
+/* One LINE_LENGTH_IN is 32 bits: larger copies go in 2 GiB pieces. */
+void nvhcq_push_copy(nvhcq_push *p, uint64_t dst, uint64_t src, uint64_t size) {
+  const uint64_t step = 1ull << 31;
+  for (uint64_t done = 0; done < size; done += step) {
+    uint64_t s = src + done, d = dst + done, n = size - done < step ? size - done : step;
+    uint32_t offsets[4] = {(uint32_t)(s >> 32), (uint32_t)s, (uint32_t)(d >> 32), (uint32_t)d};
+    nvhcq_push_method(p, NVHCQ_SUBC_COPY, NVC6B5_OFFSET_IN_UPPER, offsets, 4);
+    nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6B5_LINE_LENGTH_IN, (uint32_t)n);
+    nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6B5_LAUNCH_DMA,
+                       NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED |
+                           NVC6B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT_PITCH |
+                           NVC6B5_LAUNCH_DMA_DST_MEMORY_LAYOUT_PITCH);
+  }
+}
+
+/* The copy engine's four-word release writes the payload and then the GPU time at +8; from
+ * AMPERE_DMA_COPY_B on, the payload can be 64 bits. */
+void nvhcq_push_copy_signal(nvhcq_push *p, uint64_t address, uint64_t value, int payload64) {
+  uint32_t w[4] = {(uint32_t)(address >> 32), (uint32_t)address, (uint32_t)value,
+                   (uint32_t)(value >> 32)};
+  nvhcq_push_method(p, NVHCQ_SUBC_COPY, NVC6B5_SET_SEMAPHORE_A, w, payload64 ? 4 : 3);
+  nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6B5_LAUNCH_DMA,
+                     NVC6B5_LAUNCH_DMA_FLUSH_ENABLE |
+                         NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD |
+                         (payload64 ? NVC7B5_LAUNCH_DMA_SEMAPHORE_PAYLOAD_SIZE_64BIT : 0));
+}
+
+/* ---- user queues ---- */
+
+static nvhcq_status check_queue(const nvhcq_queue *q) {
+  if (!q) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "queue is NULL");
+  if (q->magic != NVHCQ_QUEUE_MAGIC)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq queue", (const void *)q);
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status check_signal_for(const nvhcq_queue *q, const nvhcq_signal *sig) {
+  NVHCQ_TRY(nvhcq_signal_check(sig));
+  if (sig->dev != q->dev)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "signal belongs to GPU %d but the queue to GPU %d", sig->dev->index,
+                      q->dev->index);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind, nvhcq_queue **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_queue_create: out is NULL");
+  if (kind != NVHCQ_QUEUE_COMPUTE && kind != NVHCQ_QUEUE_COPY)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "queue kind %d is unknown; use NVHCQ_QUEUE_COMPUTE or NVHCQ_QUEUE_COPY", kind);
+  nvhcq_queue *q = calloc(1, sizeof *q);
+  if (!q) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  q->magic = NVHCQ_QUEUE_MAGIC;
+  q->dev = dev;
+  q->kind = kind;
+  nvhcq_push_init(&q->push);
+  *out = q;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
+  if (!q) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(check_queue(q));
+  nvhcq_push_finish(&q->push);
+  q->magic = 0;
+  free(q);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
+  NVHCQ_TRY(check_queue(q));
+  nvhcq_push_reset(&q->push);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
+  NVHCQ_TRY(check_queue(q));
+  NVHCQ_TRY(check_signal_for(q, sig));
+  nvhcq_push_host_wait(&q->push, sig->gpu_address, value);
+  return q->push.error;
+}
+
+nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
+  NVHCQ_TRY(check_queue(q));
+  NVHCQ_TRY(check_signal_for(q, sig));
+  if (q->kind == NVHCQ_QUEUE_COPY)
+    nvhcq_push_copy_signal(&q->push, sig->gpu_address, value, q->dev->copy_payload64);
+  else
+    nvhcq_push_host_signal(&q->push, sig->gpu_address, value);
+  return q->push.error;
+}
+
+nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64_t size) {
+  NVHCQ_TRY(check_queue(q));
+  if (q->kind != NVHCQ_QUEUE_COPY)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_queue_copy needs a copy queue (NVHCQ_QUEUE_COPY); this is a compute queue");
+  if (size == 0) return NVHCQ_SUCCESS;
+  if (dst + size < dst || src + size < src)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "copy of %llu bytes wraps the address space",
+                      (unsigned long long)size);
+  nvhcq_push_copy(&q->push, dst, src, size);
+  return q->push.error;
+}
+
+nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
+  NVHCQ_TRY(check_queue(q));
+  NVHCQ_TRY(q->push.error);
+  return nvhcq_channel_submit(nvhcq_device_channel(q->dev, q->kind == NVHCQ_QUEUE_COPY),
+                              q->push.words, q->push.len);
+}

@@ -1,0 +1,107 @@
+#include "signal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "device.h"
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+nvhcq_status nvhcq_wait_value(volatile uint64_t *value_ptr, uint64_t value, uint32_t timeout_ms,
+                              const char *what) {
+  /* Spin first: most waits end within microseconds and a sleep would cost more than that. */
+  for (int i = 0; i < 20000; i++) {
+    if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
+    cpu_relax();
+  }
+  double start = now_ms();
+  long sleep_ns = 1000;
+  for (;;) {
+    if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
+    double waited = now_ms() - start;
+    if (waited > timeout_ms)
+      return nvhcq_fail(NVHCQ_ERROR_TIMEOUT,
+                        "%s: waited %u ms for value %llu, the signal holds %llu; the GPU work "
+                        "before it has not completed (raise NVHCQ_TIMEOUT_MS if it is slow)",
+                        what, timeout_ms, (unsigned long long)value,
+                        (unsigned long long)*value_ptr);
+    if (waited > 2.0) {
+      struct timespec ts = {0, sleep_ns};
+      nanosleep(&ts, NULL);
+      if (sleep_ns < 1000000) sleep_ns *= 2;
+    } else {
+      cpu_relax();
+    }
+  }
+}
+
+nvhcq_status nvhcq_signal_check(const nvhcq_signal *sig) {
+  if (!sig) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "signal is NULL");
+  if (sig->magic != NVHCQ_SIGNAL_MAGIC)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "%p is not a live nvhcq signal (destroyed, or not made by nvhcq_signal_create)",
+                      (const void *)sig);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_signal_create(nvhcq_device *dev, uint64_t initial, nvhcq_signal **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_signal_create: out is NULL");
+  if (dev->free_slot_count == 0)
+    return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY,
+                      "GPU %d: all %u signal slots are in use; destroy signals you no longer need",
+                      dev->index, NVHCQ_SIGNAL_SLOTS);
+  nvhcq_signal *sig = malloc(sizeof *sig);
+  if (!sig) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  uint32_t slot = dev->free_slots[--dev->free_slot_count];
+  uint64_t offset = (uint64_t)slot * NVHCQ_SIGNAL_SLOT_BYTES;
+  *sig = (nvhcq_signal){.magic = NVHCQ_SIGNAL_MAGIC,
+                        .dev = dev,
+                        .slot = slot,
+                        .cpu = (volatile uint64_t *)((char *)dev->signal_page->host_pointer + offset),
+                        .gpu_address = dev->signal_page->gpu_address + offset};
+  sig->cpu[0] = initial;
+  sig->cpu[1] = 0;
+  *out = sig;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_signal_destroy(nvhcq_signal *sig) {
+  if (!sig) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(nvhcq_signal_check(sig));
+  sig->dev->free_slots[sig->dev->free_slot_count++] = sig->slot;
+  sig->magic = 0;
+  free(sig);
+  return NVHCQ_SUCCESS;
+}
+
+uint64_t nvhcq_signal_value(const nvhcq_signal *sig) {
+  return __atomic_load_n(&sig->cpu[0], __ATOMIC_ACQUIRE);
+}
+
+void nvhcq_signal_set(nvhcq_signal *sig, uint64_t value) {
+  __atomic_store_n(&sig->cpu[0], value, __ATOMIC_RELEASE);
+}
+
+/* The GPU's semaphore timestamps count nanoseconds of its global timer. */
+uint64_t nvhcq_signal_timestamp_ns(const nvhcq_signal *sig) { return sig->cpu[1]; }
+
+uint64_t nvhcq_signal_gpu_address(const nvhcq_signal *sig) { return sig->gpu_address; }
+
+nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms) {
+  NVHCQ_TRY(nvhcq_signal_check(sig));
+  char what[64];
+  snprintf(what, sizeof what, "GPU %d signal %u", sig->dev->index, sig->slot);
+  return nvhcq_wait_value(sig->cpu, value, timeout_ms ? timeout_ms : sig->dev->timeout_ms, what);
+}

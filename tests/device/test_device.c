@@ -1,0 +1,253 @@
+/* Foundation tests on a real GPU. Without one (no /dev/nvidiactl) each test says so and skips. */
+#include <dirent.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nvhcq.h"
+#include "test.h"
+
+static nvhcq_device *dev;
+
+static int have_gpu(void) { return access("/dev/nvidiactl", F_OK) == 0; }
+#define NEED_GPU()                                                                                 \
+  do {                                                                                             \
+    if (!have_gpu()) TEST_SKIP("needs an NVIDIA GPU (no /dev/nvidiactl on this machine)");         \
+    if (!dev && nvhcq_device_open(0, &dev)) {                                                      \
+      fprintf(stderr, "  open failed: %s\n", nvhcq_last_error());                                  \
+      TEST_CHECK(0);                                                                               \
+      return;                                                                                      \
+    }                                                                                              \
+  } while (0)
+
+static int count_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  while (d && readdir(d)) n++;
+  if (d) closedir(d);
+  return n;
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed) {
+  uint32_t x = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; i++) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    p[i] = (uint8_t)x;
+  }
+}
+
+static void t_info(void) {
+  NEED_GPU();
+  nvhcq_device_info info;
+  TEST_CHECK(nvhcq_device_get_info(dev, &info) == NVHCQ_SUCCESS);
+  printf("  %s %s %s, %u SMs, %.1f GiB, driver %s, opened in %.1f ms\n", info.name, info.arch,
+         info.uuid_string, info.sm_count, info.memory_bytes / 1073741824.0, info.driver_version,
+         info.open_ms);
+  TEST_CHECK(info.name[0] != '\0');
+  TEST_CHECK(strncmp(info.arch, "sm_", 3) == 0);
+  TEST_CHECK(strncmp(info.uuid_string, "GPU-", 4) == 0);
+  TEST_CHECK(info.memory_bytes > (1ull << 30));
+  TEST_CHECK(info.sm_count > 0 && info.warps_per_sm > 0);
+}
+
+static void t_open_close_loop(void) {
+  NEED_GPU();
+  uint64_t free_before = 0, free_after = 0;
+  TEST_CHECK(nvhcq_device_free_memory(dev, &free_before) == NVHCQ_SUCCESS);
+  int fds = count_fds();
+  for (int i = 0; i < 100; i++) {
+    nvhcq_device *d;
+    nvhcq_status s = nvhcq_device_open(0, &d);
+    TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "iteration %d: %s", i, nvhcq_last_error());
+    if (s) return;
+    nvhcq_buffer *b;
+    TEST_CHECK(nvhcq_alloc(d, 1 << 20, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_device_close(d) == NVHCQ_SUCCESS);
+  }
+  TEST_CHECK(nvhcq_device_free_memory(dev, &free_after) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(count_fds() == fds, "fds before %d after %d", fds, count_fds());
+  TEST_CHECK_MSG(free_after + (4u << 20) >= free_before, "GPU free memory %llu -> %llu",
+                 (unsigned long long)free_before, (unsigned long long)free_after);
+}
+
+static void t_alloc_big_and_too_big(void) {
+  NEED_GPU();
+  nvhcq_buffer *b = NULL;
+  TEST_CHECK(nvhcq_alloc(dev, 1ull << 30, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  nvhcq_device_info info;
+  nvhcq_device_get_info(dev, &info);
+  nvhcq_buffer *huge = NULL;
+  nvhcq_status s = nvhcq_alloc(dev, info.memory_bytes + (8ull << 30), NVHCQ_MEMORY_DEVICE, &huge);
+  TEST_CHECK_MSG(s == NVHCQ_ERROR_OUT_OF_MEMORY, "status %s: %s", nvhcq_status_name(s), nvhcq_last_error());
+  printf("  over-allocation says: %s\n", nvhcq_last_error());
+  nvhcq_buffer *after = NULL;
+  TEST_CHECK(nvhcq_alloc(dev, 64 << 20, NVHCQ_MEMORY_DEVICE, &after) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_free(after) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_free(b) == NVHCQ_SUCCESS);
+}
+
+/* Host -> device -> device -> host through every path, compared byte for byte. */
+static void round_trip(size_t size, size_t offset, int pinned) {
+  nvhcq_buffer *a, *b, *h = NULL;
+  TEST_CHECK(nvhcq_alloc(dev, size + offset, NVHCQ_MEMORY_DEVICE, &a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_alloc(dev, size + offset, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  uint8_t *src, *dst;
+  if (pinned) {
+    TEST_CHECK(nvhcq_alloc(dev, 2 * size + 2, NVHCQ_MEMORY_HOST, &h) == NVHCQ_SUCCESS);
+    src = (uint8_t *)nvhcq_buffer_host_pointer(h) + 1;
+    dst = src + size + 1;
+  } else {
+    src = malloc(size + 1);
+    dst = malloc(size + 1);
+    src++, dst++; /* odd host addresses */
+  }
+  fill(src, size, (uint32_t)size);
+  memset(dst, 0xa5, size);
+  TEST_CHECK(nvhcq_copy_to_device(a, offset, src, size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_copy_device(b, offset, a, offset, size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_copy_from_device(dst, b, offset, size) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(memcmp(src, dst, size) == 0, "%zu bytes at offset %zu (%s) differ", size, offset,
+                 pinned ? "pinned" : "pageable");
+  if (!pinned) free(src - 1), free(dst - 1);
+  nvhcq_free(h);
+  nvhcq_free(a);
+  nvhcq_free(b);
+}
+
+static void t_round_trips(void) {
+  NEED_GPU();
+  static const size_t sizes[] = {1, 3, 4096, 4097, (1 << 20) + 7, (16 << 20) + 5, (64 << 20) + 13, 1ull << 30};
+  static const size_t offsets[] = {0, 1, 4093};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    for (int pinned = 0; pinned < 2; pinned++)
+      round_trip(sizes[i], offsets[i % 3], pinned);
+}
+
+static void t_mapped_memory(void) {
+  NEED_GPU();
+  nvhcq_buffer *m, *u;
+  TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_DEVICE_MAPPED, &m) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST_UNCACHED, &u) == NVHCQ_SUCCESS);
+  uint8_t *pm = nvhcq_buffer_host_pointer(m), *pu = nvhcq_buffer_host_pointer(u);
+  TEST_CHECK(pm && pu);
+  fill(pm, 1 << 20, 7);
+  TEST_CHECK(nvhcq_copy_device(u, 0, m, 0, 1 << 20) == NVHCQ_SUCCESS);
+  TEST_CHECK(memcmp(pm, pu, 1 << 20) == 0);
+  nvhcq_free(m);
+  nvhcq_free(u);
+}
+
+static void t_big_copy_over_4gib(void) {
+  NEED_GPU();
+  size_t size = (4ull << 30) + 4096 * 3;
+  nvhcq_buffer *a, *b;
+  TEST_CHECK(nvhcq_alloc(dev, size, NVHCQ_MEMORY_DEVICE, &a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_alloc(dev, size, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  uint8_t head[4096], tail[4096], out[4096];
+  fill(head, sizeof head, 1);
+  fill(tail, sizeof tail, 2);
+  TEST_CHECK(nvhcq_copy_to_device(a, 0, head, sizeof head) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_copy_to_device(a, size - sizeof tail, tail, sizeof tail) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_copy_device(b, 0, a, 0, size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_copy_from_device(out, b, 0, sizeof out) == NVHCQ_SUCCESS);
+  TEST_CHECK(memcmp(out, head, sizeof out) == 0);
+  TEST_CHECK(nvhcq_copy_from_device(out, b, size - sizeof tail, sizeof out) == NVHCQ_SUCCESS);
+  TEST_CHECK(memcmp(out, tail, sizeof out) == 0);
+  nvhcq_free(a);
+  nvhcq_free(b);
+}
+
+/* The compute channel waits for a signal the copy channel releases after its copy. */
+static void t_cross_channel_order(void) {
+  NEED_GPU();
+  nvhcq_signal *copied, *done;
+  nvhcq_queue *cq, *xq;
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &copied) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &done) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &cq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &xq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_wait(cq, copied, 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(cq, done, 5) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(cq) == NVHCQ_SUCCESS);
+  usleep(20000);
+  TEST_CHECK_MSG(nvhcq_signal_value(done) == 0, "compute ran before the copy signalled");
+  nvhcq_buffer *src, *dst;
+  TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST, &src) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST, &dst) == NVHCQ_SUCCESS);
+  fill(nvhcq_buffer_host_pointer(src), 1 << 20, 9);
+  TEST_CHECK(nvhcq_queue_copy(xq, nvhcq_buffer_gpu_address(dst), nvhcq_buffer_gpu_address(src), 1 << 20) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(xq, copied, 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(xq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_wait(done, 5, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(memcmp(nvhcq_buffer_host_pointer(src), nvhcq_buffer_host_pointer(dst), 1 << 20) == 0);
+  TEST_CHECK(nvhcq_signal_timestamp_ns(done) > 0);
+  TEST_CHECK(nvhcq_signal_timestamp_ns(copied) > 0);
+  TEST_CHECK_MSG(nvhcq_signal_timestamp_ns(done) >= nvhcq_signal_timestamp_ns(copied),
+                 "done at %llu ns, copy at %llu ns", (unsigned long long)nvhcq_signal_timestamp_ns(done),
+                 (unsigned long long)nvhcq_signal_timestamp_ns(copied));
+  nvhcq_free(src);
+  nvhcq_free(dst);
+  nvhcq_queue_destroy(cq);
+  nvhcq_queue_destroy(xq);
+  nvhcq_signal_destroy(copied);
+  nvhcq_signal_destroy(done);
+}
+
+/* Many small submissions wrap both rings: back-pressure keeps every command intact. */
+static void t_ring_wraps(void) {
+  NEED_GPU();
+  nvhcq_signal *s;
+  nvhcq_queue *q;
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &s) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  for (uint64_t i = 1; i <= 50000; i++) {
+    nvhcq_queue_reset(q);
+    TEST_CHECK(nvhcq_queue_signal(q, s, i) == NVHCQ_SUCCESS);
+    if (nvhcq_queue_submit(q) != NVHCQ_SUCCESS) {
+      TEST_CHECK_MSG(0, "submit %llu: %s", (unsigned long long)i, nvhcq_last_error());
+      break;
+    }
+  }
+  TEST_CHECK(nvhcq_signal_wait(s, 50000, 10000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_value(s) == 50000);
+  nvhcq_queue_destroy(q);
+  nvhcq_signal_destroy(s);
+}
+
+static void t_wait_times_out(void) {
+  NEED_GPU();
+  nvhcq_signal *s;
+  TEST_CHECK(nvhcq_signal_create(dev, 3, &s) == NVHCQ_SUCCESS);
+  nvhcq_status st = nvhcq_signal_wait(s, 4, 50);
+  TEST_CHECK(st == NVHCQ_ERROR_TIMEOUT);
+  TEST_CHECK(strstr(nvhcq_last_error(), "holds 3") != NULL);
+  printf("  timeout says: %s\n", nvhcq_last_error());
+  nvhcq_signal_destroy(s);
+}
+
+static void t_bad_input(void) {
+  NEED_GPU();
+  nvhcq_device *d = NULL;
+  TEST_CHECK(nvhcq_device_open(99, &d) == NVHCQ_ERROR_NO_DEVICE && d == NULL);
+  printf("  index 99 says: %s\n", nvhcq_last_error());
+  nvhcq_buffer *b = NULL, *ok;
+  TEST_CHECK(nvhcq_alloc(dev, 0, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_alloc(dev, SIZE_MAX, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_alloc(dev, 4096, (nvhcq_memory_kind)42, &b) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_alloc(dev, 4096, NVHCQ_MEMORY_DEVICE, &ok) == NVHCQ_SUCCESS);
+  char byte;
+  TEST_CHECK(nvhcq_copy_from_device(&byte, ok, 4096, 1) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_copy_from_device(&byte, ok, SIZE_MAX, 2) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_copy_to_device(ok, 0, NULL, 4) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_free(ok) == NVHCQ_SUCCESS);
+}
+
+static void t_close(void) {
+  NEED_GPU();
+  TEST_CHECK(nvhcq_device_close(dev) == NVHCQ_SUCCESS);
+  dev = NULL;
+}
+
+TEST_MAIN(TEST(t_info), TEST(t_open_close_loop), TEST(t_alloc_big_and_too_big), TEST(t_round_trips),
+          TEST(t_mapped_memory), TEST(t_big_copy_over_4gib), TEST(t_cross_channel_order),
+          TEST(t_ring_wraps), TEST(t_wait_times_out), TEST(t_bad_input), TEST(t_close))

@@ -1,0 +1,52 @@
+/* A tiny test harness: each test file is one program; TEST_CHECK records failures, and
+ * test_main() prints one line per test plus the closing "N passed, N failed, N skipped". */
+#ifndef NVHCQ_TEST_H
+#define NVHCQ_TEST_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct test_case {
+  const char *name;
+  void (*fn)(void);
+} test_case;
+
+extern int test_failed_checks; /* failures in the running test */
+extern const char *test_skip_reason;
+
+#define TEST_CHECK(cond)                                                                           \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "  %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);                   \
+      test_failed_checks++;                                                                        \
+    }                                                                                              \
+  } while (0)
+
+#define TEST_CHECK_MSG(cond, ...)                                                                  \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      fprintf(stderr, "  %s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                  \
+      fprintf(stderr, __VA_ARGS__);                                                                \
+      fputc('\n', stderr);                                                                         \
+      test_failed_checks++;                                                                        \
+    }                                                                                              \
+  } while (0)
+
+/* Ends the current test as skipped, with a reason printed on its line. */
+#define TEST_SKIP(reason)                                                                          \
+  do {                                                                                             \
+    test_skip_reason = (reason);                                                                   \
+    return;                                                                                        \
+  } while (0)
+
+int test_main(int argc, char **argv, const test_case *tests, int count);
+
+#define TEST_MAIN(...)                                                                             \
+  int main(int argc, char **argv) {                                                                \
+    static const test_case tests_[] = {__VA_ARGS__};                                               \
+    return test_main(argc, argv, tests_, (int)(sizeof tests_ / sizeof tests_[0]));                 \
+  }
+#define TEST(fn) {#fn, fn}
+
+#endif
