@@ -31,8 +31,8 @@ static double median(double *v, int n) {
 typedef int (*cu_fn)();
 static struct {
   void *lib;
-  cu_fn init, device_get, primary_retain, ctx_set, mem_alloc, mem_free, host_alloc, host_free,
-      htod, dtoh, dtod, sync;
+  cu_fn init, device_get, primary_retain, ctx_set, mem_alloc, mem_free, host_alloc, host_free, htod,
+      dtoh, dtod, sync;
 } cu;
 
 static int cuda_load(void) {
@@ -78,7 +78,9 @@ typedef struct results {
 
 #define REPS 10
 
-static double gbps(size_t bytes, double s) { return bytes / s / 1e9; }
+static double gbps(size_t bytes, double s) {
+  return bytes / s / 1e9;
+}
 
 static void bench_nvhcq(size_t size, results *r) {
   nvhcq_device *dev;
@@ -187,7 +189,8 @@ int main(int argc, char **argv) {
   bench_nvhcq(size, &n);
   int have_cuda = cuda_load();
   if (have_cuda) bench_cuda(size, &c);
-  printf("nvhcq foundation benchmark, %zu MiB transfers, median of %d (GB/s = 1e9 bytes/s)\n", mib, REPS);
+  printf("nvhcq foundation benchmark, %zu MiB transfers, median of %d (GB/s = 1e9 bytes/s)\n", mib,
+         REPS);
   printf("%-34s %12s %12s\n", "", "nvhcq", have_cuda ? "libcuda" : "(no libcuda)");
   printf("%-34s %12.1f %12.1f\n", "device open to ready (ms)", n.open_ms, c.open_ms);
   printf("%-34s %12.1f %12.1f\n", "pinned H2D (GB/s)", n.h2d_pinned, c.h2d_pinned);
@@ -195,6 +198,7 @@ int main(int argc, char **argv) {
   printf("%-34s %12.1f %12.1f\n", "pageable H2D (GB/s)", n.h2d_pageable, c.h2d_pageable);
   printf("%-34s %12.1f %12.1f\n", "pageable D2H (GB/s)", n.d2h_pageable, c.d2h_pageable);
   printf("%-34s %12.1f %12.1f\n", "device to device (GB/s)", n.d2d, c.d2d);
-  printf("%-34s %12.2f %12.2f\n", "4-byte D2H latency (us, median)", n.small_d2h_us, c.small_d2h_us);
+  printf("%-34s %12.2f %12.2f\n", "4-byte D2H latency (us, median)", n.small_d2h_us,
+         c.small_d2h_us);
   return 0;
 }

@@ -50,25 +50,25 @@ NVHCQ_API const char *nvhcq_last_error(void);
 typedef struct nvhcq_device nvhcq_device;
 
 typedef struct nvhcq_device_info {
-  char name[96];            /* "NVIDIA H200" */
-  uint8_t uuid[16];         /* the GPU's UUID, binary */
-  char uuid_string[48];     /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
-  char arch[16];            /* "sm_90" */
-  uint32_t sm_version;      /* 0x900 for sm_90 */
-  uint32_t gpcs;            /* graphics processing clusters */
-  uint32_t tpcs_per_gpc;    /* chip maximum */
-  uint32_t sms_per_tpc;     /* streaming multiprocessors per TPC */
-  uint32_t sm_count;        /* multiprocessors that can run work */
-  uint32_t warps_per_sm;    /* resident warps per multiprocessor */
-  uint64_t memory_bytes;    /* device memory */
-  char driver_version[32];  /* "580.159.04" */
-  int open_kernel_module;   /* 1 for NVIDIA's open kernel module, 0 for the proprietary one */
+  char name[96];           /* "NVIDIA H200" */
+  uint8_t uuid[16];        /* the GPU's UUID, binary */
+  char uuid_string[48];    /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+  char arch[16];           /* "sm_90" */
+  uint32_t sm_version;     /* 0x900 for sm_90 */
+  uint32_t gpcs;           /* graphics processing clusters */
+  uint32_t tpcs_per_gpc;   /* chip maximum */
+  uint32_t sms_per_tpc;    /* streaming multiprocessors per TPC */
+  uint32_t sm_count;       /* multiprocessors that can run work */
+  uint32_t warps_per_sm;   /* resident warps per multiprocessor */
+  uint64_t memory_bytes;   /* device memory */
+  char driver_version[32]; /* "580.159.04" */
+  int open_kernel_module;  /* 1 for NVIDIA's open kernel module, 0 for the proprietary one */
   uint32_t pci_domain, pci_bus, pci_device, pci_function;
-  uint32_t compute_class;   /* e.g. 0xcbc0 HOPPER_COMPUTE_A */
-  uint32_t copy_class;      /* e.g. 0xc8b5 HOPPER_DMA_COPY_A */
-  uint32_t gpfifo_class;    /* e.g. 0xc86f HOPPER_CHANNEL_GPFIFO_A */
-  uint32_t usermode_class;  /* e.g. 0xc661 HOPPER_USERMODE_A */
-  double open_ms;           /* time nvhcq_device_open took */
+  uint32_t compute_class;  /* e.g. 0xcbc0 HOPPER_COMPUTE_A */
+  uint32_t copy_class;     /* e.g. 0xc8b5 HOPPER_DMA_COPY_A */
+  uint32_t gpfifo_class;   /* e.g. 0xc86f HOPPER_CHANNEL_GPFIFO_A */
+  uint32_t usermode_class; /* e.g. 0xc661 HOPPER_USERMODE_A */
+  double open_ms;          /* time nvhcq_device_open took */
 } nvhcq_device_info;
 
 /* Number of GPUs visible to this process, after CUDA_VISIBLE_DEVICES and NVHCQ_VISIBLE_DEVICES. */
@@ -88,10 +88,10 @@ NVHCQ_API nvhcq_status nvhcq_device_free_memory(nvhcq_device *dev, uint64_t *fre
 /* ---- memory ----------------------------------------------------------------------------- */
 
 typedef enum nvhcq_memory_kind {
-  NVHCQ_MEMORY_DEVICE = 0,      /* device memory, GPU only */
-  NVHCQ_MEMORY_DEVICE_MAPPED,   /* device memory the CPU can also read and write (through BAR1) */
-  NVHCQ_MEMORY_HOST,            /* pinned, cached host memory the GPU reads and writes */
-  NVHCQ_MEMORY_HOST_UNCACHED,   /* uncached system memory (signals, small shared structures) */
+  NVHCQ_MEMORY_DEVICE = 0,    /* device memory, GPU only */
+  NVHCQ_MEMORY_DEVICE_MAPPED, /* device memory the CPU can also read and write (through BAR1) */
+  NVHCQ_MEMORY_HOST,          /* pinned, cached host memory the GPU reads and writes */
+  NVHCQ_MEMORY_HOST_UNCACHED, /* uncached system memory (signals, small shared structures) */
 } nvhcq_memory_kind;
 
 typedef struct nvhcq_buffer nvhcq_buffer;
@@ -119,8 +119,7 @@ NVHCQ_API nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, n
 /* A 64-bit semaphore in memory both the CPU and GPU see; the GPU also stamps the time. */
 typedef struct nvhcq_signal nvhcq_signal;
 
-NVHCQ_API nvhcq_status nvhcq_signal_create(nvhcq_device *dev, uint64_t initial,
-                                           nvhcq_signal **out);
+NVHCQ_API nvhcq_status nvhcq_signal_create(nvhcq_device *dev, uint64_t initial, nvhcq_signal **out);
 NVHCQ_API nvhcq_status nvhcq_signal_destroy(nvhcq_signal *sig);
 NVHCQ_API uint64_t nvhcq_signal_value(const nvhcq_signal *sig);
 NVHCQ_API void nvhcq_signal_set(nvhcq_signal *sig, uint64_t value);

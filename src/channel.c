@@ -5,7 +5,9 @@
 
 #include "abi/methods.h"
 
-uint32_t nvhcq_channel_max_words(const nvhcq_channel *ch) { return ch->cmd_words / 4; }
+uint32_t nvhcq_channel_max_words(const nvhcq_channel *ch) {
+  return ch->cmd_words / 4;
+}
 
 uint64_t nvhcq_channel_fetched(uint64_t submitted, uint32_t entries, uint32_t gp_get) {
   uint32_t put_slot = (uint32_t)(submitted % entries);

@@ -20,10 +20,10 @@ typedef struct nvhcq_channel {
   uint32_t *cmd;
   uint64_t cmd_gpu;
   uint32_t cmd_words;
-  uint64_t cmd_head;      /* monotonic dword position of the next write */
-  uint64_t *entry_start;  /* per ring slot: monotonic cmd position where that entry began */
-  uint64_t retired;       /* entries known to be fully fetched by the GPU */
-  uint64_t channel_va;    /* UVM channel range */
+  uint64_t cmd_head;     /* monotonic dword position of the next write */
+  uint64_t *entry_start; /* per ring slot: monotonic cmd position where that entry began */
+  uint64_t retired;      /* entries known to be fully fetched by the GPU */
+  uint64_t channel_va;   /* UVM channel range */
   uint32_t timeout_ms;
 } nvhcq_channel;
 

@@ -14,7 +14,8 @@ static int is_gpu_visible(const void *p, size_t size) {
   return a >= low->base && a - low->base < low->size && low->size - (a - low->base) >= size;
 }
 
-static nvhcq_status check_range(const nvhcq_buffer *b, size_t offset, size_t size, const char *what) {
+static nvhcq_status check_range(const nvhcq_buffer *b, size_t offset, size_t size,
+                                const char *what) {
   NVHCQ_TRY(nvhcq_buffer_check(b, what));
   if (offset > b->size || size > b->size - offset)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
@@ -74,12 +75,14 @@ static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, 
   uint64_t value[STAGING_SLOTS];
   /* Keep every slot busy: chunk i+SLOTS is queued as soon as chunk i has been read out. */
   for (size_t i = 0; i < chunks && i < STAGING_SLOTS; i++) {
-    size_t off = i * STAGING_SLOT_BYTES, n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
+    size_t off = i * STAGING_SLOT_BYTES,
+           n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
     NVHCQ_TRY(submit_copy(dev, slot_gpu(dev, (unsigned)i), src + off, n, &value[i]));
   }
   for (size_t i = 0; i < chunks; i++) {
     unsigned s = i % STAGING_SLOTS;
-    size_t off = i * STAGING_SLOT_BYTES, n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
+    size_t off = i * STAGING_SLOT_BYTES,
+           n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
     NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 1, value[s]));
     memcpy(dst + off, slot_cpu(dev, s), n);
     size_t next = i + STAGING_SLOTS;
@@ -92,9 +95,11 @@ static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, 
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const void *src, size_t size) {
+nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const void *src,
+                                  size_t size) {
   NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_copy_to_device destination"));
-  if (!src && size) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_to_device: src is NULL");
+  if (!src && size)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_to_device: src is NULL");
   if (size == 0) return NVHCQ_SUCCESS;
   nvhcq_device *dev = dst->dev;
   if (is_gpu_visible(src, size))
@@ -104,7 +109,8 @@ nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const vo
 
 nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_offset, size_t size) {
   NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_copy_from_device source"));
-  if (!dst && size) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_from_device: dst is NULL");
+  if (!dst && size)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_from_device: dst is NULL");
   if (size == 0) return NVHCQ_SUCCESS;
   nvhcq_device *dev = src->dev;
   if (is_gpu_visible(dst, size))
@@ -126,7 +132,8 @@ nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffe
 
 /* ---- buffers ---- */
 
-nvhcq_status nvhcq_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind, nvhcq_buffer **out) {
+nvhcq_status nvhcq_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
+                         nvhcq_buffer **out) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_alloc: out is NULL");
   if ((unsigned)kind > NVHCQ_MEMORY_HOST_UNCACHED)
@@ -142,6 +149,12 @@ nvhcq_status nvhcq_free(nvhcq_buffer *buf) {
   return nvhcq_memory_free(buf);
 }
 
-uint64_t nvhcq_buffer_gpu_address(const nvhcq_buffer *buf) { return buf ? buf->gpu_address : 0; }
-void *nvhcq_buffer_host_pointer(const nvhcq_buffer *buf) { return buf ? buf->host_pointer : NULL; }
-size_t nvhcq_buffer_size(const nvhcq_buffer *buf) { return buf ? buf->size : 0; }
+uint64_t nvhcq_buffer_gpu_address(const nvhcq_buffer *buf) {
+  return buf ? buf->gpu_address : 0;
+}
+void *nvhcq_buffer_host_pointer(const nvhcq_buffer *buf) {
+  return buf ? buf->host_pointer : NULL;
+}
+size_t nvhcq_buffer_size(const nvhcq_buffer *buf) {
+  return buf ? buf->size : 0;
+}

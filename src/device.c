@@ -119,7 +119,8 @@ static nvhcq_status detect_driver(nvhcq_device *dev) {
   memset(&v, 0, sizeof v);
   NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->rm.root, NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2,
                              &v, sizeof v));
-  snprintf(dev->info.driver_version, sizeof dev->info.driver_version, "%.31s", v.driverVersionBuffer);
+  snprintf(dev->info.driver_version, sizeof dev->info.driver_version, "%.31s",
+           v.driverVersionBuffer);
   dev->rm.branch = nvhcq_branch_for_version(v.driverVersionBuffer);
   if (!dev->rm.branch)
     return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
@@ -166,17 +167,19 @@ static uint32_t pick(const uint32_t *list, uint32_t n, const uint32_t *prefs, si
 
 static nvhcq_status choose_classes(nvhcq_device *dev) {
   NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS p = {0};
-  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_device, NV0080_CTRL_CMD_GPU_GET_CLASSLIST, &p, sizeof p));
+  NVHCQ_TRY(
+      nvhcq_rm_control(&dev->rm, dev->h_device, NV0080_CTRL_CMD_GPU_GET_CLASSLIST, &p, sizeof p));
   uint32_t *list = calloc(p.numClasses + 1, sizeof *list);
   if (!list) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   p.classList = (uintptr_t)list;
-  nvhcq_status s = nvhcq_rm_control(&dev->rm, dev->h_device, NV0080_CTRL_CMD_GPU_GET_CLASSLIST, &p, sizeof p);
+  nvhcq_status s =
+      nvhcq_rm_control(&dev->rm, dev->h_device, NV0080_CTRL_CMD_GPU_GET_CLASSLIST, &p, sizeof p);
   static const uint32_t usermode[] = {BLACKWELL_USERMODE_A, HOPPER_USERMODE_A, AMPERE_USERMODE_A,
                                       TURING_USERMODE_A};
   static const uint32_t gpfifo[] = {BLACKWELL_CHANNEL_GPFIFO_B, BLACKWELL_CHANNEL_GPFIFO_A,
                                     HOPPER_CHANNEL_GPFIFO_A, AMPERE_CHANNEL_GPFIFO_A};
   static const uint32_t compute[] = {BLACKWELL_COMPUTE_B, BLACKWELL_COMPUTE_A, HOPPER_COMPUTE_A,
-                                     ADA_COMPUTE_A, AMPERE_COMPUTE_B, AMPERE_COMPUTE_A};
+                                     ADA_COMPUTE_A,       AMPERE_COMPUTE_B,    AMPERE_COMPUTE_A};
   static const uint32_t copy[] = {BLACKWELL_DMA_COPY_B, BLACKWELL_DMA_COPY_A, HOPPER_DMA_COPY_A,
                                   AMPERE_DMA_COPY_B, AMPERE_DMA_COPY_A};
 #define PICK(l) pick(list, p.numClasses, l, sizeof l / sizeof l[0])
@@ -191,8 +194,9 @@ static nvhcq_status choose_classes(nvhcq_device *dev) {
                       "GPU %d offers no class nvhcq can use for %s; nvhcq supports Ampere, Ada, "
                       "Hopper and Blackwell GPUs",
                       dev->index,
-                      !dev->classes.compute ? "compute" : !dev->classes.copy ? "copies"
-                                                                             : "command submission");
+                      !dev->classes.compute ? "compute"
+                      : !dev->classes.copy  ? "copies"
+                                            : "command submission");
   dev->copy_payload64 = dev->classes.copy != AMPERE_DMA_COPY_A;
   dev->info.usermode_class = dev->classes.usermode;
   dev->info.gpfifo_class = dev->classes.gpfifo;
@@ -212,7 +216,8 @@ static nvhcq_status read_gr_info(nvhcq_device *dev) {
   };
   NV2080_CTRL_GR_GET_INFO_PARAMS p = {.grInfoListSize = sizeof list / sizeof list[0],
                                       .grInfoList = (uintptr_t)list};
-  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GR_GET_INFO, &p, sizeof p));
+  NVHCQ_TRY(
+      nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GR_GET_INFO, &p, sizeof p));
   nvhcq_device_info *i = &dev->info;
   i->sm_version = list[0].data;
   i->warps_per_sm = list[1].data;
@@ -239,9 +244,9 @@ static nvhcq_status read_fb_info(nvhcq_device *dev, uint64_t *total_kib, uint64_
 }
 
 static void format_uuid(char *out, size_t n, const uint8_t *u) {
-  snprintf(out, n,
-           "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-           u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+  snprintf(out, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+           u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+           u[15]);
 }
 
 static nvhcq_status read_identity(nvhcq_device *dev) {
@@ -249,7 +254,8 @@ static nvhcq_status read_identity(nvhcq_device *dev) {
   memset(&gid, 0, sizeof gid);
   gid.flags = NV2080_GPU_CMD_GPU_GET_GID_FLAGS_BINARY;
   gid.length = 16;
-  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GPU_GET_GID_INFO, &gid, sizeof gid));
+  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GPU_GET_GID_INFO, &gid,
+                             sizeof gid));
   memcpy(dev->info.uuid, gid.data, 16);
   format_uuid(dev->info.uuid_string, sizeof dev->info.uuid_string, dev->info.uuid);
   NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS name;
@@ -265,19 +271,21 @@ static nvhcq_status read_identity(nvhcq_device *dev) {
 
 static nvhcq_status alloc_gpu_objects(nvhcq_device *dev, const nv_ioctl_card_info_t *card) {
   NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS id = {.gpuId = card->gpu_id};
-  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->rm.root, NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, &id, sizeof id));
+  NVHCQ_TRY(
+      nvhcq_rm_control(&dev->rm, dev->rm.root, NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, &id, sizeof id));
   NV0080_ALLOC_PARAMETERS dp = {.deviceId = id.deviceInstance,
                                 .hClientShare = dev->rm.root,
                                 .vaMode = NV_DEVICE_ALLOCATION_VAMODE_MULTIPLE_VASPACES};
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->rm.root, NV01_DEVICE_0, &dp, sizeof dp, &dev->h_device));
   NV2080_ALLOC_PARAMETERS sp = {0};
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, NV20_SUBDEVICE_0, &sp, sizeof sp, &dev->h_subdevice));
+  NVHCQ_TRY(
+      nvhcq_rm_alloc(&dev->rm, dev->h_device, NV20_SUBDEVICE_0, &sp, sizeof sp, &dev->h_subdevice));
   NVHCQ_TRY(choose_classes(dev));
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_subdevice, dev->classes.usermode, NULL, 0, &dev->h_usermode));
+  NVHCQ_TRY(
+      nvhcq_rm_alloc(&dev->rm, dev->h_subdevice, dev->classes.usermode, NULL, 0, &dev->h_usermode));
   NVHCQ_TRY(read_identity(dev));
-  NV_VASPACE_ALLOCATION_PARAMETERS vp = {.flags = NV_VASPACE_FLAGS_NVHCQ,
-                                         .vaBase = 0x1000,
-                                         .vaSize = 0x1fffffb000000ull};
+  NV_VASPACE_ALLOCATION_PARAMETERS vp = {
+      .flags = NV_VASPACE_FLAGS_NVHCQ, .vaBase = 0x1000, .vaSize = 0x1fffffb000000ull};
   return nvhcq_rm_alloc(&dev->rm, dev->h_device, FERMI_VASPACE_A, &vp,
                         dev->rm.branch->vaspace_params_size, &dev->h_vaspace);
 }
@@ -287,19 +295,24 @@ static nvhcq_status map_usermode(nvhcq_device *dev) {
   char path[32];
   snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
   dev->usermode_fd = nvhcq_kernel->open(path, O_RDWR);
-  if (dev->usermode_fd < 0) return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
+  if (dev->usermode_fd < 0)
+    return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
   nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
   NVHCQ_TRY(nvhcq_rm_escape(dev->usermode_fd, NV_ESC_REGISTER_FD, &reg, sizeof reg, "register fd"));
-  nv_ioctl_nvos33_parameters_with_fd p = {
-      .params = {.hClient = dev->rm.root, .hDevice = dev->h_device, .hMemory = dev->h_usermode,
-                 .length = 0x10000, .flags = 2},
-      .fd = dev->usermode_fd};
+  nv_ioctl_nvos33_parameters_with_fd p = {.params = {.hClient = dev->rm.root,
+                                                     .hDevice = dev->h_device,
+                                                     .hMemory = dev->h_usermode,
+                                                     .length = 0x10000,
+                                                     .flags = 2},
+                                          .fd = dev->usermode_fd};
   NVHCQ_TRY(nvhcq_rm_escape(dev->rm.fd_ctl, NV_ESC_RM_MAP_MEMORY, &p, sizeof p, "map usermode"));
   if (p.params.status)
     return nvhcq_fail(NVHCQ_ERROR_DRIVER, "mapping the doorbell page: %s",
                       nvhcq_nv_status_name(p.params.status));
-  void *at = nvhcq_kernel->mmap(NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, dev->usermode_fd, 0);
-  if (at == MAP_FAILED) return nvhcq_fail(NVHCQ_ERROR_DRIVER, "mmap of the doorbell page: %s", strerror(errno));
+  void *at =
+      nvhcq_kernel->mmap(NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, dev->usermode_fd, 0);
+  if (at == MAP_FAILED)
+    return nvhcq_fail(NVHCQ_ERROR_DRIVER, "mmap of the doorbell page: %s", strerror(errno));
   dev->usermode_map = at;
   return NVHCQ_SUCCESS;
 }
@@ -310,8 +323,8 @@ static nvhcq_status register_uvm(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_uvm_call(&dev->rm, UVM_REGISTER_GPU, "UVM_REGISTER_GPU", &g,
                            offsetof(UVM_REGISTER_GPU_PARAMS, rmStatus)));
   dev->uvm_gpu_registered = 1;
-  UVM_REGISTER_GPU_VASPACE_PARAMS v = {.rmCtrlFd = dev->rm.fd_ctl, .hClient = dev->rm.root,
-                                       .hVaSpace = dev->h_vaspace};
+  UVM_REGISTER_GPU_VASPACE_PARAMS v = {
+      .rmCtrlFd = dev->rm.fd_ctl, .hClient = dev->rm.root, .hVaSpace = dev->h_vaspace};
   memcpy(v.gpuUuid.uuid, dev->info.uuid, 16);
   NVHCQ_TRY(nvhcq_uvm_call(&dev->rm, UVM_REGISTER_GPU_VASPACE, "UVM_REGISTER_GPU_VASPACE", &v,
                            offsetof(UVM_REGISTER_GPU_VASPACE_PARAMS, rmStatus)));
@@ -340,12 +353,15 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, ch->handle, copy ? dev->classes.copy : dev->classes.compute,
                            NULL, 0, &engine));
   NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS tok = {.workSubmitToken = ~0u};
-  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, &tok, sizeof tok));
+  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
+                             &tok, sizeof tok));
   NVHCQ_TRY(nvhcq_va_alloc(nvhcq_va_low(), CHANNEL_VA_BYTES, 1u << 21, &ch->channel_va));
   /* UVM wants this range free of CPU mappings, like the rest of the GPU-only space. */
   munmap((void *)(uintptr_t)ch->channel_va, CHANNEL_VA_BYTES);
-  UVM_REGISTER_CHANNEL_PARAMS rc = {.rmCtrlFd = dev->rm.fd_ctl, .hClient = dev->rm.root,
-                                    .hChannel = ch->handle, .base = ch->channel_va,
+  UVM_REGISTER_CHANNEL_PARAMS rc = {.rmCtrlFd = dev->rm.fd_ctl,
+                                    .hClient = dev->rm.root,
+                                    .hChannel = ch->handle,
+                                    .base = ch->channel_va,
                                     .length = CHANNEL_VA_BYTES};
   memcpy(rc.gpuUuid.uuid, dev->info.uuid, 16);
   NVHCQ_TRY(nvhcq_uvm_call(&dev->rm, UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL", &rc,
@@ -356,7 +372,8 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
   ch->ring = (uint64_t *)(area + ring_offset);
   ch->gp_get = (volatile uint32_t *)(area + p.userdOffset[0] + NVHCQ_USERD_GP_GET);
   ch->gp_put = (volatile uint32_t *)(area + p.userdOffset[0] + NVHCQ_USERD_GP_PUT);
-  ch->doorbell = (volatile uint32_t *)((char *)dev->usermode_map + NVHCQ_USERMODE_NOTIFY_CHANNEL_PENDING);
+  ch->doorbell =
+      (volatile uint32_t *)((char *)dev->usermode_map + NVHCQ_USERMODE_NOTIFY_CHANNEL_PENDING);
   ch->entries = GPFIFO_ENTRIES;
   ch->cmd_words = CMD_RING_BYTES / 4;
   ch->cmd = (uint32_t *)((char *)dev->cmd_area->host_pointer + (copy ? CMD_RING_BYTES : 0));
@@ -369,13 +386,17 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
 
 static nvhcq_status create_channels(nvhcq_device *dev) {
   NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.engineType = NV2080_ENGINE_TYPE_GRAPHICS};
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp, &dev->h_group));
+  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp,
+                           &dev->h_group));
   nvhcq_alloc_options ring_opts = {.contiguous = 1, .map_flags = 0x10d0000};
-  NVHCQ_TRY(nvhcq_memory_alloc(dev, GPFIFO_AREA, NVHCQ_MEMORY_DEVICE_MAPPED, &ring_opts, &dev->gpfifo_area));
-  NVHCQ_TRY(nvhcq_memory_alloc(dev, 2 * CMD_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, NULL, &dev->cmd_area));
+  NVHCQ_TRY(nvhcq_memory_alloc(dev, GPFIFO_AREA, NVHCQ_MEMORY_DEVICE_MAPPED, &ring_opts,
+                               &dev->gpfifo_area));
+  NVHCQ_TRY(nvhcq_memory_alloc(dev, 2 * CMD_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, NULL,
+                               &dev->cmd_area));
   NV_CTXSHARE_ALLOCATION_PARAMETERS cp = {.hVASpace = dev->h_vaspace,
                                           .flags = NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC};
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_group, FERMI_CONTEXT_SHARE_A, &cp, sizeof cp, &dev->h_ctxshare));
+  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_group, FERMI_CONTEXT_SHARE_A, &cp, sizeof cp,
+                           &dev->h_ctxshare));
   NVHCQ_TRY(create_channel(dev, &dev->compute, 0));
   NVHCQ_TRY(create_channel(dev, &dev->copy, 1));
   NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
@@ -388,8 +409,7 @@ static nvhcq_status create_signals(nvhcq_device *dev) {
                                NVHCQ_MEMORY_HOST_UNCACHED, NULL, &dev->signal_page));
   dev->free_slots = malloc(NVHCQ_SIGNAL_SLOTS * sizeof *dev->free_slots);
   if (!dev->free_slots) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
-  for (uint32_t i = 0; i < NVHCQ_SIGNAL_SLOTS; i++)
-    dev->free_slots[i] = NVHCQ_SIGNAL_SLOTS - 1 - i;
+  for (uint32_t i = 0; i < NVHCQ_SIGNAL_SLOTS; i++) dev->free_slots[i] = NVHCQ_SIGNAL_SLOTS - 1 - i;
   dev->free_slot_count = NVHCQ_SIGNAL_SLOTS;
   NVHCQ_TRY(nvhcq_signal_create(dev, 0, &dev->timeline[0]));
   return nvhcq_signal_create(dev, 0, &dev->timeline[1]);
@@ -442,7 +462,6 @@ static uint32_t default_timeout(void) {
 }
 
 static nvhcq_status open_steps(nvhcq_device *dev, int index) {
-  NVHCQ_TRY(nvhcq_va_ranges_init());
   NVHCQ_TRY(open_ctl(&dev->rm.fd_ctl));
   static nv_ioctl_card_info_t cards[NV_MAX_CARDS];
   int visible[NV_MAX_CARDS], count;
@@ -464,12 +483,14 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   char path[32];
   snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
   dev->fd_dev = nvhcq_kernel->open(path, O_RDWR);
-  if (dev->fd_dev < 0) return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
+  if (dev->fd_dev < 0)
+    return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
   nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
   NVHCQ_TRY(nvhcq_rm_escape(dev->fd_dev, NV_ESC_REGISTER_FD, &reg, sizeof reg, "register fd"));
   NVHCQ_TRY(alloc_gpu_objects(dev, card));
   NVHCQ_TRY(map_usermode(dev));
   NVHCQ_TRY(register_uvm(dev));
+  NVHCQ_TRY(nvhcq_va_ranges_init());
   NVHCQ_TRY(create_signals(dev));
   NVHCQ_TRY(create_channels(dev));
   return setup_channels(dev);
@@ -507,11 +528,11 @@ static void free_buffer(nvhcq_buffer **b) {
 
 static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
   if (ch->channel_va) {
-    UVM_UNREGISTER_CHANNEL_PARAMS u = {.rmCtrlFd = dev->rm.fd_ctl, .hClient = dev->rm.root,
-                                       .hChannel = ch->handle};
+    UVM_UNREGISTER_CHANNEL_PARAMS u = {
+        .rmCtrlFd = dev->rm.fd_ctl, .hClient = dev->rm.root, .hChannel = ch->handle};
     memcpy(u.gpuUuid.uuid, dev->info.uuid, 16);
     (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_CHANNEL, "UVM_UNREGISTER_CHANNEL", &u,
-                   offsetof(UVM_UNREGISTER_CHANNEL_PARAMS, rmStatus));
+                          offsetof(UVM_UNREGISTER_CHANNEL_PARAMS, rmStatus));
   }
   if (ch->handle) nvhcq_rm_free(&dev->rm, dev->h_group, ch->handle);
   if (ch->channel_va) {
@@ -530,8 +551,8 @@ static void close_fd(int *fd) {
 nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   if (!dev) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_device_check(dev));
-  nvhcq_status s = dev->compute.handle && dev->copy.handle ? nvhcq_device_synchronize(dev)
-                                                           : NVHCQ_SUCCESS;
+  nvhcq_status s =
+      dev->compute.handle && dev->copy.handle ? nvhcq_device_synchronize(dev) : NVHCQ_SUCCESS;
   char saved[2048];
   snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
   destroy_channel(dev, &dev->compute);
@@ -549,13 +570,13 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
     UVM_UNREGISTER_GPU_VASPACE_PARAMS u = {0};
     memcpy(u.gpuUuid.uuid, dev->info.uuid, 16);
     (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU_VASPACE, "UVM_UNREGISTER_GPU_VASPACE", &u,
-                   offsetof(UVM_UNREGISTER_GPU_VASPACE_PARAMS, rmStatus));
+                          offsetof(UVM_UNREGISTER_GPU_VASPACE_PARAMS, rmStatus));
   }
   if (dev->uvm_gpu_registered) {
     UVM_UNREGISTER_GPU_PARAMS u = {0};
     memcpy(u.gpu_uuid.uuid, dev->info.uuid, 16);
     (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU", &u,
-                   offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus));
+                          offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus));
   }
   if (dev->usermode_map) nvhcq_kernel->munmap(dev->usermode_map, 0x10000);
   /* Freeing the root client frees every object under it. */

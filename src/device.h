@@ -23,8 +23,8 @@ struct nvhcq_device {
   uint32_t magic;
   int index;
   nvhcq_rm rm;
-  int fd_dev;   /* /dev/nvidiaN, registered with the control fd */
-  int fd_uvm2;  /* second UVM fd for UVM_MM_INITIALIZE */
+  int fd_dev;  /* /dev/nvidiaN, registered with the control fd */
+  int fd_uvm2; /* second UVM fd for UVM_MM_INITIALIZE */
   uint32_t minor;
   uint32_t h_device, h_subdevice, h_usermode, h_vaspace, h_group, h_ctxshare;
   nvhcq_classes classes;
@@ -62,7 +62,8 @@ nvhcq_channel *nvhcq_device_channel(nvhcq_device *dev, int copy);
 /* Appends "signal timeline[ch] = ++value" to `p`, returning the value to wait for. */
 uint64_t nvhcq_device_push_timeline(nvhcq_device *dev, int copy, nvhcq_push *p);
 /* Waits for a channel's timeline to reach `value`. */
-nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy, uint64_t value) NVHCQ_MUST_CHECK;
+nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy,
+                                        uint64_t value) NVHCQ_MUST_CHECK;
 
 /* Parses a visible-devices list ("0,2", "GPU-uuid-prefix", "-1") against `count` physical GPUs
  * whose UUID strings are given (may be NULL when unknown). Writes up to `max` physical indexes to

@@ -32,25 +32,42 @@ nvhcq_status nvhcq_fail_context(nvhcq_status status, const char *fmt, ...) {
   return status;
 }
 
-void nvhcq_clear_error(void) { last_message[0] = '\0'; }
+void nvhcq_clear_error(void) {
+  last_message[0] = '\0';
+}
 
-const char *nvhcq_last_error(void) { return last_message[0] ? last_message : "no error"; }
+const char *nvhcq_last_error(void) {
+  return last_message[0] ? last_message : "no error";
+}
 
 const char *nvhcq_status_name(nvhcq_status status) {
   switch (status) {
-  case NVHCQ_SUCCESS: return "NVHCQ_SUCCESS";
-  case NVHCQ_ERROR_INVALID_ARGUMENT: return "NVHCQ_ERROR_INVALID_ARGUMENT";
-  case NVHCQ_ERROR_NO_DRIVER: return "NVHCQ_ERROR_NO_DRIVER";
-  case NVHCQ_ERROR_NO_DEVICE: return "NVHCQ_ERROR_NO_DEVICE";
-  case NVHCQ_ERROR_UNSUPPORTED: return "NVHCQ_ERROR_UNSUPPORTED";
-  case NVHCQ_ERROR_OUT_OF_MEMORY: return "NVHCQ_ERROR_OUT_OF_MEMORY";
-  case NVHCQ_ERROR_DRIVER: return "NVHCQ_ERROR_DRIVER";
-  case NVHCQ_ERROR_TIMEOUT: return "NVHCQ_ERROR_TIMEOUT";
-  case NVHCQ_ERROR_GPU_FAULT: return "NVHCQ_ERROR_GPU_FAULT";
-  case NVHCQ_ERROR_INVALID_IMAGE: return "NVHCQ_ERROR_INVALID_IMAGE";
-  case NVHCQ_ERROR_NOT_FOUND: return "NVHCQ_ERROR_NOT_FOUND";
-  case NVHCQ_ERROR_LAUNCH_CHECK: return "NVHCQ_ERROR_LAUNCH_CHECK";
-  case NVHCQ_ERROR_IO: return "NVHCQ_ERROR_IO";
+  case NVHCQ_SUCCESS:
+    return "NVHCQ_SUCCESS";
+  case NVHCQ_ERROR_INVALID_ARGUMENT:
+    return "NVHCQ_ERROR_INVALID_ARGUMENT";
+  case NVHCQ_ERROR_NO_DRIVER:
+    return "NVHCQ_ERROR_NO_DRIVER";
+  case NVHCQ_ERROR_NO_DEVICE:
+    return "NVHCQ_ERROR_NO_DEVICE";
+  case NVHCQ_ERROR_UNSUPPORTED:
+    return "NVHCQ_ERROR_UNSUPPORTED";
+  case NVHCQ_ERROR_OUT_OF_MEMORY:
+    return "NVHCQ_ERROR_OUT_OF_MEMORY";
+  case NVHCQ_ERROR_DRIVER:
+    return "NVHCQ_ERROR_DRIVER";
+  case NVHCQ_ERROR_TIMEOUT:
+    return "NVHCQ_ERROR_TIMEOUT";
+  case NVHCQ_ERROR_GPU_FAULT:
+    return "NVHCQ_ERROR_GPU_FAULT";
+  case NVHCQ_ERROR_INVALID_IMAGE:
+    return "NVHCQ_ERROR_INVALID_IMAGE";
+  case NVHCQ_ERROR_NOT_FOUND:
+    return "NVHCQ_ERROR_NOT_FOUND";
+  case NVHCQ_ERROR_LAUNCH_CHECK:
+    return "NVHCQ_ERROR_LAUNCH_CHECK";
+  case NVHCQ_ERROR_IO:
+    return "NVHCQ_ERROR_IO";
   }
   return "NVHCQ_ERROR_UNKNOWN";
 }

@@ -6,7 +6,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-static int real_open(const char *path, int flags) { return open(path, flags | O_CLOEXEC); }
+static int real_open(const char *path, int flags) {
+  return open(path, flags | O_CLOEXEC);
+}
 
 static int real_ioctl(int fd, unsigned long request, void *arg) {
   int r;
@@ -36,4 +38,6 @@ static const nvhcq_kernel_ops real_ops = {
 
 const nvhcq_kernel_ops *nvhcq_kernel = &real_ops;
 
-void nvhcq_kernel_set_ops(const nvhcq_kernel_ops *ops) { nvhcq_kernel = ops ? ops : &real_ops; }
+void nvhcq_kernel_set_ops(const nvhcq_kernel_ops *ops) {
+  nvhcq_kernel = ops ? ops : &real_ops;
+}

@@ -25,8 +25,12 @@ static pthread_once_t va_once = PTHREAD_ONCE_INIT;
 static nvhcq_status va_init_status;
 static char va_init_message[256];
 
-nvhcq_va *nvhcq_va_low(void) { return &va_low; }
-nvhcq_va *nvhcq_va_high(void) { return &va_high; }
+nvhcq_va *nvhcq_va_low(void) {
+  return &va_low;
+}
+nvhcq_va *nvhcq_va_high(void) {
+  return &va_high;
+}
 
 static void *reserve(uint64_t addr, uint64_t size) {
   return mmap((void *)(uintptr_t)addr, size, PROT_NONE,
@@ -105,15 +109,19 @@ static nvhcq_status map_to_cpu(nvhcq_device *dev, nvhcq_buffer *b, uint32_t flag
   int fd;
   if (sysmem) {
     fd = nvhcq_kernel->open("/dev/nvidiactl", O_RDWR);
-    if (fd < 0) return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open /dev/nvidiactl: %s", strerror(errno));
+    if (fd < 0)
+      return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open /dev/nvidiactl: %s", strerror(errno));
   } else {
     NVHCQ_TRY(new_device_fd(dev, &fd));
   }
-  nv_ioctl_nvos33_parameters_with_fd p = {
-      .params = {.hClient = dev->rm.root, .hDevice = dev->h_device, .hMemory = b->handle,
-                 .length = b->mapped_size, .flags = flags},
-      .fd = fd};
-  nvhcq_status s = nvhcq_rm_escape(dev->rm.fd_ctl, NV_ESC_RM_MAP_MEMORY, &p, sizeof p, "map memory");
+  nv_ioctl_nvos33_parameters_with_fd p = {.params = {.hClient = dev->rm.root,
+                                                     .hDevice = dev->h_device,
+                                                     .hMemory = b->handle,
+                                                     .length = b->mapped_size,
+                                                     .flags = flags},
+                                          .fd = fd};
+  nvhcq_status s =
+      nvhcq_rm_escape(dev->rm.fd_ctl, NV_ESC_RM_MAP_MEMORY, &p, sizeof p, "map memory");
   if (!s && p.params.status)
     s = nvhcq_fail(nvhcq_status_from_nv(p.params.status), "mapping %s memory for the CPU: %s",
                    kind_name(b->kind), nvhcq_nv_status_name(p.params.status));
@@ -137,7 +145,8 @@ static nvhcq_status map_to_cpu(nvhcq_device *dev, nvhcq_buffer *b, uint32_t flag
 static nvhcq_status alloc_rm_memory(nvhcq_device *dev, nvhcq_buffer *b, int contiguous) {
   int sysmem = b->kind == NVHCQ_MEMORY_HOST_UNCACHED;
   int huge = b->mapped_size >= (8u << 20) && !sysmem;
-  uint32_t phys = contiguous ? NVOS32_ATTR_PHYSICALITY_CONTIGUOUS : NVOS32_ATTR_PHYSICALITY_ALLOW_NONCONTIG;
+  uint32_t phys =
+      contiguous ? NVOS32_ATTR_PHYSICALITY_CONTIGUOUS : NVOS32_ATTR_PHYSICALITY_ALLOW_NONCONTIG;
   NV_MEMORY_ALLOCATION_PARAMS p = {
       .owner = dev->rm.root,
       .type = sysmem ? NVOS32_TYPE_NOTIFIER : NVOS32_TYPE_IMAGE,
@@ -155,24 +164,30 @@ static nvhcq_status alloc_rm_memory(nvhcq_device *dev, nvhcq_buffer *b, int cont
       .limit = b->mapped_size - 1,
   };
   b->handle = 0;
-  return nvhcq_rm_alloc(&dev->rm, dev->h_device, sysmem ? NV01_MEMORY_SYSTEM : NV01_MEMORY_LOCAL_USER,
-                        &p, sizeof p, &b->handle);
+  return nvhcq_rm_alloc(&dev->rm, dev->h_device,
+                        sysmem ? NV01_MEMORY_SYSTEM : NV01_MEMORY_LOCAL_USER, &p, sizeof p,
+                        &b->handle);
 }
 
 static nvhcq_status alloc_pinned_host(nvhcq_device *dev, nvhcq_buffer *b) {
-  void *at = nvhcq_kernel->mmap((void *)(uintptr_t)b->gpu_address, b->mapped_size,
-                                PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  void *at =
+      nvhcq_kernel->mmap((void *)(uintptr_t)b->gpu_address, b->mapped_size, PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   if (at == MAP_FAILED)
     return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "mmap of %llu bytes of host memory failed: %s",
                       (unsigned long long)b->mapped_size, strerror(errno));
   b->host_pointer = at;
   b->handle = dev->next_host_handle++;
-  nv_ioctl_nvos02_parameters_with_fd p = {
-      .params = {.hRoot = dev->rm.root, .hObjectParent = dev->h_device, .hObjectNew = b->handle,
-                 .hClass = NV01_MEMORY_SYSTEM_OS_DESCRIPTOR, .flags = NVOS02_FLAGS_PINNED_HOST,
-                 .pMemory = b->gpu_address, .limit = b->mapped_size - 1},
-      .fd = -1};
-  nvhcq_status s = nvhcq_rm_escape(dev->fd_dev, NV_ESC_RM_ALLOC_MEMORY, &p, sizeof p, "pin host memory");
+  nv_ioctl_nvos02_parameters_with_fd p = {.params = {.hRoot = dev->rm.root,
+                                                     .hObjectParent = dev->h_device,
+                                                     .hObjectNew = b->handle,
+                                                     .hClass = NV01_MEMORY_SYSTEM_OS_DESCRIPTOR,
+                                                     .flags = NVOS02_FLAGS_PINNED_HOST,
+                                                     .pMemory = b->gpu_address,
+                                                     .limit = b->mapped_size - 1},
+                                          .fd = -1};
+  nvhcq_status s =
+      nvhcq_rm_escape(dev->fd_dev, NV_ESC_RM_ALLOC_MEMORY, &p, sizeof p, "pin host memory");
   if (!s && p.params.status)
     s = nvhcq_fail(nvhcq_status_from_nv(p.params.status), "pinning %llu bytes of host memory: %s",
                    (unsigned long long)b->mapped_size, nvhcq_nv_status_name(p.params.status));
@@ -194,9 +209,9 @@ static nvhcq_status map_to_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
   m.rmCtrlFd = dev->rm.fd_ctl;
   m.hClient = dev->rm.root;
   m.hMemory = b->handle;
-  nvhcq_status s = nvhcq_uvm_call(&dev->rm, UVM_MAP_EXTERNAL_ALLOCATION,
-                                  "UVM_MAP_EXTERNAL_ALLOCATION", &m,
-                                  offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, rmStatus));
+  nvhcq_status s =
+      nvhcq_uvm_call(&dev->rm, UVM_MAP_EXTERNAL_ALLOCATION, "UVM_MAP_EXTERNAL_ALLOCATION", &m,
+                     offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, rmStatus));
   if (s) nvhcq_uvm_free(&dev->rm, b->gpu_address, b->mapped_size);
   return s;
 }
@@ -226,8 +241,12 @@ nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kin
                       "allocation size %zu is invalid (must be between 1 byte and 64 TiB)", size);
   nvhcq_buffer *b = calloc(1, sizeof *b);
   if (!b) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
-  *b = (nvhcq_buffer){.magic = NVHCQ_BUFFER_MAGIC, .dev = dev, .kind = kind, .size = size,
-                      .mapped_size = (size + page - 1) & ~(page - 1), .map_fd = -1,
+  *b = (nvhcq_buffer){.magic = NVHCQ_BUFFER_MAGIC,
+                      .dev = dev,
+                      .kind = kind,
+                      .size = size,
+                      .mapped_size = (size + page - 1) & ~(page - 1),
+                      .map_fd = -1,
                       .low = kind != NVHCQ_MEMORY_DEVICE};
   uint64_t addr;
   nvhcq_status s = nvhcq_va_alloc(b->low ? &va_low : &va_high, b->mapped_size, page, &addr);

@@ -214,6 +214,12 @@ static const char *lookup(const number_name *t, size_t n, uint32_t number, const
 
 #define LOOKUP(t, x, u) lookup(t, sizeof t / sizeof t[0], x, u)
 
-const char *nvhcq_nv_status_name(uint32_t status) { return LOOKUP(statuses, status, "NV_ERR_UNKNOWN"); }
-const char *nvhcq_class_name(uint32_t hclass) { return LOOKUP(classes, hclass, "class"); }
-const char *nvhcq_control_name(uint32_t cmd) { return LOOKUP(controls, cmd, "control"); }
+const char *nvhcq_nv_status_name(uint32_t status) {
+  return LOOKUP(statuses, status, "NV_ERR_UNKNOWN");
+}
+const char *nvhcq_class_name(uint32_t hclass) {
+  return LOOKUP(classes, hclass, "class");
+}
+const char *nvhcq_control_name(uint32_t cmd) {
+  return LOOKUP(controls, cmd, "control");
+}

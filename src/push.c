@@ -3,7 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-void nvhcq_push_init(nvhcq_push *p) { memset(p, 0, sizeof *p); }
+void nvhcq_push_init(nvhcq_push *p) {
+  memset(p, 0, sizeof *p);
+}
 
 void nvhcq_push_finish(nvhcq_push *p) {
   free(p->words);
@@ -70,33 +72,43 @@ static const method_name method_names[] = {
     {NVHCQ_SUBC_COPY, NVC6B5_OFFSET_OUT_LOWER, "OFFSET_OUT_LOWER"},
     {NVHCQ_SUBC_COPY, NVC6B5_LINE_LENGTH_IN, "LINE_LENGTH_IN"},
     {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_OBJECT, "SET_OBJECT"},
-    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A, "SET_SHADER_SHARED_MEMORY_WINDOW_A"},
-    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A + 4, "SET_SHADER_SHARED_MEMORY_WINDOW_B"},
+    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A,
+     "SET_SHADER_SHARED_MEMORY_WINDOW_A"},
+    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A + 4,
+     "SET_SHADER_SHARED_MEMORY_WINDOW_B"},
     {NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_PCAS_A, "SEND_PCAS_A"},
     {NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_SIGNALING_PCAS2_B, "SEND_SIGNALING_PCAS2_B"},
-    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A"},
-    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A + 4, "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B"},
-    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A + 8, "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_C"},
+    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A,
+     "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A"},
+    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A + 4,
+     "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_B"},
+    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A + 8,
+     "SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_C"},
     {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_A, "SET_SHADER_LOCAL_MEMORY_A"},
     {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_A + 4, "SET_SHADER_LOCAL_MEMORY_B"},
-    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A, "SET_SHADER_LOCAL_MEMORY_WINDOW_A"},
-    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A + 4, "SET_SHADER_LOCAL_MEMORY_WINDOW_B"},
+    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A,
+     "SET_SHADER_LOCAL_MEMORY_WINDOW_A"},
+    {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A + 4,
+     "SET_SHADER_LOCAL_MEMORY_WINDOW_B"},
     {NVHCQ_SUBC_COMPUTE, NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI, "INVALIDATE_SHADER_CACHES_NO_WFI"},
 };
 
 const char *nvhcq_method_name(unsigned subc, unsigned method) {
   for (size_t i = 0; i < sizeof method_names / sizeof method_names[0]; i++)
-    if (method_names[i].subc == subc && method_names[i].method == method) return method_names[i].name;
+    if (method_names[i].subc == subc && method_names[i].method == method)
+      return method_names[i].name;
   return NULL;
 }
 
 void nvhcq_push_print(FILE *out, const uint32_t *words, uint32_t len) {
   for (uint32_t i = 0; i < len;) {
     uint32_t h = words[i++];
-    unsigned op = h >> 29, count = (h >> 16) & 0x1fff, subc = (h >> 13) & 7, method = (h & 0xfff) << 2;
+    unsigned op = h >> 29, count = (h >> 16) & 0x1fff, subc = (h >> 13) & 7,
+             method = (h & 0xfff) << 2;
     if (op == NVHCQ_SEC_OP_IMMD_DATA_METHOD) {
       const char *name = nvhcq_method_name(subc, method);
-      fprintf(out, "  [%u] %s (0x%03x) = 0x%x (immediate)\n", subc, name ? name : "?", method, count);
+      fprintf(out, "  [%u] %s (0x%03x) = 0x%x (immediate)\n", subc, name ? name : "?", method,
+              count);
       continue;
     }
     for (unsigned k = 0; k < count && i < len; k++, i++) {

@@ -16,7 +16,8 @@ typedef struct nvhcq_push {
 
 static inline uint32_t nvhcq_method_header(unsigned sec_op, unsigned subc, unsigned method,
                                            unsigned count) {
-  return (sec_op << 29) | ((count & 0x1fffu) << 16) | ((subc & 7u) << 13) | ((method >> 2) & 0xfffu);
+  return (sec_op << 29) | ((count & 0x1fffu) << 16) | ((subc & 7u) << 13) |
+         ((method >> 2) & 0xfffu);
 }
 
 void nvhcq_push_init(nvhcq_push *p);

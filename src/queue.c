@@ -12,13 +12,15 @@ static void push_host_semaphore(nvhcq_push *p, uint64_t address, uint64_t value,
 
 void nvhcq_push_host_wait(nvhcq_push *p, uint64_t address, uint64_t value) {
   push_host_semaphore(p, address, value,
-                      NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ | NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT);
+                      NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ |
+                          NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT);
 }
 
 void nvhcq_push_host_signal(nvhcq_push *p, uint64_t address, uint64_t value) {
   push_host_semaphore(p, address, value,
                       NVC56F_SEM_EXECUTE_OPERATION_RELEASE | NVC56F_SEM_EXECUTE_RELEASE_WFI |
-                          NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT | NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP);
+                          NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT |
+                          NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP);
   nvhcq_push_method1(p, NVHCQ_SUBC_HOST, NVC56F_NON_STALL_INTERRUPT, 0);
 }
 
@@ -54,7 +56,8 @@ void nvhcq_push_copy_signal(nvhcq_push *p, uint64_t address, uint64_t value, int
 static nvhcq_status check_queue(const nvhcq_queue *q) {
   if (!q) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "queue is NULL");
   if (q->magic != NVHCQ_QUEUE_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq queue", (const void *)q);
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq queue",
+                      (const void *)q);
   return NVHCQ_SUCCESS;
 }
 
@@ -72,7 +75,8 @@ nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind, nvhcq_
   if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_queue_create: out is NULL");
   if (kind != NVHCQ_QUEUE_COMPUTE && kind != NVHCQ_QUEUE_COPY)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "queue kind %d is unknown; use NVHCQ_QUEUE_COMPUTE or NVHCQ_QUEUE_COPY", kind);
+                      "queue kind %d is unknown; use NVHCQ_QUEUE_COMPUTE or NVHCQ_QUEUE_COPY",
+                      kind);
   nvhcq_queue *q = calloc(1, sizeof *q);
   if (!q) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   q->magic = NVHCQ_QUEUE_MAGIC;
@@ -118,8 +122,9 @@ nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t valu
 nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64_t size) {
   NVHCQ_TRY(check_queue(q));
   if (q->kind != NVHCQ_QUEUE_COPY)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "nvhcq_queue_copy needs a copy queue (NVHCQ_QUEUE_COPY); this is a compute queue");
+    return nvhcq_fail(
+        NVHCQ_ERROR_INVALID_ARGUMENT,
+        "nvhcq_queue_copy needs a copy queue (NVHCQ_QUEUE_COPY); this is a compute queue");
   if (size == 0) return NVHCQ_SUCCESS;
   if (dst + size < dst || src + size < src)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "copy of %llu bytes wraps the address space",

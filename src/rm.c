@@ -23,7 +23,9 @@ const nvhcq_branch *nvhcq_branch_for_version(const char *version) {
   return NULL;
 }
 
-const char *nvhcq_supported_branches(void) { return "570, 580, 590, 595"; }
+const char *nvhcq_supported_branches(void) {
+  return "570, 580, 590, 595";
+}
 
 int nvhcq_trace_enabled(void) {
   static int cached = -1;
@@ -40,8 +42,8 @@ static double now_us(void) {
   return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
-void nvhcq_trace_format(char *buf, size_t size, const char *call, const char *what,
-                        uint32_t status, double micros) {
+void nvhcq_trace_format(char *buf, size_t size, const char *call, const char *what, uint32_t status,
+                        double micros) {
   snprintf(buf, size, "nvhcq: %-22s %s -> %s (0x%x) %.1f us", call, what,
            nvhcq_nv_status_name(status), status, micros);
 }
@@ -54,11 +56,15 @@ static void trace(const char *call, const char *what, uint32_t status, double t0
 
 nvhcq_status nvhcq_status_from_nv(uint32_t nv_status) {
   switch (nv_status) {
-  case 0: return NVHCQ_SUCCESS;
+  case 0:
+    return NVHCQ_SUCCESS;
   case 0x51: /* NV_ERR_NO_MEMORY */
-  case 0x1a: /* NV_ERR_INSUFFICIENT_RESOURCES */ return NVHCQ_ERROR_OUT_OF_MEMORY;
-  case 0x0f: /* NV_ERR_GPU_IS_LOST */ return NVHCQ_ERROR_GPU_FAULT;
-  default: return NVHCQ_ERROR_DRIVER;
+  case 0x1a: /* NV_ERR_INSUFFICIENT_RESOURCES */
+    return NVHCQ_ERROR_OUT_OF_MEMORY;
+  case 0x0f: /* NV_ERR_GPU_IS_LOST */
+    return NVHCQ_ERROR_GPU_FAULT;
+  default:
+    return NVHCQ_ERROR_DRIVER;
   }
 }
 

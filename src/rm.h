@@ -10,13 +10,13 @@
 
 /* What differs between the driver branches nvhcq supports. */
 typedef struct nvhcq_branch {
-  unsigned major;                 /* 570, 580, 590, 595 */
-  uint32_t vaspace_params_size;   /* NV_VASPACE_ALLOCATION_PARAMETERS */
-  uint32_t schedule_params_size;  /* NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS */
-  uint32_t fb_info_params_size;   /* NV2080_CTRL_FB_GET_INFO_V2_PARAMS */
+  unsigned major;                /* 570, 580, 590, 595 */
+  uint32_t vaspace_params_size;  /* NV_VASPACE_ALLOCATION_PARAMETERS */
+  uint32_t schedule_params_size; /* NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS */
+  uint32_t fb_info_params_size;  /* NV2080_CTRL_FB_GET_INFO_V2_PARAMS */
   uint32_t fb_info_max_entries;
-  uint32_t uvm_free_size;         /* UVM_FREE_PARAMS */
-  uint32_t name_string_size;      /* NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS */
+  uint32_t uvm_free_size;    /* UVM_FREE_PARAMS */
+  uint32_t name_string_size; /* NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS */
 } nvhcq_branch;
 
 /* The branch for a driver version string such as "580.159.04", or NULL if unknown. */
@@ -33,8 +33,8 @@ typedef struct nvhcq_rm {
 
 int nvhcq_trace_enabled(void);
 /* Formats one trace line (without newline); exposed for tests. */
-void nvhcq_trace_format(char *buf, size_t size, const char *call, const char *what,
-                        uint32_t status, double micros);
+void nvhcq_trace_format(char *buf, size_t size, const char *call, const char *what, uint32_t status,
+                        double micros);
 
 const char *nvhcq_nv_status_name(uint32_t status);
 const char *nvhcq_class_name(uint32_t hclass);

@@ -49,9 +49,10 @@ nvhcq_status nvhcq_wait_value(volatile uint64_t *value_ptr, uint64_t value, uint
 nvhcq_status nvhcq_signal_check(const nvhcq_signal *sig) {
   if (!sig) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "signal is NULL");
   if (sig->magic != NVHCQ_SIGNAL_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "%p is not a live nvhcq signal (destroyed, or not made by nvhcq_signal_create)",
-                      (const void *)sig);
+    return nvhcq_fail(
+        NVHCQ_ERROR_INVALID_ARGUMENT,
+        "%p is not a live nvhcq signal (destroyed, or not made by nvhcq_signal_create)",
+        (const void *)sig);
   return NVHCQ_SUCCESS;
 }
 
@@ -66,11 +67,12 @@ nvhcq_status nvhcq_signal_create(nvhcq_device *dev, uint64_t initial, nvhcq_sign
   if (!sig) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   uint32_t slot = dev->free_slots[--dev->free_slot_count];
   uint64_t offset = (uint64_t)slot * NVHCQ_SIGNAL_SLOT_BYTES;
-  *sig = (nvhcq_signal){.magic = NVHCQ_SIGNAL_MAGIC,
-                        .dev = dev,
-                        .slot = slot,
-                        .cpu = (volatile uint64_t *)((char *)dev->signal_page->host_pointer + offset),
-                        .gpu_address = dev->signal_page->gpu_address + offset};
+  *sig =
+      (nvhcq_signal){.magic = NVHCQ_SIGNAL_MAGIC,
+                     .dev = dev,
+                     .slot = slot,
+                     .cpu = (volatile uint64_t *)((char *)dev->signal_page->host_pointer + offset),
+                     .gpu_address = dev->signal_page->gpu_address + offset};
   sig->cpu[0] = initial;
   sig->cpu[1] = 0;
   *out = sig;
@@ -95,9 +97,13 @@ void nvhcq_signal_set(nvhcq_signal *sig, uint64_t value) {
 }
 
 /* The GPU's semaphore timestamps count nanoseconds of its global timer. */
-uint64_t nvhcq_signal_timestamp_ns(const nvhcq_signal *sig) { return sig->cpu[1]; }
+uint64_t nvhcq_signal_timestamp_ns(const nvhcq_signal *sig) {
+  return sig->cpu[1];
+}
 
-uint64_t nvhcq_signal_gpu_address(const nvhcq_signal *sig) { return sig->gpu_address; }
+uint64_t nvhcq_signal_gpu_address(const nvhcq_signal *sig) {
+  return sig->gpu_address;
+}
 
 nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms) {
   NVHCQ_TRY(nvhcq_signal_check(sig));

@@ -5,8 +5,8 @@
 
 #include "error.h"
 
-#define NVHCQ_SIGNAL_MAGIC 0x6e767367u /* "nvsg" */
-#define NVHCQ_SIGNAL_SLOT_BYTES 16u    /* value (8 bytes), then GPU timestamp (8 bytes) */
+#define NVHCQ_SIGNAL_MAGIC      0x6e767367u /* "nvsg" */
+#define NVHCQ_SIGNAL_SLOT_BYTES 16u         /* value (8 bytes), then GPU timestamp (8 bytes) */
 
 struct nvhcq_signal {
   uint32_t magic;

@@ -81,7 +81,8 @@ nvhcq_status nvhcq_va_alloc(nvhcq_va *va, uint64_t size, uint64_t align, uint64_
 }
 
 nvhcq_status nvhcq_va_free(nvhcq_va *va, uint64_t addr, uint64_t size) {
-  if (size == 0 || addr < va->base || addr - va->base > va->size || va->size - (addr - va->base) < size)
+  if (size == 0 || addr < va->base || addr - va->base > va->size ||
+      va->size - (addr - va->base) < size)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "address range 0x%llx+%llu is not ours",
                       (unsigned long long)addr, (unsigned long long)size);
   pthread_mutex_lock(&va->lock);

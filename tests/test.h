@@ -26,7 +26,7 @@ extern const char *test_skip_reason;
 #define TEST_CHECK_MSG(cond, ...)                                                                  \
   do {                                                                                             \
     if (!(cond)) {                                                                                 \
-      fprintf(stderr, "  %s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                  \
+      fprintf(stderr, "  %s:%d: check failed: %s: ", __FILE__, __LINE__, #cond);                   \
       fprintf(stderr, __VA_ARGS__);                                                                \
       fputc('\n', stderr);                                                                         \
       test_failed_checks++;                                                                        \
@@ -47,6 +47,7 @@ int test_main(int argc, char **argv, const test_case *tests, int count);
     static const test_case tests_[] = {__VA_ARGS__};                                               \
     return test_main(argc, argv, tests_, (int)(sizeof tests_ / sizeof tests_[0]));                 \
   }
-#define TEST(fn) {#fn, fn}
+#define TEST(fn)                                                                                   \
+  { #fn, fn }
 
 #endif

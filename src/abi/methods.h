@@ -21,14 +21,14 @@ enum { NVHCQ_SUBC_HOST = 0, NVHCQ_SUBC_COMPUTE = 1, NVHCQ_SUBC_COPY = 4 };
 #define NVC56F_SEM_EXECUTE         0x06c
 #define NVC56F_WFI                 0x078
 /* SEM_EXECUTE fields. */
-#define NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE          0u
-#define NVC56F_SEM_EXECUTE_OPERATION_RELEASE          1u
-#define NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ   2u
-#define NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ     3u
-#define NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG         (1u << 12)
-#define NVC56F_SEM_EXECUTE_RELEASE_WFI                (1u << 20)
-#define NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT         (1u << 24)
-#define NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP          (1u << 25)
+#define NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE        0u
+#define NVC56F_SEM_EXECUTE_OPERATION_RELEASE        1u
+#define NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ 2u
+#define NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ   3u
+#define NVC56F_SEM_EXECUTE_ACQUIRE_SWITCH_TSG       (1u << 12)
+#define NVC56F_SEM_EXECUTE_RELEASE_WFI              (1u << 20)
+#define NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT       (1u << 24)
+#define NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP        (1u << 25)
 
 /* USERD (channel control area) byte offsets. */
 #define NVHCQ_USERD_GP_GET 0x88
@@ -41,16 +41,16 @@ enum { NVHCQ_SUBC_HOST = 0, NVHCQ_SUBC_COMPUTE = 1, NVHCQ_SUBC_COPY = 4 };
   (((uint64_t)(addr) & ~3ull) | ((uint64_t)(words) << 42) | (1ull << 41))
 
 /* Copy engine (c6b5 .. cab5, same offsets). */
-#define NVC6B5_SET_SEMAPHORE_A       0x240
-#define NVC6B5_SET_SEMAPHORE_B       0x244
-#define NVC6B5_SET_SEMAPHORE_PAYLOAD 0x248
+#define NVC6B5_SET_SEMAPHORE_A             0x240
+#define NVC6B5_SET_SEMAPHORE_B             0x244
+#define NVC6B5_SET_SEMAPHORE_PAYLOAD       0x248
 #define NVC7B5_SET_SEMAPHORE_PAYLOAD_UPPER 0x24c
-#define NVC6B5_LAUNCH_DMA            0x300
-#define NVC6B5_OFFSET_IN_UPPER       0x400
-#define NVC6B5_OFFSET_IN_LOWER       0x404
-#define NVC6B5_OFFSET_OUT_UPPER      0x408
-#define NVC6B5_OFFSET_OUT_LOWER      0x40c
-#define NVC6B5_LINE_LENGTH_IN        0x418
+#define NVC6B5_LAUNCH_DMA                  0x300
+#define NVC6B5_OFFSET_IN_UPPER             0x400
+#define NVC6B5_OFFSET_IN_LOWER             0x404
+#define NVC6B5_OFFSET_OUT_UPPER            0x408
+#define NVC6B5_OFFSET_OUT_LOWER            0x40c
+#define NVC6B5_LINE_LENGTH_IN              0x418
 /* LAUNCH_DMA fields. */
 #define NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_PIPELINED     1u
 #define NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED 2u
@@ -62,17 +62,17 @@ enum { NVHCQ_SUBC_HOST = 0, NVHCQ_SUBC_COMPUTE = 1, NVHCQ_SUBC_COPY = 4 };
 #define NVC7B5_LAUNCH_DMA_SEMAPHORE_PAYLOAD_SIZE_64BIT     (1u << 27)
 
 /* Compute classes (c6c0 .. cec0, same offsets). */
-#define NVC6C0_SET_OBJECT                              0x000
-#define NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A       0x2a0
-#define NVC6C0_SEND_PCAS_A                             0x2b4
-#define NVC6C0_SEND_SIGNALING_PCAS2_B                  0x2c0
-#define NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A 0x2e4
-#define NVC6C0_SET_SHADER_LOCAL_MEMORY_A               0x790
-#define NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A        0x7b0
-#define NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI         0x1698
-#define NVC6C0_INVALIDATE_INSTRUCTION                  (1u << 0)
-#define NVC6C0_INVALIDATE_DATA                         (1u << 4)
-#define NVC6C0_INVALIDATE_CONSTANT                     (1u << 12)
+#define NVC6C0_SET_OBJECT                               0x000
+#define NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A        0x2a0
+#define NVC6C0_SEND_PCAS_A                              0x2b4
+#define NVC6C0_SEND_SIGNALING_PCAS2_B                   0x2c0
+#define NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A  0x2e4
+#define NVC6C0_SET_SHADER_LOCAL_MEMORY_A                0x790
+#define NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A         0x7b0
+#define NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI          0x1698
+#define NVC6C0_INVALIDATE_INSTRUCTION                   (1u << 0)
+#define NVC6C0_INVALIDATE_DATA                          (1u << 4)
+#define NVC6C0_INVALIDATE_CONSTANT                      (1u << 12)
 #define NVC6C0_SEND_SIGNALING_PCAS2_B_PREFETCH_SCHEDULE 9u
 
 #endif

@@ -14,7 +14,7 @@
 /* ioctl request for an RM escape: _IOWR('F', nr, size). */
 #define NV_IOCTL_MAGIC 0x46u
 #define NV_IOWR(nr, size)                                                                          \
-  ((3ul << 30) | (((unsigned long)(size) & 0x1fffu) << 16) | (NV_IOCTL_MAGIC << 8) | ((nr) & 0xffu))
+  ((3ul << 30) | (((unsigned long)(size)&0x1fffu) << 16) | (NV_IOCTL_MAGIC << 8) | ((nr)&0xffu))
 
 /* Escape numbers. */
 enum {
@@ -113,7 +113,7 @@ enum {
 #define NVOS32_TYPE_IMAGE                       0u
 #define NVOS32_TYPE_NOTIFIER                    13u
 /* NVOS02 flags for pinning host pages: noncontiguous, cached, not mapped by RM. */
-#define NVOS02_FLAGS_PINNED_HOST                0x40001010u
+#define NVOS02_FLAGS_PINNED_HOST 0x40001010u
 
 typedef struct {
   uint32_t hRoot, hObjectParent, hObjectOld, status;

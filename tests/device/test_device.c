@@ -9,7 +9,9 @@
 
 static nvhcq_device *dev;
 
-static int have_gpu(void) { return access("/dev/nvidiactl", F_OK) == 0; }
+static int have_gpu(void) {
+  return access("/dev/nvidiactl", F_OK) == 0;
+}
 #define NEED_GPU()                                                                                 \
   do {                                                                                             \
     if (!have_gpu()) TEST_SKIP("needs an NVIDIA GPU (no /dev/nvidiactl on this machine)");         \
@@ -78,7 +80,8 @@ static void t_alloc_big_and_too_big(void) {
   nvhcq_device_get_info(dev, &info);
   nvhcq_buffer *huge = NULL;
   nvhcq_status s = nvhcq_alloc(dev, info.memory_bytes + (8ull << 30), NVHCQ_MEMORY_DEVICE, &huge);
-  TEST_CHECK_MSG(s == NVHCQ_ERROR_OUT_OF_MEMORY, "status %s: %s", nvhcq_status_name(s), nvhcq_last_error());
+  TEST_CHECK_MSG(s == NVHCQ_ERROR_OUT_OF_MEMORY, "status %s: %s", nvhcq_status_name(s),
+                 nvhcq_last_error());
   printf("  over-allocation says: %s\n", nvhcq_last_error());
   nvhcq_buffer *after = NULL;
   TEST_CHECK(nvhcq_alloc(dev, 64 << 20, NVHCQ_MEMORY_DEVICE, &after) == NVHCQ_SUCCESS);
@@ -116,11 +119,11 @@ static void round_trip(size_t size, size_t offset, int pinned) {
 
 static void t_round_trips(void) {
   NEED_GPU();
-  static const size_t sizes[] = {1, 3, 4096, 4097, (1 << 20) + 7, (16 << 20) + 5, (64 << 20) + 13, 1ull << 30};
+  static const size_t sizes[] = {
+      1, 3, 4096, 4097, (1 << 20) + 7, (16 << 20) + 5, (64 << 20) + 13, 1ull << 30};
   static const size_t offsets[] = {0, 1, 4093};
   for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-    for (int pinned = 0; pinned < 2; pinned++)
-      round_trip(sizes[i], offsets[i % 3], pinned);
+    for (int pinned = 0; pinned < 2; pinned++) round_trip(sizes[i], offsets[i % 3], pinned);
 }
 
 static void t_mapped_memory(void) {
@@ -175,7 +178,8 @@ static void t_cross_channel_order(void) {
   TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST, &src) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST, &dst) == NVHCQ_SUCCESS);
   fill(nvhcq_buffer_host_pointer(src), 1 << 20, 9);
-  TEST_CHECK(nvhcq_queue_copy(xq, nvhcq_buffer_gpu_address(dst), nvhcq_buffer_gpu_address(src), 1 << 20) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_copy(xq, nvhcq_buffer_gpu_address(dst), nvhcq_buffer_gpu_address(src),
+                              1 << 20) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_signal(xq, copied, 1) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_submit(xq) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_signal_wait(done, 5, 5000) == NVHCQ_SUCCESS);
@@ -183,7 +187,8 @@ static void t_cross_channel_order(void) {
   TEST_CHECK(nvhcq_signal_timestamp_ns(done) > 0);
   TEST_CHECK(nvhcq_signal_timestamp_ns(copied) > 0);
   TEST_CHECK_MSG(nvhcq_signal_timestamp_ns(done) >= nvhcq_signal_timestamp_ns(copied),
-                 "done at %llu ns, copy at %llu ns", (unsigned long long)nvhcq_signal_timestamp_ns(done),
+                 "done at %llu ns, copy at %llu ns",
+                 (unsigned long long)nvhcq_signal_timestamp_ns(done),
                  (unsigned long long)nvhcq_signal_timestamp_ns(copied));
   nvhcq_free(src);
   nvhcq_free(dst);
