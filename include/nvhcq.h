@@ -68,7 +68,8 @@ typedef struct nvhcq_device_info {
   uint32_t copy_class;     /* e.g. 0xc8b5 HOPPER_DMA_COPY_A */
   uint32_t gpfifo_class;   /* e.g. 0xc86f HOPPER_CHANNEL_GPFIFO_A */
   uint32_t usermode_class; /* e.g. 0xc661 HOPPER_USERMODE_A */
-  double open_ms;          /* time nvhcq_device_open took */
+  int copy_engine; /* asynchronous copy engine N (COPY<N>) that copies run on; -1: graphics */
+  double open_ms;  /* time nvhcq_device_open took */
 } nvhcq_device_info;
 
 /* Number of GPUs visible to this process, after CUDA_VISIBLE_DEVICES and NVHCQ_VISIBLE_DEVICES. */
@@ -151,9 +152,59 @@ NVHCQ_API nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uin
 /* Copy engine copy between GPU virtual addresses, any size (copy queues only). */
 NVHCQ_API nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst_gpu_address,
                                         uint64_t src_gpu_address, uint64_t size);
+/* GPU-side memory barrier on a compute queue: later kernels see earlier writes (caches
+ * invalidated). */
+NVHCQ_API nvhcq_status nvhcq_queue_memory_barrier(nvhcq_queue *q);
 /* Sends the recorded commands to the queue's channel. The queue keeps its commands: submitting
  * again replays them. */
 NVHCQ_API nvhcq_status nvhcq_queue_submit(nvhcq_queue *q);
+
+/* ---- modules and kernels ---------------------------------------------------------------- */
+
+typedef struct nvhcq_module nvhcq_module;
+typedef struct nvhcq_kernel nvhcq_kernel;
+
+typedef struct nvhcq_kernel_info {
+  const char *name;
+  uint32_t registers;          /* per thread */
+  uint32_t param_size;         /* bytes of arguments the kernel takes */
+  uint32_t shared_bytes;       /* static shared memory */
+  uint32_t local_bytes;        /* per-thread local memory (stack) */
+  uint32_t max_threads;        /* per block, from registers and launch bounds */
+  uint32_t max_dynamic_shared; /* bytes of dynamic shared memory a launch may ask for */
+} nvhcq_kernel_info;
+
+typedef struct nvhcq_dim3 {
+  uint32_t x, y, z;
+} nvhcq_dim3;
+
+/* Loads a cubin (ELF) built for this GPU's architecture. The image may be freed afterwards. */
+NVHCQ_API nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *image, size_t size,
+                                         nvhcq_module **out);
+NVHCQ_API nvhcq_status nvhcq_module_load_file(nvhcq_device *dev, const char *path,
+                                              nvhcq_module **out);
+/* Waits for the device, then frees the module and its kernels. NULL is fine. */
+NVHCQ_API nvhcq_status nvhcq_module_unload(nvhcq_module *mod);
+NVHCQ_API uint32_t nvhcq_module_kernel_count(const nvhcq_module *mod);
+NVHCQ_API const char *nvhcq_module_kernel_name(const nvhcq_module *mod, uint32_t index);
+NVHCQ_API nvhcq_status nvhcq_module_get_kernel(nvhcq_module *mod, const char *name,
+                                               nvhcq_kernel **out);
+/* A module-scope __device__ or __constant__ variable: its GPU address and size. */
+NVHCQ_API nvhcq_status nvhcq_module_get_global(nvhcq_module *mod, const char *name,
+                                               uint64_t *gpu_address, size_t *size);
+NVHCQ_API nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *info);
+
+/* Records a launch on a compute queue. `args` is the kernel's parameter block laid out as in C
+ * (pointers as 64-bit GPU addresses); `args_size` must equal the kernel's parameter size. The
+ * arguments are copied: `args` may be reused at once. Everything is checked before anything is
+ * recorded. */
+NVHCQ_API nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
+                                          nvhcq_dim3 block, uint32_t dynamic_shared,
+                                          const void *args, size_t args_size);
+/* Launches, waits, and reports the kernel's GPU time in nanoseconds (gpu_ns may be NULL). */
+NVHCQ_API nvhcq_status nvhcq_launch_sync(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
+                                         uint32_t dynamic_shared, const void *args,
+                                         size_t args_size, uint64_t *gpu_ns);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "device.h"
+#include "memcpy_pool.h"
 
 #define STAGING_SLOTS      4u
 #define STAGING_SLOT_BYTES (16u << 20)
@@ -62,7 +63,7 @@ static nvhcq_status upload_staged(nvhcq_device *dev, uint64_t dst, const char *s
     unsigned s = i % STAGING_SLOTS;
     size_t n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
     if (done_value[s]) NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 1, done_value[s]));
-    memcpy(slot_cpu(dev, s), src + off, n);
+    nvhcq_parallel_memcpy(slot_cpu(dev, s), src + off, n);
     NVHCQ_TRY(submit_copy(dev, dst + off, slot_gpu(dev, s), n, &last));
     done_value[s] = last;
   }
@@ -84,7 +85,7 @@ static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, 
     size_t off = i * STAGING_SLOT_BYTES,
            n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
     NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 1, value[s]));
-    memcpy(dst + off, slot_cpu(dev, s), n);
+    nvhcq_parallel_memcpy(dst + off, slot_cpu(dev, s), n);
     size_t next = i + STAGING_SLOTS;
     if (next < chunks) {
       size_t noff = next * STAGING_SLOT_BYTES;

@@ -8,7 +8,8 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#include "kernel.h"
+#include "door.h"
+#include "queue.h"
 
 #define GPFIFO_ENTRIES   0x4000u
 #define GPFIFO_AREA      (2u << 20)
@@ -73,7 +74,7 @@ static const char *visible_list(void) {
 }
 
 static nvhcq_status open_ctl(int *fd) {
-  *fd = nvhcq_kernel->open("/dev/nvidiactl", O_RDWR);
+  *fd = nvhcq_door->open("/dev/nvidiactl", O_RDWR);
   if (*fd < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER,
                       "cannot open /dev/nvidiactl: %s; is the NVIDIA kernel driver loaded "
@@ -108,7 +109,7 @@ nvhcq_status nvhcq_device_count(int *count) {
   static nv_ioctl_card_info_t cards[NV_MAX_CARDS];
   int visible[NV_MAX_CARDS];
   nvhcq_status s = list_cards(fd, cards, visible, count);
-  nvhcq_kernel->close(fd);
+  nvhcq_door->close(fd);
   return s;
 }
 
@@ -129,14 +130,14 @@ static nvhcq_status detect_driver(nvhcq_device *dev) {
                       v.driverVersionBuffer, nvhcq_supported_branches());
   char text[512];
   dev->info.open_kernel_module =
-      nvhcq_kernel->read_text("/proc/driver/nvidia/version", text, sizeof text) > 0 &&
+      nvhcq_door->read_text("/proc/driver/nvidia/version", text, sizeof text) > 0 &&
       strstr(text, "Open Kernel Module") != NULL;
   return NVHCQ_SUCCESS;
 }
 
 static nvhcq_status open_uvm(nvhcq_device *dev) {
-  dev->rm.fd_uvm = nvhcq_kernel->open("/dev/nvidia-uvm", O_RDWR);
-  dev->fd_uvm2 = nvhcq_kernel->open("/dev/nvidia-uvm", O_RDWR);
+  dev->rm.fd_uvm = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR);
+  dev->fd_uvm2 = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR);
   if (dev->rm.fd_uvm < 0 || dev->fd_uvm2 < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER,
                       "cannot open /dev/nvidia-uvm: %s; load the nvidia-uvm module "
@@ -147,7 +148,7 @@ static nvhcq_status open_uvm(nvhcq_device *dev) {
                            offsetof(UVM_INITIALIZE_PARAMS, rmStatus)));
   /* Ties the second fd to the first's address space; CUDA gets an error here too, harmlessly. */
   UVM_MM_INITIALIZE_PARAMS mm = {.uvmFd = dev->rm.fd_uvm};
-  nvhcq_kernel->ioctl(dev->fd_uvm2, UVM_MM_INITIALIZE, &mm);
+  nvhcq_door->ioctl(dev->fd_uvm2, UVM_MM_INITIALIZE, &mm);
   return NVHCQ_SUCCESS;
 }
 
@@ -284,6 +285,7 @@ static nvhcq_status alloc_gpu_objects(nvhcq_device *dev, const nv_ioctl_card_inf
   NVHCQ_TRY(
       nvhcq_rm_alloc(&dev->rm, dev->h_subdevice, dev->classes.usermode, NULL, 0, &dev->h_usermode));
   NVHCQ_TRY(read_identity(dev));
+  nvhcq_compute_init(dev);
   NV_VASPACE_ALLOCATION_PARAMETERS vp = {
       .flags = NV_VASPACE_FLAGS_NVHCQ, .vaBase = 0x1000, .vaSize = 0x1fffffb000000ull};
   return nvhcq_rm_alloc(&dev->rm, dev->h_device, FERMI_VASPACE_A, &vp,
@@ -294,7 +296,7 @@ static nvhcq_status alloc_gpu_objects(nvhcq_device *dev, const nv_ioctl_card_inf
 static nvhcq_status map_usermode(nvhcq_device *dev) {
   char path[32];
   snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
-  dev->usermode_fd = nvhcq_kernel->open(path, O_RDWR);
+  dev->usermode_fd = nvhcq_door->open(path, O_RDWR);
   if (dev->usermode_fd < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
   nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
@@ -310,7 +312,7 @@ static nvhcq_status map_usermode(nvhcq_device *dev) {
     return nvhcq_fail(NVHCQ_ERROR_DRIVER, "mapping the doorbell page: %s",
                       nvhcq_nv_status_name(p.params.status));
   void *at =
-      nvhcq_kernel->mmap(NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, dev->usermode_fd, 0);
+      nvhcq_door->mmap(NULL, 0x10000, PROT_READ | PROT_WRITE, MAP_SHARED, dev->usermode_fd, 0);
   if (at == MAP_FAILED)
     return nvhcq_fail(NVHCQ_ERROR_DRIVER, "mmap of the doorbell page: %s", strerror(errno));
   dev->usermode_map = at;
@@ -334,21 +336,38 @@ static nvhcq_status register_uvm(nvhcq_device *dev) {
 
 /* ---- channels ---- */
 
-static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int copy) {
+static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch);
+
+static uint64_t notifier_bytes(void) {
+  const char *env = getenv("NVHCQ_NOTIFIER_BYTES");
+  long v = env ? strtol(env, NULL, 0) : 0;
+  return v > 0 ? (uint64_t)v : NOTIFIER_BYTES;
+}
+
+/* A channel in `group`: on the graphics group through its context share, on a copy-engine
+ * group (engine_type COPYn) directly in the address space. */
+static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int copy, uint32_t group,
+                                   uint32_t engine_type) {
   uint64_t ring_offset = copy ? GPFIFO_AREA / 2 : 0;
-  nvhcq_buffer *notifier;
-  NVHCQ_TRY(nvhcq_memory_alloc(dev, NOTIFIER_BYTES, NVHCQ_MEMORY_HOST_UNCACHED, NULL, &notifier));
-  dev->notifiers[copy] = notifier;
+  if (!dev->notifiers[copy])
+    NVHCQ_TRY(nvhcq_memory_alloc(dev, notifier_bytes(), NVHCQ_MEMORY_HOST_UNCACHED, NULL,
+                                 &dev->notifiers[copy]));
   NV_CHANNEL_ALLOC_PARAMS p;
   memset(&p, 0, sizeof p);
-  p.hObjectError = notifier->handle;
+  p.hObjectError = dev->notifiers[copy]->handle;
   p.hObjectBuffer = dev->gpfifo_area->handle;
   p.gpFifoOffset = dev->gpfifo_area->gpu_address + ring_offset;
   p.gpFifoEntries = GPFIFO_ENTRIES;
-  p.hContextShare = dev->h_ctxshare;
+  if (engine_type == NV2080_ENGINE_TYPE_GRAPHICS) {
+    p.hContextShare = dev->h_ctxshare;
+  } else {
+    p.hVASpace = dev->h_vaspace;
+    p.engineType = engine_type;
+  }
   p.hUserdMemory[0] = dev->gpfifo_area->handle;
   p.userdOffset[0] = ring_offset + GPFIFO_ENTRIES * 8ull;
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_group, dev->classes.gpfifo, &p, sizeof p, &ch->handle));
+  ch->group = group;
+  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, group, dev->classes.gpfifo, &p, sizeof p, &ch->handle));
   uint32_t engine = 0;
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, ch->handle, copy ? dev->classes.copy : dev->classes.compute,
                            NULL, 0, &engine));
@@ -384,6 +403,51 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
   return NVHCQ_SUCCESS;
 }
 
+static nvhcq_status schedule(nvhcq_device *dev, uint32_t group) {
+  NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
+  return nvhcq_rm_control(&dev->rm, group, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
+                          dev->rm.branch->schedule_params_size);
+}
+
+static nvhcq_status try_async_copy(nvhcq_device *dev, uint32_t engine_type) {
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.hVASpace = dev->h_vaspace,
+                                               .engineType = engine_type};
+  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp,
+                           &dev->h_copy_group));
+  nvhcq_status s = create_channel(dev, &dev->copy, 1, dev->h_copy_group, engine_type);
+  if (!s) s = schedule(dev, dev->h_copy_group);
+  if (s) {
+    destroy_channel(dev, &dev->copy);
+    nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_copy_group);
+    dev->h_copy_group = 0;
+  }
+  return s;
+}
+
+/* Copies go to an asynchronous copy engine when the GPU lends one (they move more bytes than the
+ * graphics engine's own); NVHCQ_COPY_ENGINE=gr keeps them there, =N asks for COPY<N>. */
+static nvhcq_status create_copy_channel(nvhcq_device *dev) {
+  const char *env = getenv("NVHCQ_COPY_ENGINE");
+  int forced = env && *env && strcmp(env, "gr") != 0 ? atoi(env) : -1;
+  if (!env || strcmp(env, "gr") != 0) {
+    NV2080_CTRL_GPU_GET_ENGINES_V2_PARAMS e;
+    memset(&e, 0, sizeof e);
+    NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GPU_GET_ENGINES_V2, &e,
+                               sizeof e));
+    for (uint32_t i = 0; i < e.engineCount && i < 84; i++) {
+      uint32_t t = e.engineList[i];
+      if (t < NV2080_ENGINE_TYPE_COPY0 || t > NV2080_ENGINE_TYPE_COPY9) continue;
+      if (forced >= 0 && t != NV2080_ENGINE_TYPE_COPY0 + (uint32_t)forced) continue;
+      if (!try_async_copy(dev, t)) {
+        dev->info.copy_engine = (int)(t - NV2080_ENGINE_TYPE_COPY0);
+        return NVHCQ_SUCCESS;
+      }
+    }
+  }
+  dev->info.copy_engine = -1;
+  return create_channel(dev, &dev->copy, 1, dev->h_group, NV2080_ENGINE_TYPE_GRAPHICS);
+}
+
 static nvhcq_status create_channels(nvhcq_device *dev) {
   NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.engineType = NV2080_ENGINE_TYPE_GRAPHICS};
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp,
@@ -397,11 +461,9 @@ static nvhcq_status create_channels(nvhcq_device *dev) {
                                           .flags = NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC};
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_group, FERMI_CONTEXT_SHARE_A, &cp, sizeof cp,
                            &dev->h_ctxshare));
-  NVHCQ_TRY(create_channel(dev, &dev->compute, 0));
-  NVHCQ_TRY(create_channel(dev, &dev->copy, 1));
-  NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
-  return nvhcq_rm_control(&dev->rm, dev->h_group, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
-                          dev->rm.branch->schedule_params_size);
+  NVHCQ_TRY(create_channel(dev, &dev->compute, 0, dev->h_group, NV2080_ENGINE_TYPE_GRAPHICS));
+  NVHCQ_TRY(create_copy_channel(dev));
+  return schedule(dev, dev->h_group);
 }
 
 static nvhcq_status create_signals(nvhcq_device *dev) {
@@ -482,7 +544,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   NVHCQ_TRY(open_uvm(dev));
   char path[32];
   snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
-  dev->fd_dev = nvhcq_kernel->open(path, O_RDWR);
+  dev->fd_dev = nvhcq_door->open(path, O_RDWR);
   if (dev->fd_dev < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
   nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
@@ -534,7 +596,7 @@ static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
     (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_CHANNEL, "UVM_UNREGISTER_CHANNEL", &u,
                           offsetof(UVM_UNREGISTER_CHANNEL_PARAMS, rmStatus));
   }
-  if (ch->handle) nvhcq_rm_free(&dev->rm, dev->h_group, ch->handle);
+  if (ch->handle) nvhcq_rm_free(&dev->rm, ch->group, ch->handle);
   if (ch->channel_va) {
     nvhcq_low_unmap(ch->channel_va, CHANNEL_VA_BYTES);
     nvhcq_va_free(nvhcq_va_low(), ch->channel_va, CHANNEL_VA_BYTES);
@@ -544,7 +606,7 @@ static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
 }
 
 static void close_fd(int *fd) {
-  if (*fd >= 0) nvhcq_kernel->close(*fd);
+  if (*fd >= 0) nvhcq_door->close(*fd);
   *fd = -1;
 }
 
@@ -561,6 +623,11 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
     if (dev->timeline[i]) nvhcq_signal_destroy(dev->timeline[i]);
     free_buffer(&dev->notifiers[i]);
   }
+  if (dev->sync_queue) nvhcq_queue_destroy(dev->sync_queue);
+  for (int i = 0; i < 2; i++)
+    if (dev->sync_signal[i]) nvhcq_signal_destroy(dev->sync_signal[i]);
+  free_buffer(&dev->args);
+  free_buffer(&dev->local_memory);
   free_buffer(&dev->staging);
   free_buffer(&dev->signal_page);
   free_buffer(&dev->cmd_area);
@@ -578,7 +645,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
     (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU", &u,
                           offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus));
   }
-  if (dev->usermode_map) nvhcq_kernel->munmap(dev->usermode_map, 0x10000);
+  if (dev->usermode_map) nvhcq_door->munmap(dev->usermode_map, 0x10000);
   /* Freeing the root client frees every object under it. */
   if (dev->rm.root) nvhcq_rm_free(&dev->rm, 0, dev->rm.root);
   close_fd(&dev->usermode_fd);

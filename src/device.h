@@ -26,7 +26,7 @@ struct nvhcq_device {
   int fd_dev;  /* /dev/nvidiaN, registered with the control fd */
   int fd_uvm2; /* second UVM fd for UVM_MM_INITIALIZE */
   uint32_t minor;
-  uint32_t h_device, h_subdevice, h_usermode, h_vaspace, h_group, h_ctxshare;
+  uint32_t h_device, h_subdevice, h_usermode, h_vaspace, h_group, h_ctxshare, h_copy_group;
   nvhcq_classes classes;
   int copy_payload64; /* the copy class releases 64-bit semaphore payloads */
   nvhcq_device_info info;
@@ -54,6 +54,18 @@ struct nvhcq_device {
   nvhcq_buffer *staging;
 
   uint32_t next_host_handle;
+
+  /* Compute. */
+  int qmd_version;            /* nvhcq_qmd_version for the compute class, 0 if unknown */
+  uint32_t max_shared;        /* bytes of shared memory one block may use */
+  const uint16_t *carveouts;  /* shared-memory configurations (KiB), ascending, 0-terminated */
+  uint32_t cbank0_prefix[12]; /* driver words: shared and local windows, stack top */
+  nvhcq_buffer *args;         /* ring of kernel arguments and QMDs, CPU-visible */
+  uint64_t args_head;         /* monotonic byte position of the next chunk */
+  nvhcq_buffer *local_memory; /* shader local memory (stacks) for every SM */
+  uint32_t local_per_thread;  /* bytes of local memory each thread may use */
+  nvhcq_queue *sync_queue;    /* for nvhcq_launch_sync */
+  nvhcq_signal *sync_signal[2];
 };
 
 nvhcq_status nvhcq_device_check(const nvhcq_device *dev) NVHCQ_MUST_CHECK;

@@ -25,10 +25,10 @@
 
 /* Relocation types (R_CUDA_*) nvhcq applies; r_type numbers as nvdisasm/nvlink name them. */
 enum {
-  NVHCQ_R_CUDA_32 = 1,            /* 32-bit address at +0 */
-  NVHCQ_R_CUDA_64 = 2,            /* 64-bit address at +0 */
-  NVHCQ_R_CUDA_G32 = 3,           /* 32-bit global address at +0 */
-  NVHCQ_R_CUDA_G64 = 4,           /* 64-bit global address at +0 (pointer initialisers) */
+  NVHCQ_R_CUDA_32 = 1,             /* 32-bit address at +0 */
+  NVHCQ_R_CUDA_64 = 2,             /* 64-bit address at +0 */
+  NVHCQ_R_CUDA_G32 = 3,            /* 32-bit global address at +0 */
+  NVHCQ_R_CUDA_G64 = 4,            /* 64-bit global address at +0 (pointer initialisers) */
   NVHCQ_R_CUDA_ABS32_LO_32 = 0x38, /* low 32 bits into instruction bytes +4..+8 */
   NVHCQ_R_CUDA_ABS32_HI_32 = 0x39, /* high 32 bits into instruction bytes +4..+8 */
 };
@@ -49,9 +49,9 @@ typedef struct nvhcq_cubin_param {
 
 typedef struct nvhcq_cubin_kernel {
   const char *name;
-  uint64_t code_offset; /* entry point in the image */
-  uint64_t code_size;   /* the .text section from the entry on, device functions included */
-  uint32_t registers;   /* per thread: EIATTR_REGCOUNT, else .text sh_info >> 24 (older cubins) */
+  uint64_t code_offset;   /* entry point in the image */
+  uint64_t code_size;     /* the .text section from the entry on, device functions included */
+  uint32_t registers;     /* per thread: EIATTR_REGCOUNT, else .text sh_info >> 24 (older cubins) */
   uint32_t max_registers; /* EIATTR_MAXREG_COUNT (__maxnreg__/launch bounds), 0 when absent */
   uint32_t param_offset;  /* first parameter's byte offset in constant bank 0 (EIATTR_PARAM_CBANK;
                              without it, when a kernel has no parameters, bank 0's size) */

@@ -9,7 +9,7 @@
 #include <sys/mman.h>
 
 #include "device.h"
-#include "kernel.h"
+#include "door.h"
 
 /* CPU-visible buffers live below 2^40 because QMDs and kernel arguments placed in them are
  * addressed with 40 bits. The range is reserved in this process (PROT_NONE) so no other mmap
@@ -96,19 +96,19 @@ static uint64_t page_size_for(nvhcq_memory_kind kind, size_t size) {
 static nvhcq_status new_device_fd(nvhcq_device *dev, int *fd) {
   char path[32];
   snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
-  *fd = nvhcq_kernel->open(path, O_RDWR);
+  *fd = nvhcq_door->open(path, O_RDWR);
   if (*fd < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
   nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
   nvhcq_status s = nvhcq_rm_escape(*fd, NV_ESC_REGISTER_FD, &reg, sizeof reg, "register fd");
-  if (s) nvhcq_kernel->close(*fd);
+  if (s) nvhcq_door->close(*fd);
   return s;
 }
 
 static nvhcq_status map_to_cpu(nvhcq_device *dev, nvhcq_buffer *b, uint32_t flags, int sysmem) {
   int fd;
   if (sysmem) {
-    fd = nvhcq_kernel->open("/dev/nvidiactl", O_RDWR);
+    fd = nvhcq_door->open("/dev/nvidiactl", O_RDWR);
     if (fd < 0)
       return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open /dev/nvidiactl: %s", strerror(errno));
   } else {
@@ -127,14 +127,14 @@ static nvhcq_status map_to_cpu(nvhcq_device *dev, nvhcq_buffer *b, uint32_t flag
                    kind_name(b->kind), nvhcq_nv_status_name(p.params.status));
   void *at = MAP_FAILED;
   if (!s) {
-    at = nvhcq_kernel->mmap((void *)(uintptr_t)b->gpu_address, b->mapped_size,
-                            PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    at = nvhcq_door->mmap((void *)(uintptr_t)b->gpu_address, b->mapped_size, PROT_READ | PROT_WRITE,
+                          MAP_SHARED | MAP_FIXED, fd, 0);
     if (at == MAP_FAILED)
       s = nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "mmap of %llu bytes of %s memory failed: %s",
                      (unsigned long long)b->mapped_size, kind_name(b->kind), strerror(errno));
   }
   if (s) {
-    nvhcq_kernel->close(fd);
+    nvhcq_door->close(fd);
     return s;
   }
   b->host_pointer = at;
@@ -171,8 +171,8 @@ static nvhcq_status alloc_rm_memory(nvhcq_device *dev, nvhcq_buffer *b, int cont
 
 static nvhcq_status alloc_pinned_host(nvhcq_device *dev, nvhcq_buffer *b) {
   void *at =
-      nvhcq_kernel->mmap((void *)(uintptr_t)b->gpu_address, b->mapped_size, PROT_READ | PROT_WRITE,
-                         MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      nvhcq_door->mmap((void *)(uintptr_t)b->gpu_address, b->mapped_size, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
   if (at == MAP_FAILED)
     return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "mmap of %llu bytes of host memory failed: %s",
                       (unsigned long long)b->mapped_size, strerror(errno));
@@ -220,9 +220,9 @@ static nvhcq_status map_to_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
 static void release(nvhcq_buffer *b, int gpu_mapped) {
   nvhcq_device *dev = b->dev;
   if (gpu_mapped) nvhcq_uvm_free(&dev->rm, b->gpu_address, b->mapped_size);
-  if (b->host_pointer) nvhcq_kernel->munmap(b->host_pointer, b->mapped_size);
+  if (b->host_pointer) nvhcq_door->munmap(b->host_pointer, b->mapped_size);
   if (b->handle) nvhcq_rm_free(&dev->rm, dev->h_device, b->handle);
-  if (b->map_fd >= 0) nvhcq_kernel->close(b->map_fd);
+  if (b->map_fd >= 0) nvhcq_door->close(b->map_fd);
   if (b->gpu_address) {
     if (b->low) nvhcq_low_unmap(b->gpu_address, b->mapped_size);
     nvhcq_va_free(b->low ? &va_low : &va_high, b->gpu_address, b->mapped_size);

@@ -204,6 +204,7 @@ static const number_name controls[] = {
     {NV2080_CTRL_CMD_FB_GET_INFO_V2, "NV2080_CTRL_CMD_FB_GET_INFO_V2"},
     {NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, "NVA06C_CTRL_CMD_GPFIFO_SCHEDULE"},
     {NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, "NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN"},
+    {NV2080_CTRL_CMD_GPU_GET_ENGINES_V2, "NV2080_CTRL_CMD_GPU_GET_ENGINES_V2"},
 };
 
 static const char *lookup(const number_name *t, size_t n, uint32_t number, const char *unknown) {

@@ -82,6 +82,8 @@ nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind, nvhcq_
   q->magic = NVHCQ_QUEUE_MAGIC;
   q->dev = dev;
   q->kind = kind;
+  q->launch_pending = 1; /* earlier submissions' grids may still run */
+  q->args_first = ~0ull;
   nvhcq_push_init(&q->push);
   *out = q;
   return NVHCQ_SUCCESS;
@@ -99,6 +101,9 @@ nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
 nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
   NVHCQ_TRY(check_queue(q));
   nvhcq_push_reset(&q->push);
+  nvhcq_queue_end_chain(q);
+  q->launch_pending = 1;
+  q->args_first = ~0ull;
   return NVHCQ_SUCCESS;
 }
 
@@ -106,6 +111,7 @@ nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value)
   NVHCQ_TRY(check_queue(q));
   NVHCQ_TRY(check_signal_for(q, sig));
   nvhcq_push_host_wait(&q->push, sig->gpu_address, value);
+  nvhcq_queue_end_chain(q);
   return q->push.error;
 }
 
@@ -116,6 +122,8 @@ nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t valu
     nvhcq_push_copy_signal(&q->push, sig->gpu_address, value, q->dev->copy_payload64);
   else
     nvhcq_push_host_signal(&q->push, sig->gpu_address, value);
+  nvhcq_queue_end_chain(q);
+  q->launch_pending = 0; /* the release waited for idle */
   return q->push.error;
 }
 
@@ -136,6 +144,7 @@ nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64
 nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
   NVHCQ_TRY(check_queue(q));
   NVHCQ_TRY(q->push.error);
+  NVHCQ_TRY(nvhcq_queue_check_args(q));
   return nvhcq_channel_submit(nvhcq_device_channel(q->dev, q->kind == NVHCQ_QUEUE_COPY),
                               q->push.words, q->push.len);
 }

@@ -10,6 +10,19 @@ struct nvhcq_queue {
   nvhcq_device *dev;
   nvhcq_queue_kind kind;
   nvhcq_push push;
+  /* Launch state: the last QMD (to chain the next launch to), its CPU shadow, and whether a
+   * kernel may still run when the next unchained launch starts. */
+  uint32_t *last_qmd;
+  uint64_t last_qmd_gpu;
+  uint32_t last_qmd_shadow[96];
+  int launch_pending;
+  uint64_t args_first; /* first argument-ring position this recording uses, ~0 if none */
 };
+
+/* Breaks the launch chain: the next launch starts with its own PCAS. */
+void nvhcq_queue_end_chain(nvhcq_queue *q);
+/* Refuses a submission whose launch arguments the argument ring has since reused. */
+nvhcq_status nvhcq_queue_check_args(const nvhcq_queue *q);
+void nvhcq_compute_init(nvhcq_device *dev);
 
 #endif

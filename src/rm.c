@@ -5,7 +5,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernel.h"
+#include "door.h"
 
 static const nvhcq_branch branches[] = {
     {570, 48, 2, 460, 57, 24, 132},
@@ -69,7 +69,7 @@ nvhcq_status nvhcq_status_from_nv(uint32_t nv_status) {
 }
 
 nvhcq_status nvhcq_rm_escape(int fd, unsigned nr, void *arg, size_t size, const char *what) {
-  int r = nvhcq_kernel->ioctl(fd, NV_IOWR(nr, size), arg);
+  int r = nvhcq_door->ioctl(fd, NV_IOWR(nr, size), arg);
   if (r < 0)
     return nvhcq_fail(NVHCQ_ERROR_DRIVER, "%s: ioctl 0x%x failed: %s", what, nr, strerror(-r));
   return NVHCQ_SUCCESS;
@@ -133,7 +133,7 @@ nvhcq_status nvhcq_rm_free(nvhcq_rm *rm, uint32_t parent, uint32_t handle) {
 nvhcq_status nvhcq_uvm_call(nvhcq_rm *rm, unsigned long cmd, const char *name, void *params,
                             size_t status_offset) {
   double t0 = now_us();
-  int r = nvhcq_kernel->ioctl(rm->fd_uvm, cmd, params);
+  int r = nvhcq_door->ioctl(rm->fd_uvm, cmd, params);
   if (r < 0) return nvhcq_fail(NVHCQ_ERROR_DRIVER, "UVM %s: ioctl failed: %s", name, strerror(-r));
   uint32_t status;
   memcpy(&status, (char *)params + status_offset, sizeof status);

@@ -6,7 +6,7 @@
 
 #include "channel.h"
 #include "device.h"
-#include "kernel.h"
+#include "door.h"
 #include "push.h"
 #include "rm.h"
 #include "test.h"
@@ -166,19 +166,19 @@ static ssize_t mock_read_text(const char *path, char *buf, size_t size) {
 }
 
 static void t_mock_no_driver(void) {
-  nvhcq_kernel_ops ops = {mock_open_none, mock_close, mock_ioctl, mmap, munmap, mock_read_text};
-  nvhcq_kernel_set_ops(&ops);
+  nvhcq_door_ops ops = {mock_open_none, mock_close, mock_ioctl, mmap, munmap, mock_read_text};
+  nvhcq_door_set_ops(&ops);
   int count = -1;
   nvhcq_device *dev = (nvhcq_device *)1;
   TEST_CHECK(nvhcq_device_count(&count) == NVHCQ_ERROR_NO_DRIVER && count == 0);
   TEST_CHECK(nvhcq_device_open(0, &dev) == NVHCQ_ERROR_NO_DRIVER && dev == NULL);
   TEST_CHECK(strstr(nvhcq_last_error(), "/dev/nvidiactl") != NULL);
-  nvhcq_kernel_set_ops(NULL);
+  nvhcq_door_set_ops(NULL);
 }
 
 static void t_mock_unknown_branch(void) {
-  nvhcq_kernel_ops ops = {mock_open, mock_close, mock_ioctl, mmap, munmap, mock_read_text};
-  nvhcq_kernel_set_ops(&ops);
+  nvhcq_door_ops ops = {mock_open, mock_close, mock_ioctl, mmap, munmap, mock_read_text};
+  nvhcq_door_set_ops(&ops);
   nvhcq_device *dev = NULL;
   nvhcq_status s = nvhcq_device_open(0, &dev);
   TEST_CHECK(s == NVHCQ_ERROR_UNSUPPORTED && dev == NULL);
@@ -187,7 +187,7 @@ static void t_mock_unknown_branch(void) {
                  "%s", nvhcq_last_error());
   TEST_CHECK(nvhcq_device_open(5, &dev) == NVHCQ_ERROR_NO_DEVICE);
   TEST_CHECK(strstr(nvhcq_last_error(), "there is no GPU 5") != NULL);
-  nvhcq_kernel_set_ops(NULL);
+  nvhcq_door_set_ops(NULL);
 }
 
 static void t_null_handles(void) {

@@ -1,4 +1,4 @@
-#include "kernel.h"
+#include "door.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +27,7 @@ static ssize_t real_read_text(const char *path, char *buf, size_t size) {
   return n;
 }
 
-static const nvhcq_kernel_ops real_ops = {
+static const nvhcq_door_ops real_ops = {
     .open = real_open,
     .close = close,
     .ioctl = real_ioctl,
@@ -36,8 +36,8 @@ static const nvhcq_kernel_ops real_ops = {
     .read_text = real_read_text,
 };
 
-const nvhcq_kernel_ops *nvhcq_kernel = &real_ops;
+const nvhcq_door_ops *nvhcq_door = &real_ops;
 
-void nvhcq_kernel_set_ops(const nvhcq_kernel_ops *ops) {
-  nvhcq_kernel = ops ? ops : &real_ops;
+void nvhcq_door_set_ops(const nvhcq_door_ops *ops) {
+  nvhcq_door = ops ? ops : &real_ops;
 }

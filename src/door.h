@@ -1,12 +1,12 @@
 /* The one door to the kernel: every open/close/ioctl/mmap/munmap of the NVIDIA driver goes
  * through this table, so a mock driver can stand in for the real one. */
-#ifndef NVHCQ_KERNEL_H
-#define NVHCQ_KERNEL_H
+#ifndef NVHCQ_DOOR_H
+#define NVHCQ_DOOR_H
 
 #include <stddef.h>
 #include <sys/types.h>
 
-typedef struct nvhcq_kernel_ops {
+typedef struct nvhcq_door_ops {
   int (*open)(const char *path, int flags);
   int (*close)(int fd);
   /* Returns 0 or -errno. */
@@ -16,11 +16,11 @@ typedef struct nvhcq_kernel_ops {
   int (*munmap)(void *addr, size_t len);
   /* Reads a small text file (e.g. /proc/driver/nvidia/version); returns bytes or -1. */
   ssize_t (*read_text)(const char *path, char *buf, size_t size);
-} nvhcq_kernel_ops;
+} nvhcq_door_ops;
 
-extern const nvhcq_kernel_ops *nvhcq_kernel;
+extern const nvhcq_door_ops *nvhcq_door;
 
 /* Replaces the door (tests); NULL restores the real driver. */
-void nvhcq_kernel_set_ops(const nvhcq_kernel_ops *ops);
+void nvhcq_door_set_ops(const nvhcq_door_ops *ops);
 
 #endif

@@ -1,0 +1,277 @@
+/* Kernel launches: checks, the argument ring, QMD patching, chaining, local memory. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "module.h"
+#include "queue.h"
+
+#define ARGS_RING_BYTES (32u << 20)
+#define LOCAL_WINDOW    0x729300000000ull
+#define SHARED_WINDOW   0x729400000000ull
+#define RESERVED_SHARED 1024u /* the block's system-reserved shared memory, sm_80 and later */
+
+/* Shared-memory configurations per architecture (KiB), and a block's limit in bytes. */
+static const uint16_t carve_ampere[] = {8, 16, 32, 64, 100, 132, 164, 0};
+static const uint16_t carve_consumer[] = {8, 16, 32, 64, 100, 0};
+static const uint16_t carve_hopper[] = {8, 16, 32, 64, 100, 132, 164, 196, 228, 0};
+
+void nvhcq_compute_init(nvhcq_device *dev) {
+  uint32_t sm = dev->info.sm_version;
+  dev->qmd_version = nvhcq_qmd_version_for_class(dev->classes.compute);
+  if (sm == 0x800) {
+    dev->carveouts = carve_ampere, dev->max_shared = 163u << 10;
+  } else if (sm == 0x900 || (sm >> 8) == 0xa) {
+    dev->carveouts = carve_hopper, dev->max_shared = 227u << 10;
+  } else {
+    dev->carveouts = carve_consumer, dev->max_shared = 99u << 10;
+  }
+  uint32_t *p = dev->cbank0_prefix;
+  memset(p, 0, sizeof dev->cbank0_prefix);
+  p[6] = (uint32_t)SHARED_WINDOW, p[7] = (uint32_t)(SHARED_WINDOW >> 32);
+  p[8] = (uint32_t)LOCAL_WINDOW, p[9] = (uint32_t)(LOCAL_WINDOW >> 32);
+  p[10] = 0xfffdc0; /* top of the per-thread stack in the local window */
+}
+
+static nvhcq_status check_kernel(const nvhcq_kernel *k) {
+  if (!k || k->magic != NVHCQ_KERNEL_MAGIC)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "%p is not a live nvhcq kernel (its module was unloaded?)", (const void *)k);
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status check_dims(const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_dim3 b) {
+  const char *n = k->cubin->name;
+  uint64_t threads = (uint64_t)b.x * b.y * b.z;
+  if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z)
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: grid (%u,%u,%u) and block (%u,%u,%u) "
+                      "must have no zero dimension",
+                      n, g.x, g.y, g.z, b.x, b.y, b.z);
+  if (b.x > 1024 || b.y > 1024 || b.z > 64 || threads > 1024)
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: block (%u,%u,%u) exceeds the limits "
+                      "x,y <= 1024, z <= 64, x*y*z <= 1024",
+                      n, b.x, b.y, b.z);
+  if (g.x > 0x7fffffffu || g.y > 65535 || g.z > 65535)
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: grid (%u,%u,%u) exceeds the limits "
+                      "x <= 2^31-1, y,z <= 65535",
+                      n, g.x, g.y, g.z);
+  if (threads > k->max_threads)
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: %llu threads per block, but it uses %u "
+                      "registers per thread (or has launch bounds), which allows at most %u",
+                      n, (unsigned long long)threads, k->cubin->registers, k->max_threads);
+  const uint32_t *r = k->cubin->reqntid;
+  if (r[0] && (b.x != r[0] || b.y != (r[1] ? r[1] : 1) || b.z != (r[2] ? r[2] : 1)))
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s requires block (%u,%u,%u), got (%u,%u,%u)", n, r[0],
+                      r[1] ? r[1] : 1, r[2] ? r[2] : 1, b.x, b.y, b.z);
+  return NVHCQ_SUCCESS;
+}
+
+/* Shared bytes the block occupies: static (which includes the reserved window when the compiler
+ * recorded any) plus dynamic. */
+static uint32_t shared_total(const nvhcq_kernel *k, uint32_t dynamic) {
+  uint32_t base = k->static_shared ? k->static_shared : RESERVED_SHARED;
+  return (base + dynamic + 127) & ~127u;
+}
+
+static nvhcq_status check_shared(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t dynamic) {
+  uint64_t base = k->static_shared ? k->static_shared : RESERVED_SHARED;
+  if (base + dynamic > (uint64_t)dev->max_shared + RESERVED_SHARED)
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: %u bytes of dynamic shared memory plus "
+                      "%u static exceed the %u bytes a block may use on %s",
+                      k->cubin->name, dynamic, k->static_shared, dev->max_shared, dev->info.arch);
+  return NVHCQ_SUCCESS;
+}
+
+/* Grows the local memory every SM's threads use for stacks; only between kernels. */
+static nvhcq_status ensure_local_memory(nvhcq_device *dev, uint32_t bytes) {
+  if (bytes <= dev->local_per_thread) return NVHCQ_SUCCESS;
+  nvhcq_device_info *i = &dev->info;
+  uint32_t per_thread = (bytes + 31) & ~31u;
+  uint64_t per_tpc =
+      ((uint64_t)((per_thread * 32 + 0x1ff) & ~0x1ffu) * i->warps_per_sm * i->sms_per_tpc +
+       0x7fff) &
+      ~0x7fffull;
+  uint64_t total = (per_tpc * i->tpcs_per_gpc * i->gpcs + 0x1ffff) & ~0x1ffffull;
+  NVHCQ_TRY(nvhcq_device_synchronize(dev));
+  nvhcq_buffer *mem;
+  nvhcq_status s = nvhcq_memory_alloc(dev, total, NVHCQ_MEMORY_DEVICE, NULL, &mem);
+  if (s)
+    return nvhcq_fail_context(s,
+                              "kernels need %u bytes of local memory per thread (%llu MiB "
+                              "for the GPU)",
+                              per_thread, (unsigned long long)(total >> 20));
+  if (dev->local_memory) nvhcq_memory_free(dev->local_memory);
+  dev->local_memory = mem;
+  dev->local_per_thread = per_thread;
+  nvhcq_push *p = &dev->scratch;
+  nvhcq_push_reset(p);
+  uint32_t addr[2] = {(uint32_t)(mem->gpu_address >> 32), (uint32_t)mem->gpu_address};
+  uint32_t tpc[3] = {(uint32_t)(per_tpc >> 32), (uint32_t)per_tpc, 0xff};
+  nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_A, addr, 2);
+  nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, tpc, 3);
+  uint64_t v = nvhcq_device_push_timeline(dev, 0, p);
+  NVHCQ_TRY(p->error);
+  NVHCQ_TRY(nvhcq_channel_submit(&dev->compute, p->words, p->len));
+  return nvhcq_device_wait_timeline(dev, 0, v);
+}
+
+/* A chunk of the argument ring. Reusing a lap's space waits for the compute channel: the ring is
+ * large enough that this happens once per ~100k launches. */
+static nvhcq_status args_alloc(nvhcq_device *dev, uint32_t bytes, uint64_t *pos) {
+  if (!dev->args)
+    NVHCQ_TRY(
+        nvhcq_memory_alloc(dev, ARGS_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, NULL, &dev->args));
+  uint64_t start = dev->args_head;
+  if (start % ARGS_RING_BYTES + bytes > ARGS_RING_BYTES)
+    start += ARGS_RING_BYTES - start % ARGS_RING_BYTES;
+  int new_lap =
+      dev->args_head > 0 && start / ARGS_RING_BYTES != (dev->args_head - 1) / ARGS_RING_BYTES;
+  if (new_lap) NVHCQ_TRY(nvhcq_device_synchronize(dev));
+  dev->args_head = start + bytes;
+  *pos = start;
+  return NVHCQ_SUCCESS;
+}
+
+static uint32_t carveout_for(const nvhcq_device *dev, uint32_t bytes, uint32_t *max) {
+  uint32_t pick = 0, i = 0;
+  for (; dev->carveouts[i]; i++)
+    if (!pick && dev->carveouts[i] * 1024u >= bytes) pick = dev->carveouts[i] * 1024u;
+  *max = dev->carveouts[i - 1] * 1024u;
+  return pick ? pick : *max;
+}
+
+static nvhcq_status fill_qmd(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t *qmd, nvhcq_dim3 g,
+                             nvhcq_dim3 b, uint32_t shared, uint64_t cbank0) {
+  nvhcq_qmd_version v = dev->qmd_version;
+  memcpy(qmd, k->qmd, sizeof k->qmd);
+  uint32_t max, cfg = carveout_for(dev, shared, &max);
+#define SET(f, val) NVHCQ_TRY(nvhcq_qmd_set(v, qmd, NVHCQ_QMD_##f, (val)))
+  SET(GRID_WIDTH, g.x);
+  SET(GRID_HEIGHT, g.y);
+  SET(GRID_DEPTH, g.z);
+  SET(CTA_THREAD_DIMENSION0, b.x);
+  SET(CTA_THREAD_DIMENSION1, b.y);
+  SET(CTA_THREAD_DIMENSION2, b.z);
+#undef SET
+  NVHCQ_TRY(nvhcq_qmd_set_shared_memory(v, qmd, shared, cfg, cfg, max));
+  NVHCQ_TRY(nvhcq_qmd_set_local_memory(v, qmd, 0, dev->local_per_thread));
+  return nvhcq_qmd_set_constant_buffer(v, qmd, 0, cbank0, k->cbank0_bytes);
+}
+
+static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, const uint32_t *qmd) {
+  nvhcq_device *dev = q->dev;
+  if (q->last_qmd) {
+    /* Chained: the previous grid schedules this one when it completes. */
+    uint32_t *shadow = q->last_qmd_shadow;
+    if (!nvhcq_qmd_set_dependent(dev->qmd_version, shadow, qmd_gpu))
+      memcpy(q->last_qmd, shadow, nvhcq_qmd_size(dev->qmd_version));
+  } else {
+    /* Grids sent one by one may overlap: wait for the previous one first. */
+    if (q->launch_pending) nvhcq_push_method1(&q->push, NVHCQ_SUBC_HOST, NVC56F_WFI, 0);
+    nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_PCAS_A, (uint32_t)(qmd_gpu >> 8));
+    nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_SIGNALING_PCAS2_B,
+                       NVC6C0_SEND_SIGNALING_PCAS2_B_PREFETCH_SCHEDULE);
+  }
+  q->last_qmd = qmd_cpu;
+  q->last_qmd_gpu = qmd_gpu;
+  memcpy(q->last_qmd_shadow, qmd, nvhcq_qmd_size(dev->qmd_version));
+  q->launch_pending = 1;
+}
+
+nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
+                                uint32_t dynamic_shared, const void *args, size_t args_size) {
+  if (!q || q->magic != NVHCQ_QUEUE_MAGIC)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq queue",
+                      (const void *)q);
+  NVHCQ_TRY(check_kernel(k));
+  nvhcq_device *dev = q->dev;
+  if (q->kind != NVHCQ_QUEUE_COMPUTE)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "kernel %s: launches need a compute queue",
+                      k->cubin->name);
+  if (k->module->dev != dev)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "kernel %s is loaded on GPU %d, the queue is on GPU %d", k->cubin->name,
+                      k->module->dev->index, dev->index);
+  if (args_size != k->cubin->param_size || (!args && args_size))
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK, "kernel %s takes %u bytes of arguments, got %zu%s",
+                      k->cubin->name, k->cubin->param_size, args_size,
+                      !args && args_size ? " (args is NULL)" : "");
+  NVHCQ_TRY(check_dims(k, grid, block));
+  NVHCQ_TRY(check_shared(dev, k, dynamic_shared));
+  NVHCQ_TRY(ensure_local_memory(dev, k->local_bytes));
+  uint32_t qmd_size = (uint32_t)nvhcq_qmd_size(dev->qmd_version);
+  uint64_t pos;
+  NVHCQ_TRY(args_alloc(dev, k->cbank0_bytes + ((qmd_size + 255) & ~255u), &pos));
+  if (q->args_first == ~0ull) q->args_first = pos;
+  uint64_t off = pos % ARGS_RING_BYTES;
+  uint8_t *cpu = (uint8_t *)dev->args->host_pointer + off;
+  uint64_t gpu = dev->args->gpu_address + off;
+  /* Bank 0: driver words (block and grid sizes, windows), then the parameters. */
+  uint32_t words[12];
+  memcpy(words, dev->cbank0_prefix, sizeof words);
+  words[0] = block.x, words[1] = block.y, words[2] = block.z;
+  words[3] = grid.x, words[4] = grid.y, words[5] = grid.z;
+  memcpy(cpu, words, sizeof words);
+  if (args_size) memcpy(cpu + k->cubin->param_offset, args, args_size);
+  uint32_t qmd[NVHCQ_QMD_MAX_WORDS];
+  NVHCQ_TRY(fill_qmd(dev, k, qmd, grid, block, shared_total(k, dynamic_shared), gpu));
+  memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
+  push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd);
+  return q->push.error;
+}
+
+void nvhcq_queue_end_chain(nvhcq_queue *q) {
+  q->last_qmd = NULL;
+}
+
+nvhcq_status nvhcq_queue_check_args(const nvhcq_queue *q) {
+  if (q->args_first != ~0ull && q->dev->args_head - q->args_first > ARGS_RING_BYTES)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "this queue's kernel arguments were recycled by %llu MiB of later launches; "
+                      "reset and record it again (or submit it sooner)",
+                      (unsigned long long)((q->dev->args_head - q->args_first) >> 20));
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_memory_barrier(nvhcq_queue *q) {
+  if (!q || q->magic != NVHCQ_QUEUE_MAGIC)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq queue",
+                      (const void *)q);
+  if (q->kind != NVHCQ_QUEUE_COMPUTE)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "memory barriers are for compute queues");
+  nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI,
+                     NVC6C0_INVALIDATE_INSTRUCTION | NVC6C0_INVALIDATE_DATA |
+                         NVC6C0_INVALIDATE_CONSTANT);
+  nvhcq_queue_end_chain(q);
+  return q->push.error;
+}
+
+nvhcq_status nvhcq_launch_sync(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
+                               uint32_t dynamic_shared, const void *args, size_t args_size,
+                               uint64_t *gpu_ns) {
+  NVHCQ_TRY(check_kernel(k));
+  nvhcq_device *dev = k->module->dev;
+  if (!dev->sync_queue) {
+    NVHCQ_TRY(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &dev->sync_queue));
+    NVHCQ_TRY(nvhcq_signal_create(dev, 0, &dev->sync_signal[0]));
+    NVHCQ_TRY(nvhcq_signal_create(dev, 0, &dev->sync_signal[1]));
+  }
+  nvhcq_queue *q = dev->sync_queue;
+  uint64_t v = nvhcq_signal_value(dev->sync_signal[1]) + 1;
+  NVHCQ_TRY(nvhcq_queue_reset(q));
+  NVHCQ_TRY(nvhcq_queue_signal(q, dev->sync_signal[0], v));
+  NVHCQ_TRY(nvhcq_queue_launch(q, k, grid, block, dynamic_shared, args, args_size));
+  NVHCQ_TRY(nvhcq_queue_signal(q, dev->sync_signal[1], v));
+  NVHCQ_TRY(nvhcq_queue_submit(q));
+  nvhcq_status s = nvhcq_signal_wait(dev->sync_signal[1], v, 0);
+  if (s) return nvhcq_fail_context(s, "kernel %s", k->cubin->name);
+  if (gpu_ns)
+    *gpu_ns = nvhcq_signal_timestamp_ns(dev->sync_signal[1]) -
+              nvhcq_signal_timestamp_ns(dev->sync_signal[0]);
+  return NVHCQ_SUCCESS;
+}

@@ -1,0 +1,34 @@
+/* Modules (uploaded cubins) and their kernels: the QMD template and constant-bank layout each
+ * launch starts from. */
+#ifndef NVHCQ_MODULE_H
+#define NVHCQ_MODULE_H
+
+#include "device.h"
+#include "elf.h"
+#include "qmd.h"
+
+#define NVHCQ_MODULE_MAGIC  0x6e766d64u /* "nvmd" */
+#define NVHCQ_KERNEL_MAGIC  0x6e766b6eu /* "nvkn" */
+#define NVHCQ_QMD_MAX_WORDS 96
+
+struct nvhcq_kernel {
+  uint32_t magic;
+  nvhcq_module *module;
+  const nvhcq_cubin_kernel *cubin;
+  uint32_t qmd[NVHCQ_QMD_MAX_WORDS]; /* template: everything but grid, block, bank 0, shared */
+  uint32_t cbank0_bytes;             /* driver words + parameters, rounded to 256 */
+  uint32_t local_bytes;              /* per-thread local memory the kernel needs */
+  uint32_t max_threads;
+  uint32_t static_shared;
+};
+
+struct nvhcq_module {
+  uint32_t magic;
+  nvhcq_device *dev;
+  nvhcq_cubin *cubin;
+  nvhcq_buffer *image;
+  uint32_t kernel_count;
+  nvhcq_kernel *kernels;
+};
+
+#endif

@@ -1,0 +1,102 @@
+// Kernels for the GPU launch tests and benchmarks. extern "C" keeps their names plain.
+#include <stdint.h>
+
+extern "C" __global__ void empty() {}
+
+extern "C" __global__ void vector_add(const float *a, const float *b, float *c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+
+extern "C" __global__ void atomic_increment(unsigned long long *counter) {
+  if (threadIdx.x == 0) atomicAdd(counter, 1ull);
+}
+
+// Sum of `n` ints per block through dynamic shared memory (blockDim.x * 4 bytes each... and a
+// large dynamic area: the launch asks for `shared_ints` ints, which may exceed 48 KiB).
+extern "C" __global__ void reduce_dynamic(const int *in, long long *out, int shared_ints) {
+  extern __shared__ int buf[];
+  for (int i = threadIdx.x; i < shared_ints; i += blockDim.x) buf[i] = in[blockIdx.x * shared_ints + i];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    long long s = 0;
+    for (int i = 0; i < shared_ints; i++) s += buf[i];
+    out[blockIdx.x] = s;
+  }
+}
+
+// 16 KiB of local memory per thread, indexed at run time so it cannot live in registers.
+extern "C" __global__ void local_16k(const int *idx, int *out) {
+  int scratch[4096];
+  int tid = blockIdx.x * blockDim.x + threadIdx.x;
+  for (int k = 0; k < 4096; k++) scratch[k] = k ^ tid;
+  out[tid] = scratch[idx[tid] & 4095] + scratch[(idx[tid] * 7) & 4095];
+}
+
+// Writes each thread's linear 3-D index: checks gridDim/blockDim/blockIdx/threadIdx in 3-D.
+extern "C" __global__ void index_3d(uint32_t *out) {
+  uint32_t bx = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  uint32_t tx = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+  uint32_t threads = blockDim.x * blockDim.y * blockDim.z;
+  out[bx * threads + tx] = bx * 1000 + tx;
+}
+
+__constant__ int const_table[8] = {3, 1, 4, 1, 5, 9, 2, 6};
+__device__ int device_bias = 100;
+__device__ unsigned int device_hits;
+
+extern "C" __global__ void use_globals(int *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  out[i] = const_table[i & 7] + device_bias;
+  atomicAdd(&device_hits, 1u);
+}
+
+struct params {
+  double scale;
+  int32_t offset;
+  uint8_t flag;
+};
+
+extern "C" __global__ void struct_args(params p, int64_t big, const int *in, double *out, uint32_t n) {
+  uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] * p.scale + p.offset + (p.flag ? (double)big : 0.0);
+}
+
+// out[i] = in[i] * 2 + 1: a chain of these reads what the previous launch wrote.
+extern "C" __global__ void step(const int *in, int *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] * 2 + 1;
+}
+
+// Spins for `ns` nanoseconds (for overlap tests), then stores 1.
+extern "C" __global__ void spin(int *flag, unsigned long long ns) {
+  unsigned long long start;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  for (;;) {
+    unsigned long long now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    if (now - start >= ns) break;
+  }
+  if (threadIdx.x == 0 && blockIdx.x == 0) *flag = 1;
+}
+
+// Grid-stride copy in 16-byte vectors (n16 = bytes / 16).
+extern "C" __global__ void copy16(const uint4 *__restrict__ src, uint4 *__restrict__ dst, size_t n16) {
+  size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += stride) dst[i] = src[i];
+}
+
+// `iters` x 8 independent FMA chains per thread: arithmetic bound.
+extern "C" __global__ void fma_loop(float *out, int iters) {
+  float a0 = threadIdx.x, a1 = a0 + 1, a2 = a0 + 2, a3 = a0 + 3, a4 = a0 + 4, a5 = a0 + 5, a6 = a0 + 6, a7 = a0 + 7;
+  const float m = 0.999f, c = 0.001f;
+  for (int i = 0; i < iters; i++) {
+#pragma unroll
+    for (int j = 0; j < 16; j++) {
+      a0 = a0 * m + c; a1 = a1 * m + c; a2 = a2 * m + c; a3 = a3 * m + c;
+      a4 = a4 * m + c; a5 = a5 * m + c; a6 = a6 * m + c; a7 = a7 * m + c;
+    }
+  }
+  out[blockIdx.x * blockDim.x + threadIdx.x] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+}

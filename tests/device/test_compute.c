@@ -1,0 +1,372 @@
+/* Kernel launches on a real GPU, from cubins the build makes with nvcc (tests/device/kernels.cu).
+ * Skips visibly without a GPU or without the cubins. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nvhcq.h"
+#include "test.h"
+
+static nvhcq_device *dev;
+static nvhcq_module *mod;
+
+#define NEED_GPU()                                                                                 \
+  do {                                                                                             \
+    if (access("/dev/nvidiactl", F_OK) != 0)                                                       \
+      TEST_SKIP("needs an NVIDIA GPU (no /dev/nvidiactl on this machine)");                        \
+    if (!mod && setup()) return;                                                                   \
+  } while (0)
+
+static int setup(void) {
+  if (!dev && nvhcq_device_open(0, &dev)) {
+    TEST_CHECK_MSG(0, "open: %s", nvhcq_last_error());
+    return 1;
+  }
+  nvhcq_device_info info;
+  nvhcq_device_get_info(dev, &info);
+  const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
+  char path[512];
+  snprintf(path, sizeof path, "%s/device_kernels_%s.cubin", dir ? dir : ".", info.arch);
+  if (nvhcq_module_load_file(dev, path, &mod)) {
+    TEST_CHECK_MSG(0, "load %s: %s", path, nvhcq_last_error());
+    return 1;
+  }
+  return 0;
+}
+
+static nvhcq_kernel *kernel(const char *name) {
+  nvhcq_kernel *k = NULL;
+  if (nvhcq_module_get_kernel(mod, name, &k)) fprintf(stderr, "  %s\n", nvhcq_last_error());
+  return k;
+}
+
+static nvhcq_buffer *alloc(size_t n) {
+  nvhcq_buffer *b = NULL;
+  if (nvhcq_alloc(dev, n, NVHCQ_MEMORY_DEVICE, &b))
+    fprintf(stderr, "  alloc: %s\n", nvhcq_last_error());
+  return b;
+}
+
+#define DIM(x, y, z) ((nvhcq_dim3){(x), (y), (z)})
+
+static void t_list_kernels(void) {
+  NEED_GPU();
+  uint32_t n = nvhcq_module_kernel_count(mod);
+  TEST_CHECK(n >= 10);
+  nvhcq_kernel *k;
+  TEST_CHECK(nvhcq_module_get_kernel(mod, "no_such_kernel", &k) == NVHCQ_ERROR_NOT_FOUND);
+  TEST_CHECK(strstr(nvhcq_last_error(), "vector_add") != NULL);
+}
+
+static void t_vector_add(void) {
+  NEED_GPU();
+  const int n = 1 << 20;
+  float *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 4);
+  for (int i = 0; i < n; i++) a[i] = (float)i, b[i] = (float)(2 * i + 1);
+  nvhcq_buffer *da = alloc(n * 4), *db = alloc(n * 4), *dc = alloc(n * 4);
+  TEST_CHECK(nvhcq_copy_to_device(da, 0, a, n * 4) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_copy_to_device(db, 0, b, n * 4) == NVHCQ_SUCCESS);
+  struct {
+    uint64_t a, b, c;
+    int n;
+  } args = {nvhcq_buffer_gpu_address(da), nvhcq_buffer_gpu_address(db),
+            nvhcq_buffer_gpu_address(dc), n};
+  uint64_t ns = 0;
+  nvhcq_status s = nvhcq_launch_sync(kernel("vector_add"), DIM(n / 256, 1, 1), DIM(256, 1, 1), 0,
+                                     &args, 28, &ns);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_copy_from_device(c, dc, 0, n * 4) == NVHCQ_SUCCESS);
+  int bad = 0;
+  for (int i = 0; i < n; i++) bad += c[i] != (float)(3 * i + 1);
+  TEST_CHECK_MSG(bad == 0, "%d wrong elements", bad);
+  printf("  vector_add of %d floats: %.1f us on the GPU\n", n, ns / 1e3);
+  nvhcq_free(da), nvhcq_free(db), nvhcq_free(dc);
+  free(a), free(b), free(c);
+}
+
+static void t_atomic_100k(void) {
+  NEED_GPU();
+  nvhcq_buffer *counter = alloc(8);
+  uint64_t zero = 0, got = 0;
+  nvhcq_copy_to_device(counter, 0, &zero, 8);
+  nvhcq_queue *q;
+  nvhcq_signal *done;
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &done) == NVHCQ_SUCCESS);
+  uint64_t addr = nvhcq_buffer_gpu_address(counter);
+  nvhcq_kernel *k = kernel("atomic_increment");
+  for (int batch = 0; batch < 100; batch++) {
+    nvhcq_queue_reset(q);
+    for (int i = 0; i < 1000; i++)
+      if (nvhcq_queue_launch(q, k, DIM(1, 1, 1), DIM(32, 1, 1), 0, &addr, 8)) {
+        TEST_CHECK_MSG(0, "%s", nvhcq_last_error());
+        return;
+      }
+    if (batch == 99) nvhcq_queue_signal(q, done, 1);
+    TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  }
+  TEST_CHECK(nvhcq_signal_wait(done, 1, 20000) == NVHCQ_SUCCESS);
+  nvhcq_copy_from_device(&got, counter, 0, 8);
+  TEST_CHECK_MSG(got == 100000, "counted %llu", (unsigned long long)got);
+  nvhcq_queue_destroy(q);
+  nvhcq_signal_destroy(done);
+  nvhcq_free(counter);
+}
+
+static void t_dynamic_shared_over_48k(void) {
+  NEED_GPU();
+  const int ints = 200 * 1024 / 4, blocks = 8; /* 200 KiB of dynamic shared memory */
+  int *in = malloc((size_t)ints * blocks * 4);
+  long long expect[8] = {0}, got[8];
+  for (int b = 0; b < blocks; b++)
+    for (int i = 0; i < ints; i++) in[b * ints + i] = i % 1000 - b, expect[b] += i % 1000 - b;
+  nvhcq_buffer *din = alloc((size_t)ints * blocks * 4), *dout = alloc(8 * blocks);
+  nvhcq_copy_to_device(din, 0, in, (size_t)ints * blocks * 4);
+  struct {
+    uint64_t in, out;
+    int n;
+  } args = {nvhcq_buffer_gpu_address(din), nvhcq_buffer_gpu_address(dout), ints};
+  nvhcq_status s = nvhcq_launch_sync(kernel("reduce_dynamic"), DIM(blocks, 1, 1), DIM(256, 1, 1),
+                                     ints * 4, &args, 20, NULL);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  nvhcq_copy_from_device(got, dout, 0, sizeof got);
+  TEST_CHECK(memcmp(got, expect, sizeof got) == 0);
+  /* 240 KiB is more than a block may have: refused before anything runs. */
+  s = nvhcq_launch_sync(kernel("reduce_dynamic"), DIM(1, 1, 1), DIM(256, 1, 1), 240 * 1024, &args,
+                        20, NULL);
+  TEST_CHECK(s == NVHCQ_ERROR_LAUNCH_CHECK);
+  printf("  too much shared memory says: %s\n", nvhcq_last_error());
+  nvhcq_free(din), nvhcq_free(dout), free(in);
+}
+
+static void t_local_16k(void) {
+  NEED_GPU();
+  const int n = 64 * 128;
+  int *idx = malloc(n * 4), *out = malloc(n * 4);
+  for (int i = 0; i < n; i++) idx[i] = i * 37;
+  nvhcq_buffer *di = alloc(n * 4), *dout = alloc(n * 4);
+  nvhcq_copy_to_device(di, 0, idx, n * 4);
+  struct {
+    uint64_t idx, out;
+  } args = {nvhcq_buffer_gpu_address(di), nvhcq_buffer_gpu_address(dout)};
+  nvhcq_status s =
+      nvhcq_launch_sync(kernel("local_16k"), DIM(64, 1, 1), DIM(128, 1, 1), 0, &args, 16, NULL);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  nvhcq_copy_from_device(out, dout, 0, n * 4);
+  int bad = 0;
+  for (int t = 0; t < n; t++)
+    bad += out[t] != (((idx[t] & 4095) ^ t) + (((idx[t] * 7) & 4095) ^ t));
+  TEST_CHECK_MSG(bad == 0, "%d wrong", bad);
+  nvhcq_free(di), nvhcq_free(dout), free(idx), free(out);
+}
+
+static void t_3d(void) {
+  NEED_GPU();
+  nvhcq_dim3 g = DIM(5, 3, 2), b = DIM(8, 4, 2);
+  uint32_t total = 5 * 3 * 2 * 8 * 4 * 2, *out = malloc(total * 4);
+  nvhcq_buffer *d = alloc(total * 4);
+  uint64_t addr = nvhcq_buffer_gpu_address(d);
+  TEST_CHECK(nvhcq_launch_sync(kernel("index_3d"), g, b, 0, &addr, 8, NULL) == NVHCQ_SUCCESS);
+  nvhcq_copy_from_device(out, d, 0, total * 4);
+  int bad = 0;
+  for (uint32_t blk = 0; blk < 30; blk++)
+    for (uint32_t t = 0; t < 64; t++) bad += out[blk * 64 + t] != blk * 1000 + t;
+  TEST_CHECK_MSG(bad == 0, "%d wrong", bad);
+  nvhcq_free(d), free(out);
+}
+
+static void t_globals(void) {
+  NEED_GPU();
+  uint64_t bias_addr, hits_addr;
+  size_t size;
+  TEST_CHECK(nvhcq_module_get_global(mod, "device_bias", &bias_addr, &size) == NVHCQ_SUCCESS &&
+             size == 4);
+  TEST_CHECK(nvhcq_module_get_global(mod, "device_hits", &hits_addr, &size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_module_get_global(mod, "const_table", NULL, &size) == NVHCQ_SUCCESS &&
+             size == 32);
+  TEST_CHECK(nvhcq_module_get_global(mod, "nope", NULL, NULL) == NVHCQ_ERROR_NOT_FOUND);
+  const int n = 1000;
+  int out[1000];
+  nvhcq_buffer *d = alloc(n * 4);
+  struct {
+    uint64_t out;
+    int n;
+  } args = {nvhcq_buffer_gpu_address(d), n};
+  TEST_CHECK(nvhcq_launch_sync(kernel("use_globals"), DIM(4, 1, 1), DIM(256, 1, 1), 0, &args, 12,
+                               NULL) == NVHCQ_SUCCESS);
+  nvhcq_copy_from_device(out, d, 0, sizeof out);
+  static const int table[8] = {3, 1, 4, 1, 5, 9, 2, 6};
+  int bad = 0;
+  for (int i = 0; i < n; i++) bad += out[i] != table[i & 7] + 100;
+  TEST_CHECK_MSG(bad == 0, "%d wrong", bad);
+  /* Read the __device__ counter through a copy from its address. */
+  nvhcq_buffer *h;
+  nvhcq_alloc(dev, 4096, NVHCQ_MEMORY_HOST, &h);
+  nvhcq_queue *q;
+  nvhcq_signal *s;
+  nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &q);
+  nvhcq_signal_create(dev, 0, &s);
+  nvhcq_queue_copy(q, nvhcq_buffer_gpu_address(h), hits_addr, 4);
+  nvhcq_queue_signal(q, s, 1);
+  nvhcq_queue_submit(q);
+  TEST_CHECK(nvhcq_signal_wait(s, 1, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(*(uint32_t *)nvhcq_buffer_host_pointer(h) == 1000, "hits %u",
+                 *(uint32_t *)nvhcq_buffer_host_pointer(h));
+  nvhcq_queue_destroy(q), nvhcq_signal_destroy(s), nvhcq_free(h), nvhcq_free(d);
+}
+
+static void t_struct_args(void) {
+  NEED_GPU();
+  struct {
+    double scale;
+    int32_t offset;
+    uint8_t flag;
+    uint8_t pad[3];
+    int64_t big;
+    uint64_t in, out;
+    uint32_t n;
+    uint32_t pad2;
+  } args;
+  nvhcq_kernel_info info;
+  nvhcq_kernel *k = kernel("struct_args");
+  TEST_CHECK(nvhcq_kernel_get_info(k, &info) == NVHCQ_SUCCESS);
+  int in[64];
+  double out[64];
+  for (int i = 0; i < 64; i++) in[i] = i - 10;
+  nvhcq_buffer *di = alloc(sizeof in), *dout = alloc(sizeof out);
+  nvhcq_copy_to_device(di, 0, in, sizeof in);
+  memset(&args, 0, sizeof args);
+  args.scale = 0.5, args.offset = -3, args.flag = 1, args.big = 1ll << 40;
+  args.in = nvhcq_buffer_gpu_address(di), args.out = nvhcq_buffer_gpu_address(dout), args.n = 64;
+  TEST_CHECK_MSG(info.param_size == 44, "param size %u", info.param_size);
+  nvhcq_status s =
+      nvhcq_launch_sync(k, DIM(1, 1, 1), DIM(64, 1, 1), 0, &args, info.param_size, NULL);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  nvhcq_copy_from_device(out, dout, 0, sizeof out);
+  int bad = 0;
+  for (int i = 0; i < 64; i++) bad += out[i] != in[i] * 0.5 - 3 + (double)(1ll << 40);
+  TEST_CHECK_MSG(bad == 0, "%d wrong", bad);
+  nvhcq_free(di), nvhcq_free(dout);
+}
+
+static void t_chain_order(void) {
+  NEED_GPU();
+  const int n = 1 << 16, steps = 20;
+  nvhcq_buffer *buf[2] = {alloc(n * 4), alloc(n * 4)};
+  int *host = calloc(n, 4);
+  nvhcq_copy_to_device(buf[0], 0, host, n * 4);
+  nvhcq_queue *q;
+  nvhcq_signal *s;
+  nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q);
+  nvhcq_signal_create(dev, 0, &s);
+  nvhcq_kernel *k = kernel("step");
+  for (int i = 0; i < steps; i++) {
+    struct {
+      uint64_t in, out;
+      int n;
+    } args = {nvhcq_buffer_gpu_address(buf[i & 1]), nvhcq_buffer_gpu_address(buf[(i + 1) & 1]), n};
+    TEST_CHECK(nvhcq_queue_launch(q, k, DIM(n / 256, 1, 1), DIM(256, 1, 1), 0, &args, 20) ==
+               NVHCQ_SUCCESS);
+  }
+  nvhcq_queue_signal(q, s, 1);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_wait(s, 1, 5000) == NVHCQ_SUCCESS);
+  nvhcq_copy_from_device(host, buf[steps & 1], 0, n * 4);
+  int expect = (1 << steps) - 1, bad = 0;
+  for (int i = 0; i < n; i++) bad += host[i] != expect;
+  TEST_CHECK_MSG(bad == 0, "%d wrong (first %d, want %d)", bad, host[0], expect);
+  nvhcq_queue_destroy(q), nvhcq_signal_destroy(s), nvhcq_free(buf[0]), nvhcq_free(buf[1]),
+      free(host);
+}
+
+/* A long kernel on the compute channel and a copy on the copy channel run at once; the copy then
+ * waits for the kernel through a signal. */
+static void t_compute_and_copy_together(void) {
+  NEED_GPU();
+  nvhcq_buffer *flag = alloc(4), *src, *dst;
+  nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST, &src);
+  nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST, &dst);
+  memset(nvhcq_buffer_host_pointer(src), 7, 1 << 20);
+  nvhcq_signal *kernel_done, *copy_done, *after;
+  nvhcq_signal_create(dev, 0, &kernel_done), nvhcq_signal_create(dev, 0, &copy_done),
+      nvhcq_signal_create(dev, 0, &after);
+  nvhcq_queue *cq, *xq;
+  nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &cq), nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &xq);
+  struct {
+    uint64_t flag;
+    uint64_t ns;
+  } args = {nvhcq_buffer_gpu_address(flag), 50 * 1000 * 1000};
+  TEST_CHECK(nvhcq_queue_launch(cq, kernel("spin"), DIM(1, 1, 1), DIM(32, 1, 1), 0, &args, 16) ==
+             NVHCQ_SUCCESS);
+  nvhcq_queue_signal(cq, kernel_done, 1);
+  nvhcq_queue_copy(xq, nvhcq_buffer_gpu_address(dst), nvhcq_buffer_gpu_address(src), 1 << 20);
+  nvhcq_queue_signal(xq, copy_done, 1);
+  nvhcq_queue_wait(xq, kernel_done, 1);
+  nvhcq_queue_signal(xq, after, 1);
+  TEST_CHECK(nvhcq_queue_submit(cq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(xq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_wait(copy_done, 1, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_signal_value(kernel_done) == 0, "the copy waited for the kernel");
+  TEST_CHECK(nvhcq_signal_wait(after, 1, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_value(kernel_done) == 1);
+  TEST_CHECK(memcmp(nvhcq_buffer_host_pointer(src), nvhcq_buffer_host_pointer(dst), 1 << 20) == 0);
+  TEST_CHECK(nvhcq_signal_timestamp_ns(after) >= nvhcq_signal_timestamp_ns(kernel_done));
+  nvhcq_queue_destroy(cq), nvhcq_queue_destroy(xq);
+  nvhcq_signal_destroy(kernel_done), nvhcq_signal_destroy(copy_done), nvhcq_signal_destroy(after);
+  nvhcq_free(flag), nvhcq_free(src), nvhcq_free(dst);
+}
+
+static void t_launch_checks(void) {
+  NEED_GPU();
+  nvhcq_kernel *k = kernel("vector_add");
+  char args[28] = {0};
+  struct {
+    nvhcq_dim3 g, b;
+    uint32_t shared;
+    size_t size;
+    const char *want;
+  } cases[] = {
+      {DIM(1, 1, 1), DIM(1025, 1, 1), 0, 28, "x*y*z <= 1024"},
+      {DIM(1, 1, 1), DIM(1, 1, 65), 0, 28, "z <= 64"},
+      {DIM(1, 1, 1), DIM(0, 1, 1), 0, 28, "no zero"},
+      {DIM(1, 65536, 1), DIM(32, 1, 1), 0, 28, "y,z <= 65535"},
+      {DIM(1, 1, 1), DIM(32, 1, 1), 300000, 28, "shared memory"},
+      {DIM(1, 1, 1), DIM(32, 1, 1), 0, 24, "takes 28 bytes"},
+      {DIM(1, 1, 1), DIM(32, 1, 1), 0, 32, "takes 28 bytes"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    nvhcq_status s =
+        nvhcq_launch_sync(k, cases[i].g, cases[i].b, cases[i].shared, args, cases[i].size, NULL);
+    TEST_CHECK_MSG(s == NVHCQ_ERROR_LAUNCH_CHECK && strstr(nvhcq_last_error(), cases[i].want) &&
+                       strstr(nvhcq_last_error(), "vector_add"),
+                   "case %zu: %s", i, nvhcq_last_error());
+    printf("  %s\n", nvhcq_last_error());
+  }
+  nvhcq_kernel *bounded = kernel("fma_loop");
+  (void)bounded;
+}
+
+static void t_wrong_arch(void) {
+  NEED_GPU();
+  const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
+  char path[512];
+  snprintf(path, sizeof path, "%s/device_kernels_sm_80.cubin", dir ? dir : ".");
+  if (access(path, F_OK) != 0) TEST_SKIP("no sm_80 cubin built");
+  nvhcq_module *m = NULL;
+  nvhcq_status s = nvhcq_module_load_file(dev, path, &m);
+  TEST_CHECK(s == NVHCQ_ERROR_INVALID_IMAGE && m == NULL);
+  printf("  sm_80 cubin says: %s\n", nvhcq_last_error());
+}
+
+static void t_teardown(void) {
+  NEED_GPU();
+  TEST_CHECK(nvhcq_module_unload(mod) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_close(dev) == NVHCQ_SUCCESS);
+  mod = NULL, dev = NULL;
+}
+
+TEST_MAIN(TEST(t_list_kernels), TEST(t_vector_add), TEST(t_atomic_100k),
+          TEST(t_dynamic_shared_over_48k), TEST(t_local_16k), TEST(t_3d), TEST(t_globals),
+          TEST(t_struct_args), TEST(t_chain_order), TEST(t_compute_and_copy_together),
+          TEST(t_launch_checks), TEST(t_wrong_arch), TEST(t_teardown))
