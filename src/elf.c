@@ -344,7 +344,7 @@ static nvhcq_status nvhcq_cubin_read_compat(const nvhcq_elf *e, nvhcq_cubin *c) 
   if (!s) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_need_data(s));
   for (uint64_t pos = 0; pos < s->size;) {
-    nvhcq_eiattr a;
+    nvhcq_eiattr a = {0};
     NVHCQ_TRY(nvhcq_eiattr_next(e, s, &pos, &a));
     if (a.attr == NVHCQ_EICOMPAT_ACCELERATOR_TARGET && a.format != NVHCQ_EIFMT_SVAL &&
         nvhcq_eiattr_scalar(&a))
@@ -716,7 +716,7 @@ static nvhcq_status nvhcq_elf_kernel_info(const nvhcq_elf *e, nvhcq_cubin *c, ui
     k->params = calloc(s->size / 16 + 1, sizeof *k->params); /* a KPARAM record is 16 bytes */
     if (!k->params) return NVHCQ_OOM();
     for (uint64_t pos = 0; pos < s->size;) {
-      nvhcq_eiattr a;
+      nvhcq_eiattr a = {0};
       NVHCQ_TRY(nvhcq_eiattr_next(e, s, &pos, &a));
       if (nvhcq_is_function_attr(a.attr))
         NVHCQ_TRY(nvhcq_function_attr(e, c, s, &a));
@@ -788,7 +788,7 @@ static nvhcq_status nvhcq_cubin_read_module_info(const nvhcq_elf *e, nvhcq_cubin
   if (!s) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_need_data(s));
   for (uint64_t pos = 0; pos < s->size;) {
-    nvhcq_eiattr a;
+    nvhcq_eiattr a = {0};
     NVHCQ_TRY(nvhcq_eiattr_next(e, s, &pos, &a));
     if (nvhcq_is_function_attr(a.attr)) NVHCQ_TRY(nvhcq_function_attr(e, c, s, &a));
   }

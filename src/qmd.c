@@ -209,7 +209,7 @@ nvhcq_status nvhcq_qmd_set_shared_memory(nvhcq_qmd_version v, uint32_t *qmd, uin
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "shared memory configs must satisfy min <= target <= max, got %u, %u, %u",
                       min_config, target_config, max_config);
-  uint64_t min, target, max;
+  uint64_t min = 0, target = 0, max = 0;
   NVHCQ_TRY(sm_config(min_config, "min", &min));
   NVHCQ_TRY(sm_config(target_config, "target", &target));
   NVHCQ_TRY(sm_config(max_config, "max", &max));

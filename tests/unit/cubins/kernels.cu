@@ -12,9 +12,9 @@ extern "C" __global__ void vector_add(const float *a, const float *b, float *c, 
 
 // __constant__ lives in constant bank 3; __device__ in .nv.global (zeroed) or .nv.global.init.
 __constant__ float scale_table[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
-__device__ int global_counter;                       // zero-initialised: .nv.global (NOBITS)
+__device__ int global_counter;                           // zero-initialised: .nv.global (NOBITS)
 __device__ uint32_t global_offsets[4] = {7, 11, 13, 17}; // initialised: .nv.global.init
-// A pointer to another global forces an R_CUDA_64 relocation in .nv.global.init.
+// A pointer to another global forces an R_CUDA_G64 relocation in .nv.global.init.
 __device__ uint32_t *global_offsets_ptr = global_offsets;
 
 // out[i] = in[i] * scale_table[i % 16] + global_offsets[i % 4]; counts the threads that ran.
@@ -34,8 +34,8 @@ struct affine_params {
 
 // out[i * p.stride] = in[i] * p.scale + p.bias + (float)base: a struct argument (16 bytes) and a
 // 64-bit scalar, which the ABI aligns to 8 bytes in the parameter bank.
-extern "C" __global__ void affine_struct(affine_params p, const float *in, float *out,
-                                         int64_t base, uint32_t n) {
+extern "C" __global__ void affine_struct(affine_params p, const float *in, float *out, int64_t base,
+                                         uint32_t n) {
   uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   float v = in[i] * p.scale + p.bias + (float)base;
