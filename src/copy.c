@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "device.h"
+#include "module.h"
+#include "builtin.h"
 #include "memcpy_pool.h"
 
 #define STAGING_SLOTS      4u
@@ -119,6 +121,39 @@ nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_off
   return download_staged(dev, dst, src->gpu_address + src_offset, size);
 }
 
+/* The built-in copy kernel for this GPU, or NULL: an exact match, else the newest cubin of the
+ * same major version that is not newer than the GPU. */
+static nvhcq_kernel *copy_kernel(nvhcq_device *dev) {
+  if (dev->builtin_tried) return dev->copy_kernel;
+  dev->builtin_tried = 1;
+  unsigned sm = (dev->info.sm_version >> 8) * 10 + (dev->info.sm_version & 0xf);
+  const nvhcq_builtin_cubin *best = NULL;
+  for (const nvhcq_builtin_cubin *b = nvhcq_builtin_cubins; b->sm; b++)
+    if (b->sm / 10 == sm / 10 && b->sm <= sm && (!best || b->sm > best->sm)) best = b;
+  if (!best || nvhcq_module_load(dev, best->data, best->size, &dev->builtin) ||
+      nvhcq_module_get_kernel(dev->builtin, "nvhcq_copy16", &dev->copy_kernel))
+    dev->copy_kernel = NULL;
+  return dev->copy_kernel;
+}
+
+/* Large aligned copies within device memory go through a kernel: the copy engines move far fewer
+ * bytes per second than the SMs. */
+static int use_copy_kernel(const nvhcq_buffer *dst, const nvhcq_buffer *src, uint64_t d, uint64_t s,
+                           size_t size) {
+  int device = (dst->kind == NVHCQ_MEMORY_DEVICE || dst->kind == NVHCQ_MEMORY_DEVICE_MAPPED) &&
+               (src->kind == NVHCQ_MEMORY_DEVICE || src->kind == NVHCQ_MEMORY_DEVICE_MAPPED);
+  return device && size >= (1u << 20) && ((d | s | size) & 15) == 0;
+}
+
+static nvhcq_status kernel_copy(nvhcq_device *dev, nvhcq_kernel *k, uint64_t d, uint64_t s,
+                                size_t size) {
+  struct {
+    uint64_t src, dst, n16;
+  } args = {s, d, size / 16};
+  nvhcq_dim3 grid = {dev->info.sm_count ? dev->info.sm_count * 4 : 512, 1, 1}, block = {512, 1, 1};
+  return nvhcq_launch_sync(k, grid, block, 0, &args, sizeof args, NULL);
+}
+
 nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
                                size_t src_offset, size_t size) {
   NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_copy_device destination"));
@@ -128,7 +163,11 @@ nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffe
                       "nvhcq_copy_device: source is on GPU %d, destination on GPU %d",
                       src->dev->index, dst->dev->index);
   if (size == 0) return NVHCQ_SUCCESS;
-  return copy_sync(dst->dev, dst->gpu_address + dst_offset, src->gpu_address + src_offset, size);
+  uint64_t d = dst->gpu_address + dst_offset, s = src->gpu_address + src_offset;
+  nvhcq_kernel *k;
+  if (use_copy_kernel(dst, src, d, s, size) && (k = copy_kernel(dst->dev)))
+    return kernel_copy(dst->dev, k, d, s, size);
+  return copy_sync(dst->dev, d, s, size);
 }
 
 /* ---- buffers ---- */

@@ -14,7 +14,7 @@
 #define GPFIFO_ENTRIES   0x4000u
 #define GPFIFO_AREA      (2u << 20)
 #define CMD_RING_BYTES   (2u << 20)
-#define NOTIFIER_BYTES   (48u << 20)
+#define NOTIFIER_BYTES   (64u << 10)
 #define CHANNEL_VA_BYTES 0x4000000ull
 #define HOST_HANDLE_BASE 0x1000u
 /* Shader windows for shared and local memory, on 4 GiB boundaries above every allocation. */
@@ -206,6 +206,23 @@ static nvhcq_status choose_classes(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
+/* The litter values are the chip's maxima; the SMs that work are in the floorswept TPC masks. */
+static nvhcq_status count_sms(nvhcq_device *dev) {
+  NV2080_CTRL_GR_GET_GPC_MASK_PARAMS g = {0};
+  NVHCQ_TRY(
+      nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GR_GET_GPC_MASK, &g, sizeof g));
+  uint32_t tpcs = 0;
+  for (uint32_t gpc = 0; gpc < 32; gpc++) {
+    if (!(g.gpcMask & (1u << gpc))) continue;
+    NV2080_CTRL_GR_GET_TPC_MASK_PARAMS t = {.gpcId = gpc};
+    NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GR_GET_TPC_MASK, &t,
+                               sizeof t));
+    tpcs += (uint32_t)__builtin_popcount(t.tpcMask);
+  }
+  dev->info.sm_count = tpcs * dev->info.sms_per_tpc;
+  return NVHCQ_SUCCESS;
+}
+
 static nvhcq_status read_gr_info(nvhcq_device *dev) {
   NV2080_CTRL_GR_INFO list[] = {
       {NV2080_CTRL_GR_INFO_INDEX_SM_VERSION, 0},
@@ -213,7 +230,6 @@ static nvhcq_status read_gr_info(nvhcq_device *dev) {
       {NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_GPCS, 0},
       {NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC, 0},
       {NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC, 0},
-      {NV2080_CTRL_GR_INFO_INDEX_SHADER_PIPE_COUNT, 0},
   };
   NV2080_CTRL_GR_GET_INFO_PARAMS p = {.grInfoListSize = sizeof list / sizeof list[0],
                                       .grInfoList = (uintptr_t)list};
@@ -225,10 +241,9 @@ static nvhcq_status read_gr_info(nvhcq_device *dev) {
   i->gpcs = list[2].data;
   i->tpcs_per_gpc = list[3].data;
   i->sms_per_tpc = list[4].data;
-  i->sm_count = list[5].data;
   unsigned major = i->sm_version >> 8, minor = i->sm_version & 0xff;
   snprintf(i->arch, sizeof i->arch, "sm_%u%u", major, minor);
-  return NVHCQ_SUCCESS;
+  return count_sms(dev);
 }
 
 static nvhcq_status read_fb_info(nvhcq_device *dev, uint64_t *total_kib, uint64_t *free_kib) {
@@ -617,6 +632,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
       dev->compute.handle && dev->copy.handle ? nvhcq_device_synchronize(dev) : NVHCQ_SUCCESS;
   char saved[2048];
   snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
+  if (dev->builtin) nvhcq_module_unload(dev->builtin);
   destroy_channel(dev, &dev->compute);
   destroy_channel(dev, &dev->copy);
   for (int i = 0; i < 2; i++) {

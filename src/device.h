@@ -66,6 +66,9 @@ struct nvhcq_device {
   uint32_t local_per_thread;  /* bytes of local memory each thread may use */
   nvhcq_queue *sync_queue;    /* for nvhcq_launch_sync */
   nvhcq_signal *sync_signal[2];
+  nvhcq_module *builtin;     /* built-in kernels, loaded on first use */
+  nvhcq_kernel *copy_kernel; /* NULL when the build has none for this GPU */
+  int builtin_tried;
 };
 
 nvhcq_status nvhcq_device_check(const nvhcq_device *dev) NVHCQ_MUST_CHECK;

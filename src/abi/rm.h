@@ -74,6 +74,8 @@ enum {
   NVA06C_CTRL_CMD_GPFIFO_SCHEDULE = 0xa06c0101,
   NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN = 0xc36f0108,
   NV2080_CTRL_CMD_GPU_GET_ENGINES_V2 = 0x20800170,
+  NV2080_CTRL_CMD_GR_GET_GPC_MASK = 0x2080122a,
+  NV2080_CTRL_CMD_GR_GET_TPC_MASK = 0x2080122b,
 };
 
 /* GR info indexes. */
@@ -324,6 +326,21 @@ typedef struct {
   uint64_t route;
 } NV2080_CTRL_GR_GET_INFO_PARAMS;
 NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_GR_GET_INFO_PARAMS, 32);
+
+/* Floorswept masks: enabled GPCs, and enabled TPCs of one GPC. */
+typedef struct {
+  uint32_t routeFlags, pad0;
+  uint64_t route;
+  uint32_t gpcMask, pad1;
+} NV2080_CTRL_GR_GET_GPC_MASK_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_GR_GET_GPC_MASK_PARAMS, 24);
+
+typedef struct {
+  uint32_t routeFlags, pad0;
+  uint64_t route;
+  uint32_t gpcId, tpcMask;
+} NV2080_CTRL_GR_GET_TPC_MASK_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_GR_GET_TPC_MASK_PARAMS, 24);
 
 /* fbInfoList holds 57 entries on 570 (460 bytes), 128 from 580 (1028 bytes). */
 typedef struct {

@@ -1,0 +1,305 @@
+/* Compute benchmark: nvhcq and (when present) libcuda in the same run, on the same cubin.
+ * usage: nvhcq_bench_compute CUBIN   (tests/device/kernels.cu built for this GPU) */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nvhcq.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return v[n / 2];
+}
+
+#define CHECK_NV(x)                                                                                \
+  do {                                                                                             \
+    nvhcq_status s_ = (x);                                                                         \
+    if (s_) {                                                                                      \
+      fprintf(stderr, "%s failed: %s\n", #x, nvhcq_last_error());                                  \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+#define CHECK_CU(x)                                                                                \
+  do {                                                                                             \
+    int r_ = (x);                                                                                  \
+    if (r_) {                                                                                      \
+      fprintf(stderr, "%s failed: CUresult %d\n", #x, r_);                                         \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+static void *file_data;
+static size_t file_size;
+
+typedef struct results {
+  double init_ms, roundtrip_us, submit_us, launches_per_s, copy_gbps, fma_tflops;
+} results;
+
+#define COPY_BYTES (2ull << 30)
+#define FMA_ITERS  4096
+
+/* ---- nvhcq ---- */
+
+static nvhcq_device *dev;
+static nvhcq_module *mod;
+
+static nvhcq_kernel *nv_kernel(const char *name) {
+  nvhcq_kernel *k;
+  CHECK_NV(nvhcq_module_get_kernel(mod, name, &k));
+  return k;
+}
+
+static double nv_init(void) {
+  double t0 = now_s();
+  CHECK_NV(nvhcq_device_open(0, &dev));
+  CHECK_NV(nvhcq_module_load(dev, file_data, file_size, &mod));
+  CHECK_NV(nvhcq_launch_sync(nv_kernel("empty"), (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){1, 1, 1}, 0,
+                             NULL, 0, NULL));
+  return (now_s() - t0) * 1e3;
+}
+
+static void nv_rest(results *r) {
+  nvhcq_device_info info;
+  nvhcq_device_get_info(dev, &info);
+  nvhcq_dim3 one = {1, 1, 1};
+  nvhcq_kernel *empty = nv_kernel("empty");
+  double t[2000];
+  for (int i = 0; i < 2000; i++) {
+    double s0 = now_s();
+    CHECK_NV(nvhcq_launch_sync(empty, one, one, 0, NULL, 0, NULL));
+    t[i] = now_s() - s0;
+  }
+  r->roundtrip_us = median(t + 100, 1900) * 1e6;
+  /* Host submit cost: one launch recorded and submitted per call. */
+  nvhcq_queue *q;
+  nvhcq_signal *sig;
+  CHECK_NV(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q));
+  CHECK_NV(nvhcq_signal_create(dev, 0, &sig));
+  const int n = 20000;
+  double s0 = now_s();
+  for (int i = 0; i < n; i++) {
+    CHECK_NV(nvhcq_queue_reset(q));
+    CHECK_NV(nvhcq_queue_launch(q, empty, one, one, 0, NULL, 0));
+    CHECK_NV(nvhcq_queue_submit(q));
+  }
+  r->submit_us = (now_s() - s0) / n * 1e6;
+  CHECK_NV(nvhcq_device_synchronize(dev));
+  /* 100k atomic increments, counted. */
+  nvhcq_buffer *counter;
+  CHECK_NV(nvhcq_alloc(dev, 8, NVHCQ_MEMORY_DEVICE, &counter));
+  uint64_t zero = 0, addr = nvhcq_buffer_gpu_address(counter), got;
+  CHECK_NV(nvhcq_copy_to_device(counter, 0, &zero, 8));
+  nvhcq_kernel *inc = nv_kernel("atomic_increment");
+  s0 = now_s();
+  for (int i = 0; i < 100000; i++) {
+    CHECK_NV(nvhcq_queue_reset(q));
+    CHECK_NV(nvhcq_queue_launch(q, inc, one, (nvhcq_dim3){32, 1, 1}, 0, &addr, 8));
+    CHECK_NV(nvhcq_queue_submit(q));
+  }
+  CHECK_NV(nvhcq_device_synchronize(dev));
+  r->launches_per_s = 100000 / (now_s() - s0);
+  CHECK_NV(nvhcq_copy_from_device(&got, counter, 0, 8));
+  if (got != 100000)
+    fprintf(stderr, "nvhcq counted %llu, not 100000\n", (unsigned long long)got), exit(1);
+  /* Bandwidth and arithmetic, timed on the GPU. */
+  nvhcq_buffer *a, *b;
+  CHECK_NV(nvhcq_alloc(dev, COPY_BYTES, NVHCQ_MEMORY_DEVICE, &a));
+  CHECK_NV(nvhcq_alloc(dev, COPY_BYTES, NVHCQ_MEMORY_DEVICE, &b));
+  struct {
+    uint64_t src, dst, n16;
+  } cargs = {nvhcq_buffer_gpu_address(a), nvhcq_buffer_gpu_address(b), COPY_BYTES / 16};
+  nvhcq_dim3 cgrid = {info.sm_count * 4, 1, 1}, cblock = {512, 1, 1};
+  uint64_t ns;
+  for (int i = 0; i < 20; i++) {
+    CHECK_NV(nvhcq_launch_sync(nv_kernel("copy16"), cgrid, cblock, 0, &cargs, sizeof cargs, &ns));
+    t[i] = ns * 1e-9;
+  }
+  r->copy_gbps = 2.0 * COPY_BYTES / median(t + 2, 18) / 1e9;
+  struct {
+    uint64_t out;
+    int iters;
+  } fargs = {nvhcq_buffer_gpu_address(a), FMA_ITERS};
+  nvhcq_dim3 fgrid = {info.sm_count * 8, 1, 1}, fblock = {256, 1, 1};
+  for (int i = 0; i < 10; i++) {
+    CHECK_NV(nvhcq_launch_sync(nv_kernel("fma_loop"), fgrid, fblock, 0, &fargs, 12, &ns));
+    t[i] = ns * 1e-9;
+  }
+  double flops = (double)fgrid.x * fblock.x * FMA_ITERS * 16 * 8 * 2;
+  r->fma_tflops = flops / median(t + 2, 8) / 1e12;
+  nvhcq_free(a), nvhcq_free(b), nvhcq_free(counter);
+  nvhcq_queue_destroy(q), nvhcq_signal_destroy(sig);
+  nvhcq_module_unload(mod);
+  nvhcq_device_close(dev);
+}
+
+/* ---- libcuda ---- */
+
+typedef int (*cu_fn)();
+static struct {
+  cu_fn init, device_get, primary_retain, ctx_set, module_load, get_function, launch, sync,
+      mem_alloc, htod, dtoh, event_create, event_record, event_sync, event_elapsed, attr;
+} cu;
+static void *cu_ctx, *cu_mod;
+
+static int cuda_load(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!lib) return 0;
+#define SYM(f, n) cu.f = (cu_fn)dlsym(lib, n)
+  SYM(init, "cuInit");
+  SYM(device_get, "cuDeviceGet");
+  SYM(primary_retain, "cuDevicePrimaryCtxRetain");
+  SYM(ctx_set, "cuCtxSetCurrent");
+  SYM(module_load, "cuModuleLoadData");
+  SYM(get_function, "cuModuleGetFunction");
+  SYM(launch, "cuLaunchKernel");
+  SYM(sync, "cuCtxSynchronize");
+  SYM(mem_alloc, "cuMemAlloc_v2");
+  SYM(htod, "cuMemcpyHtoD_v2");
+  SYM(dtoh, "cuMemcpyDtoH_v2");
+  SYM(event_create, "cuEventCreate");
+  SYM(event_record, "cuEventRecord");
+  SYM(event_sync, "cuEventSynchronize");
+  SYM(event_elapsed, "cuEventElapsedTime");
+  SYM(attr, "cuDeviceGetAttribute");
+#undef SYM
+  return cu.init && cu.launch;
+}
+
+static void *cu_kernel(const char *name) {
+  void *f;
+  CHECK_CU(cu.get_function(&f, cu_mod, name));
+  return f;
+}
+
+static double cu_init(void) {
+  double t0 = now_s();
+  int d;
+  CHECK_CU(cu.init(0));
+  CHECK_CU(cu.device_get(&d, 0));
+  CHECK_CU(cu.primary_retain(&cu_ctx, d));
+  CHECK_CU(cu.ctx_set(cu_ctx));
+  CHECK_CU(cu.module_load(&cu_mod, file_data));
+  CHECK_CU(cu.launch(cu_kernel("empty"), 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+  CHECK_CU(cu.sync());
+  return (now_s() - t0) * 1e3;
+}
+
+static double cu_time(void *f, unsigned grid, unsigned block, void **params) {
+  void *e0, *e1;
+  float ms;
+  CHECK_CU(cu.event_create(&e0, 0));
+  CHECK_CU(cu.event_create(&e1, 0));
+  CHECK_CU(cu.event_record(e0, NULL));
+  CHECK_CU(cu.launch(f, grid, 1, 1, block, 1, 1, 0, NULL, params, NULL));
+  CHECK_CU(cu.event_record(e1, NULL));
+  CHECK_CU(cu.event_sync(e1));
+  CHECK_CU(cu.event_elapsed(&ms, e0, e1));
+  return ms * 1e-3;
+}
+
+static void cu_rest(results *r) {
+  void *empty = cu_kernel("empty");
+  double t[2000];
+  for (int i = 0; i < 2000; i++) {
+    double s0 = now_s();
+    CHECK_CU(cu.launch(empty, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+    CHECK_CU(cu.sync());
+    t[i] = now_s() - s0;
+  }
+  r->roundtrip_us = median(t + 100, 1900) * 1e6;
+  const int n = 20000;
+  double s0 = now_s();
+  for (int i = 0; i < n; i++) CHECK_CU(cu.launch(empty, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+  r->submit_us = (now_s() - s0) / n * 1e6;
+  CHECK_CU(cu.sync());
+  uint64_t counter, zero = 0, got;
+  CHECK_CU(cu.mem_alloc(&counter, (size_t)8));
+  CHECK_CU(cu.htod(counter, &zero, (size_t)8));
+  void *inc = cu_kernel("atomic_increment");
+  void *params[] = {&counter};
+  s0 = now_s();
+  for (int i = 0; i < 100000; i++)
+    CHECK_CU(cu.launch(inc, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL));
+  CHECK_CU(cu.sync());
+  r->launches_per_s = 100000 / (now_s() - s0);
+  CHECK_CU(cu.dtoh(&got, counter, (size_t)8));
+  if (got != 100000) fprintf(stderr, "libcuda counted %llu\n", (unsigned long long)got), exit(1);
+  int sms;
+  CHECK_CU(cu.attr(&sms, 16 /* multiprocessor count */, 0));
+  uint64_t a, b, n16 = COPY_BYTES / 16;
+  CHECK_CU(cu.mem_alloc(&a, (size_t)COPY_BYTES));
+  CHECK_CU(cu.mem_alloc(&b, (size_t)COPY_BYTES));
+  void *cp[] = {&a, &b, &n16};
+  for (int i = 0; i < 20; i++) t[i] = cu_time(cu_kernel("copy16"), sms * 4, 512, cp);
+  r->copy_gbps = 2.0 * COPY_BYTES / median(t + 2, 18) / 1e9;
+  int iters = FMA_ITERS;
+  void *fp[] = {&a, &iters};
+  for (int i = 0; i < 10; i++) t[i] = cu_time(cu_kernel("fma_loop"), sms * 8, 256, fp);
+  double flops = (double)sms * 8 * 256 * FMA_ITERS * 16 * 8 * 2;
+  r->fma_tflops = flops / median(t + 2, 8) / 1e12;
+}
+
+/* Init is timed in a fresh process for each library, so neither pays for the other. */
+static double init_in_child(double (*fn)(void)) {
+  int fds[2];
+  if (pipe(fds)) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    double ms = fn();
+    if (write(fds[1], &ms, sizeof ms) != sizeof ms) _exit(1);
+    _exit(0);
+  }
+  double ms = -1;
+  if (read(fds[0], &ms, sizeof ms) != sizeof ms) ms = -1;
+  waitpid(pid, NULL, 0);
+  close(fds[0]), close(fds[1]);
+  return ms;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return fprintf(stderr, "usage: %s KERNELS.cubin\n", argv[0]), 2;
+  FILE *f = fopen(argv[1], "rb");
+  if (!f) return perror(argv[1]), 1;
+  fseek(f, 0, SEEK_END);
+  file_size = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  file_data = malloc(file_size);
+  if (fread(file_data, 1, file_size, f) != file_size) return 1;
+  fclose(f);
+  int have_cuda = cuda_load();
+  results n = {0}, c = {0};
+  n.init_ms = init_in_child(nv_init);
+  if (have_cuda) c.init_ms = init_in_child(cu_init);
+  nv_init();
+  nv_rest(&n);
+  if (have_cuda) cu_init(), cu_rest(&c);
+  printf("nvhcq compute benchmark (same cubin for both; GPU-timed where noted)\n");
+  printf("%-44s %12s %12s\n", "", "nvhcq", have_cuda ? "libcuda" : "(no libcuda)");
+  printf("%-44s %12.1f %12.1f\n", "init to first kernel completed (ms)", n.init_ms, c.init_ms);
+  printf("%-44s %12.2f %12.2f\n", "launch+sync round trip, empty kernel (us)", n.roundtrip_us,
+         c.roundtrip_us);
+  printf("%-44s %12.3f %12.3f\n", "host time per launch submitted (us)", n.submit_us, c.submit_us);
+  printf("%-44s %12.0f %12.0f\n", "100k atomic launches, sustained (launch/s)", n.launches_per_s,
+         c.launches_per_s);
+  printf("%-44s %12.1f %12.1f\n", "2 GiB copy kernel (GB/s read+write, GPU)", n.copy_gbps,
+         c.copy_gbps);
+  printf("%-44s %12.2f %12.2f\n", "FMA loop (fp32 TFLOP/s, GPU)", n.fma_tflops, c.fma_tflops);
+  return 0;
+}
