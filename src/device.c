@@ -418,24 +418,17 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
   return NVHCQ_SUCCESS;
 }
 
-static nvhcq_status schedule(nvhcq_device *dev, uint32_t group) {
+/* Enables a channel group (cmd NVA06C_...) or a bare channel (NVA06F_...) on its runlist. */
+static nvhcq_status schedule(nvhcq_device *dev, uint32_t object, uint32_t cmd) {
   NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
-  return nvhcq_rm_control(&dev->rm, group, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
-                          dev->rm.branch->schedule_params_size);
+  return nvhcq_rm_control(&dev->rm, object, cmd, &sched, dev->rm.branch->schedule_params_size);
 }
 
+/* A bare channel on a copy engine's runlist, made the way RM makes its own copy channels. */
 static nvhcq_status try_async_copy(nvhcq_device *dev, uint32_t engine_type) {
-  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.hVASpace = dev->h_vaspace,
-                                               .engineType = engine_type};
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp,
-                           &dev->h_copy_group));
-  nvhcq_status s = create_channel(dev, &dev->copy, 1, dev->h_copy_group, engine_type);
-  if (!s) s = schedule(dev, dev->h_copy_group);
-  if (s) {
-    destroy_channel(dev, &dev->copy);
-    nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_copy_group);
-    dev->h_copy_group = 0;
-  }
+  nvhcq_status s = create_channel(dev, &dev->copy, 1, dev->h_device, engine_type);
+  if (!s) s = schedule(dev, dev->copy.handle, NVA06F_CTRL_CMD_GPFIFO_SCHEDULE);
+  if (s) destroy_channel(dev, &dev->copy);
   return s;
 }
 
@@ -478,7 +471,7 @@ static nvhcq_status create_channels(nvhcq_device *dev) {
                            &dev->h_ctxshare));
   NVHCQ_TRY(create_channel(dev, &dev->compute, 0, dev->h_group, NV2080_ENGINE_TYPE_GRAPHICS));
   NVHCQ_TRY(create_copy_channel(dev));
-  return schedule(dev, dev->h_group);
+  return schedule(dev, dev->h_group, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE);
 }
 
 static nvhcq_status create_signals(nvhcq_device *dev) {

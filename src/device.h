@@ -26,7 +26,7 @@ struct nvhcq_device {
   int fd_dev;  /* /dev/nvidiaN, registered with the control fd */
   int fd_uvm2; /* second UVM fd for UVM_MM_INITIALIZE */
   uint32_t minor;
-  uint32_t h_device, h_subdevice, h_usermode, h_vaspace, h_group, h_ctxshare, h_copy_group;
+  uint32_t h_device, h_subdevice, h_usermode, h_vaspace, h_group, h_ctxshare;
   nvhcq_classes classes;
   int copy_payload64; /* the copy class releases 64-bit semaphore payloads */
   nvhcq_device_info info;

@@ -229,6 +229,22 @@ void nvhcq_queue_end_chain(nvhcq_queue *q) {
   q->last_qmd = NULL;
 }
 
+/* A signal right after a launch rides on the launch itself: the QMD's release semaphores fire
+ * when the grid completes, without stalling the channel as a host release with WFI does. */
+int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value) {
+  nvhcq_qmd_version v = q->dev->qmd_version;
+  if (!q->last_qmd) return 0;
+  for (unsigned slot = 0; slot < 3; slot++) {
+    if (nvhcq_qmd_get(v, q->last_qmd_shadow, NVHCQ_QMD_RELEASE0_ENABLE + slot)) continue;
+    if (nvhcq_qmd_set_release(v, q->last_qmd_shadow, slot, address, value)) return 0;
+    /* Kernel writes to system memory must be visible before the signal is. */
+    if (nvhcq_qmd_set(v, q->last_qmd_shadow, NVHCQ_QMD_RELEASE0_MEMBAR_TYPE + slot, 1)) return 0;
+    memcpy(q->last_qmd, q->last_qmd_shadow, nvhcq_qmd_size(v));
+    return 1;
+  }
+  return 0;
+}
+
 nvhcq_status nvhcq_queue_check_args(const nvhcq_queue *q) {
   if (q->args_first != ~0ull && q->dev->args_head - q->args_first > ARGS_RING_BYTES)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
@@ -264,7 +280,7 @@ nvhcq_status nvhcq_launch_sync(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 bloc
   nvhcq_queue *q = dev->sync_queue;
   uint64_t v = nvhcq_signal_value(dev->sync_signal[1]) + 1;
   NVHCQ_TRY(nvhcq_queue_reset(q));
-  NVHCQ_TRY(nvhcq_queue_signal(q, dev->sync_signal[0], v));
+  if (gpu_ns) NVHCQ_TRY(nvhcq_queue_signal(q, dev->sync_signal[0], v));
   NVHCQ_TRY(nvhcq_queue_launch(q, k, grid, block, dynamic_shared, args, args_size));
   NVHCQ_TRY(nvhcq_queue_signal(q, dev->sync_signal[1], v));
   NVHCQ_TRY(nvhcq_queue_submit(q));

@@ -118,12 +118,13 @@ nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value)
 nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
   NVHCQ_TRY(check_queue(q));
   NVHCQ_TRY(check_signal_for(q, sig));
-  if (q->kind == NVHCQ_QUEUE_COPY)
+  if (q->kind == NVHCQ_QUEUE_COPY) {
     nvhcq_push_copy_signal(&q->push, sig->gpu_address, value, q->dev->copy_payload64);
-  else
+  } else if (!nvhcq_queue_signal_on_qmd(q, sig->gpu_address, value)) {
     nvhcq_push_host_signal(&q->push, sig->gpu_address, value);
-  nvhcq_queue_end_chain(q);
-  q->launch_pending = 0; /* the release waited for idle */
+    nvhcq_queue_end_chain(q);
+    q->launch_pending = 0; /* the release waited for idle */
+  }
   return q->push.error;
 }
 

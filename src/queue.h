@@ -24,5 +24,7 @@ void nvhcq_queue_end_chain(nvhcq_queue *q);
 /* Refuses a submission whose launch arguments the argument ring has since reused. */
 nvhcq_status nvhcq_queue_check_args(const nvhcq_queue *q);
 void nvhcq_compute_init(nvhcq_device *dev);
+/* Puts a signal into the last launch's QMD if it has a free release; 1 when it did. */
+int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value);
 
 #endif
