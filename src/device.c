@@ -353,6 +353,22 @@ static nvhcq_status register_uvm(nvhcq_device *dev) {
 
 static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch);
 
+/* Gives UVM a range of our address space for the channel's context buffers. */
+static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
+  NVHCQ_TRY(nvhcq_va_alloc(nvhcq_va_low(), CHANNEL_VA_BYTES, 1u << 21, &ch->channel_va));
+  /* UVM wants this range free of CPU mappings, like the rest of the GPU-only space. */
+  munmap((void *)(uintptr_t)ch->channel_va, CHANNEL_VA_BYTES);
+  UVM_REGISTER_CHANNEL_PARAMS rc = {.rmCtrlFd = dev->rm.fd_ctl,
+                                    .hClient = dev->rm.root,
+                                    .hChannel = ch->handle,
+                                    .base = ch->channel_va,
+                                    .length = CHANNEL_VA_BYTES};
+  memcpy(rc.gpuUuid.uuid, dev->info.uuid, 16);
+  NVHCQ_TRY(nvhcq_uvm_call(&dev->rm, UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL", &rc,
+                           offsetof(UVM_REGISTER_CHANNEL_PARAMS, rmStatus)));
+  return NVHCQ_SUCCESS;
+}
+
 static uint64_t notifier_bytes(void) {
   const char *env = getenv("NVHCQ_NOTIFIER_BYTES");
   long v = env ? strtol(env, NULL, 0) : 0;
@@ -389,17 +405,8 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
   NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS tok = {.workSubmitToken = ~0u};
   NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
                              &tok, sizeof tok));
-  NVHCQ_TRY(nvhcq_va_alloc(nvhcq_va_low(), CHANNEL_VA_BYTES, 1u << 21, &ch->channel_va));
-  /* UVM wants this range free of CPU mappings, like the rest of the GPU-only space. */
-  munmap((void *)(uintptr_t)ch->channel_va, CHANNEL_VA_BYTES);
-  UVM_REGISTER_CHANNEL_PARAMS rc = {.rmCtrlFd = dev->rm.fd_ctl,
-                                    .hClient = dev->rm.root,
-                                    .hChannel = ch->handle,
-                                    .base = ch->channel_va,
-                                    .length = CHANNEL_VA_BYTES};
-  memcpy(rc.gpuUuid.uuid, dev->info.uuid, 16);
-  NVHCQ_TRY(nvhcq_uvm_call(&dev->rm, UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL", &rc,
-                           offsetof(UVM_REGISTER_CHANNEL_PARAMS, rmStatus)));
+  /* Channels of the graphics group have context buffers UVM must map; bare copy channels don't. */
+  if (engine_type == NV2080_ENGINE_TYPE_GRAPHICS) NVHCQ_TRY(register_channel(dev, ch));
   char *area = dev->gpfifo_area->host_pointer;
   ch->name = copy ? "copy" : "compute";
   ch->token = tok.workSubmitToken;
@@ -424,10 +431,23 @@ static nvhcq_status schedule(nvhcq_device *dev, uint32_t object, uint32_t cmd) {
   return nvhcq_rm_control(&dev->rm, object, cmd, &sched, dev->rm.branch->schedule_params_size);
 }
 
+/* A copy engine that accepts a channel may still not run it: one semaphore release must come
+ * back quickly before copies are trusted to it. */
+static nvhcq_status probe_copy_channel(nvhcq_device *dev) {
+  nvhcq_push *p = &dev->scratch;
+  nvhcq_push_reset(p);
+  nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6C0_SET_OBJECT, dev->classes.copy);
+  uint64_t v = nvhcq_device_push_timeline(dev, 1, p);
+  NVHCQ_TRY(p->error);
+  NVHCQ_TRY(nvhcq_channel_submit(&dev->copy, p->words, p->len));
+  return nvhcq_wait_value(dev->timeline[1]->cpu, v, 200, "probing an asynchronous copy engine");
+}
+
 /* A bare channel on a copy engine's runlist, made the way RM makes its own copy channels. */
 static nvhcq_status try_async_copy(nvhcq_device *dev, uint32_t engine_type) {
   nvhcq_status s = create_channel(dev, &dev->copy, 1, dev->h_device, engine_type);
   if (!s) s = schedule(dev, dev->copy.handle, NVA06F_CTRL_CMD_GPFIFO_SCHEDULE);
+  if (!s) s = probe_copy_channel(dev);
   if (s) destroy_channel(dev, &dev->copy);
   return s;
 }
