@@ -1,5 +1,6 @@
 /* Copies for users: between buffers on the copy engine, and between buffers and any host memory
  * through pinned staging slots, pipelined so CPU memcpy and DMA overlap. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "device.h"
@@ -150,7 +151,10 @@ static nvhcq_status kernel_copy(nvhcq_device *dev, nvhcq_kernel *k, uint64_t d, 
   struct {
     uint64_t src, dst, n16;
   } args = {s, d, size / 16};
-  nvhcq_dim3 grid = {dev->info.sm_count ? dev->info.sm_count * 4 : 512, 1, 1}, block = {512, 1, 1};
+  static int per_sm = 0;
+  if (!per_sm) per_sm = getenv("NVHCQ_D2D_BLOCKS") ? atoi(getenv("NVHCQ_D2D_BLOCKS")) : 4;
+  nvhcq_dim3 grid = {dev->info.sm_count ? dev->info.sm_count * per_sm : 512, 1, 1},
+             block = {512, 1, 1};
   return nvhcq_launch_sync(k, grid, block, 0, &args, sizeof args, NULL);
 }
 

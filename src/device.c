@@ -446,6 +446,9 @@ static nvhcq_status probe_copy_channel(nvhcq_device *dev) {
 /* A bare channel on a copy engine's runlist, made the way RM makes its own copy channels. */
 static nvhcq_status try_async_copy(nvhcq_device *dev, uint32_t engine_type) {
   nvhcq_status s = create_channel(dev, &dev->copy, 1, dev->h_device, engine_type);
+  NVA06F_CTRL_BIND_PARAMS bind = {.engineType = engine_type};
+  if (!s)
+    s = nvhcq_rm_control(&dev->rm, dev->copy.handle, NVA06F_CTRL_CMD_BIND, &bind, sizeof bind);
   if (!s) s = schedule(dev, dev->copy.handle, NVA06F_CTRL_CMD_GPFIFO_SCHEDULE);
   if (!s) s = probe_copy_channel(dev);
   if (s) destroy_channel(dev, &dev->copy);
@@ -462,10 +465,12 @@ static nvhcq_status create_copy_channel(nvhcq_device *dev) {
     memset(&e, 0, sizeof e);
     NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GPU_GET_ENGINES_V2, &e,
                                sizeof e));
-    for (uint32_t i = 0; i < e.engineCount && i < 84; i++) {
+    /* Two tries at most: a driver that refuses one copy engine refuses the others alike. */
+    for (uint32_t i = 0, tries = 0; i < e.engineCount && i < 84 && tries < 2; i++) {
       uint32_t t = e.engineList[i];
       if (t < NV2080_ENGINE_TYPE_COPY0 || t > NV2080_ENGINE_TYPE_COPY9) continue;
       if (forced >= 0 && t != NV2080_ENGINE_TYPE_COPY0 + (uint32_t)forced) continue;
+      tries++;
       if (!try_async_copy(dev, t)) {
         dev->info.copy_engine = (int)(t - NV2080_ENGINE_TYPE_COPY0);
         return NVHCQ_SUCCESS;
