@@ -285,6 +285,17 @@ static nvhcq_status read_identity(nvhcq_device *dev) {
   return read_gr_info(dev);
 }
 
+/* Asks for full clocks while this client lives, as libcuda does for every context; without it
+ * the GPU and its bus take a second or more to leave their idle clocks. NVHCQ_PERF_BOOST=0 skips
+ * it. The request ends with the client. */
+static void request_boost(nvhcq_device *dev) {
+  const char *env = getenv("NVHCQ_PERF_BOOST");
+  if (env && !strcmp(env, "0")) return;
+  NV2080_CTRL_PERF_BOOST_PARAMS p = {.flags = NV2080_PERF_BOOST_FLAGS_CUDA_MAX,
+                                     .duration = NV2080_PERF_BOOST_DURATION_INFINITE};
+  (void)!nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_PERF_BOOST, &p, sizeof p);
+}
+
 static nvhcq_status alloc_gpu_objects(nvhcq_device *dev, const nv_ioctl_card_info_t *card) {
   NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS id = {.gpuId = card->gpu_id};
   NVHCQ_TRY(
@@ -301,6 +312,7 @@ static nvhcq_status alloc_gpu_objects(nvhcq_device *dev, const nv_ioctl_card_inf
       nvhcq_rm_alloc(&dev->rm, dev->h_subdevice, dev->classes.usermode, NULL, 0, &dev->h_usermode));
   NVHCQ_TRY(read_identity(dev));
   nvhcq_compute_init(dev);
+  request_boost(dev);
   NV_VASPACE_ALLOCATION_PARAMETERS vp = {
       .flags = NV_VASPACE_FLAGS_NVHCQ, .vaBase = 0x1000, .vaSize = 0x1fffffb000000ull};
   return nvhcq_rm_alloc(&dev->rm, dev->h_device, FERMI_VASPACE_A, &vp,
