@@ -461,7 +461,9 @@ static nvhcq_status try_async_copy(nvhcq_device *dev, uint32_t engine_type) {
   NVA06F_CTRL_BIND_PARAMS bind = {.engineType = engine_type};
   if (!s)
     s = nvhcq_rm_control(&dev->rm, dev->copy.handle, NVA06F_CTRL_CMD_BIND, &bind, sizeof bind);
-  if (!s) s = schedule(dev, dev->copy.handle, NVA06F_CTRL_CMD_GPFIFO_SCHEDULE);
+  /* A bound channel may already be enabled, and the driver then refuses to schedule it again:
+   * the probe decides. */
+  if (!s) (void)!schedule(dev, dev->copy.handle, NVA06F_CTRL_CMD_GPFIFO_SCHEDULE);
   if (!s) s = probe_copy_channel(dev);
   if (s) destroy_channel(dev, &dev->copy);
   return s;
