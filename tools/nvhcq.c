@@ -50,10 +50,236 @@ static int cmd_info(void) {
   return 0;
 }
 
+/* ---- run ---- */
+
+typedef struct run_buffer {
+  nvhcq_buffer *buf;
+  size_t size;
+  int arg; /* position in the argument list */
+} run_buffer;
+
+static int parse_dims(const char *s, nvhcq_dim3 *d) {
+  unsigned v[3] = {1, 1, 1};
+  int n = sscanf(s, "%u,%u,%u", &v[0], &v[1], &v[2]);
+  if (n < 1) return -1;
+  *d = (nvhcq_dim3){v[0], v[1], v[2]};
+  return 0;
+}
+
+static int append(unsigned char *args, size_t *len, const void *v, size_t size) {
+  size_t at = (*len + size - 1) / size * size; /* natural alignment, as the C ABI lays it out */
+  if (at + size > 4096) return -1;
+  memset(args + *len, 0, at - *len);
+  memcpy(args + at, v, size);
+  *len = at + size;
+  return 0;
+}
+
+/* Fills a new buffer from "buf:BYTES[:iota32|:iotaf32|:u32=V|:f32=V]" or "file:PATH". */
+static int make_buffer(nvhcq_device *dev, const char *spec, run_buffer *rb) {
+  unsigned char *host = NULL;
+  if (!strncmp(spec, "file:", 5)) {
+    FILE *f = fopen(spec + 5, "rb");
+    if (!f) return fprintf(stderr, "nvhcq run: cannot open %s\n", spec + 5), -1;
+    fseek(f, 0, SEEK_END);
+    rb->size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    host = malloc(rb->size ? rb->size : 1);
+    if (!host || fread(host, 1, rb->size, f) != rb->size) rb->size = 0;
+    fclose(f);
+  } else {
+    char fill[64] = "";
+    unsigned long long bytes;
+    if (sscanf(spec, "buf:%llu:%63s", &bytes, fill) < 1 || bytes == 0)
+      return fprintf(stderr,
+                     "nvhcq run: bad buffer '%s' (buf:BYTES[:iota32|:iotaf32|:u32=V|:f32=V])\n",
+                     spec),
+             -1;
+    rb->size = bytes;
+    host = calloc(1, rb->size);
+    for (size_t i = 0; host && i + 4 <= rb->size; i += 4) {
+      uint32_t u = 0;
+      float f = 0;
+      if (!strcmp(fill, "iota32"))
+        u = (uint32_t)(i / 4);
+      else if (!strcmp(fill, "iotaf32"))
+        f = (float)(i / 4), memcpy(&u, &f, 4);
+      else if (sscanf(fill, "u32=%u", &u) == 1) {
+      } else if (sscanf(fill, "f32=%f", &f) == 1)
+        memcpy(&u, &f, 4);
+      else if (fill[0])
+        return fprintf(stderr, "nvhcq run: unknown fill '%s'\n", fill), free(host), -1;
+      memcpy(host + i, &u, 4);
+    }
+  }
+  if (!host || !rb->size)
+    return fprintf(stderr, "nvhcq run: empty buffer '%s'\n", spec), free(host), -1;
+  nvhcq_status s = nvhcq_alloc(dev, rb->size, NVHCQ_MEMORY_DEVICE, &rb->buf);
+  if (!s) s = nvhcq_copy_to_device(rb->buf, 0, host, rb->size);
+  free(host);
+  return s ? fail("allocating a buffer", s), -1 : 0;
+}
+
+static int add_scalar(const char *spec, unsigned char *args, size_t *len) {
+  char type[8];
+  const char *colon = strchr(spec, ':');
+  if (!colon || colon - spec >= (long)sizeof type) return -1;
+  memcpy(type, spec, (size_t)(colon - spec));
+  type[colon - spec] = '\0';
+  const char *v = colon + 1;
+  char *end;
+  if (!strcmp(type, "i32") || !strcmp(type, "u32")) {
+    uint32_t x = (uint32_t)strtoll(v, &end, 0);
+    return *end ? -1 : append(args, len, &x, 4);
+  }
+  if (!strcmp(type, "i64") || !strcmp(type, "u64")) {
+    uint64_t x = (uint64_t)strtoull(v, &end, 0);
+    return *end ? -1 : append(args, len, &x, 8);
+  }
+  if (!strcmp(type, "f32")) {
+    float x = strtof(v, &end);
+    return *end ? -1 : append(args, len, &x, 4);
+  }
+  if (!strcmp(type, "f64")) {
+    double x = strtod(v, &end);
+    return *end ? -1 : append(args, len, &x, 8);
+  }
+  return -1;
+}
+
+static void print_buffer(const run_buffer *rb, const char *fmt, size_t count) {
+  unsigned char *h = malloc(rb->size);
+  if (!h || nvhcq_copy_from_device(h, rb->buf, 0, rb->size)) {
+    fprintf(stderr, "nvhcq run: reading argument %d back: %s\n", rb->arg, nvhcq_last_error());
+    free(h);
+    return;
+  }
+  size_t n = rb->size / 4 < count ? rb->size / 4 : count;
+  printf("arg %d:", rb->arg);
+  for (size_t i = 0; i < n; i++) {
+    uint32_t u;
+    memcpy(&u, h + 4 * i, 4);
+    float f;
+    memcpy(&f, &u, 4);
+    if (!strcmp(fmt, "f32"))
+      printf(" %g", f);
+    else if (!strcmp(fmt, "i32"))
+      printf(" %d", (int32_t)u);
+    else
+      printf(" 0x%08x", u);
+  }
+  printf("%s\n", n < rb->size / 4 ? " ..." : "");
+  free(h);
+}
+
+static int run_usage(void) {
+  fprintf(stderr,
+          "usage: nvhcq run MODULE.cubin KERNEL --grid X[,Y,Z] --block X[,Y,Z] [--shared BYTES]\n"
+          "                 [--print N[:f32|i32|hex]] [--out N=FILE] ARG...\n"
+          "ARG: i32:V u32:V i64:V u64:V f32:V f64:V   scalars\n"
+          "     buf:BYTES[:iota32|:iotaf32|:u32=V|:f32=V]  a new device buffer (its address)\n"
+          "     file:PATH                                  a device buffer filled from a file\n");
+  return 2;
+}
+
+static int cmd_run(int argc, char **argv) {
+  if (argc < 4) return run_usage();
+  nvhcq_dim3 grid = {1, 1, 1}, block = {1, 1, 1};
+  unsigned shared = 0;
+  const char *prints[16], *outs[16];
+  int nprint = 0, nout = 0;
+  const char *args_spec[64];
+  int nargs = 0;
+  for (int i = 4; i < argc; i++) {
+    const char *a = argv[i];
+    const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+    if (!strcmp(a, "--grid") && next) {
+      if (parse_dims(argv[++i], &grid)) return run_usage();
+    } else if (!strcmp(a, "--block") && next) {
+      if (parse_dims(argv[++i], &block)) return run_usage();
+    } else if (!strcmp(a, "--shared") && next) {
+      shared = (unsigned)strtoul(argv[++i], NULL, 0);
+    } else if (!strcmp(a, "--print") && next && nprint < 16) {
+      prints[nprint++] = argv[++i];
+    } else if (!strcmp(a, "--out") && next && nout < 16) {
+      outs[nout++] = argv[++i];
+    } else if (!strncmp(a, "--", 2) || nargs == 64) {
+      return run_usage();
+    } else {
+      args_spec[nargs++] = a;
+    }
+  }
+  nvhcq_device *dev;
+  nvhcq_module *mod;
+  nvhcq_kernel *k;
+  nvhcq_status s;
+  if ((s = nvhcq_device_open(0, &dev))) return fail("opening GPU 0", s);
+  if ((s = nvhcq_module_load_file(dev, argv[2], &mod))) return fail("loading the module", s);
+  if ((s = nvhcq_module_get_kernel(mod, argv[3], &k))) return fail("finding the kernel", s);
+  unsigned char args[4096];
+  size_t len = 0;
+  run_buffer bufs[64];
+  int nbufs = 0, rc = 0;
+  for (int i = 0; i < nargs && !rc; i++) {
+    if (!strncmp(args_spec[i], "buf:", 4) || !strncmp(args_spec[i], "file:", 5)) {
+      run_buffer *rb = &bufs[nbufs];
+      rb->arg = i;
+      if (make_buffer(dev, args_spec[i], rb))
+        rc = 1;
+      else {
+        uint64_t addr = nvhcq_buffer_gpu_address(rb->buf);
+        append(args, &len, &addr, 8);
+        nbufs++;
+      }
+    } else if (add_scalar(args_spec[i], args, &len)) {
+      fprintf(stderr, "nvhcq run: argument %d '%s' is not a scalar (i32:V ...) or a buffer\n", i,
+              args_spec[i]);
+      rc = 2;
+    }
+  }
+  nvhcq_kernel_info info;
+  nvhcq_kernel_get_info(k, &info);
+  /* Trailing padding of the parameter block (a 4-byte scalar last, 8-byte alignment). */
+  if (!rc && len < info.param_size && info.param_size - len < 8) {
+    memset(args + len, 0, info.param_size - len);
+    len = info.param_size;
+  }
+  uint64_t ns = 0;
+  if (!rc && (s = nvhcq_launch_sync(k, grid, block, shared, args, len, &ns)))
+    rc = fail("launching", s);
+  if (!rc) printf("%s: %.3f us on the GPU\n", argv[3], ns / 1e3);
+  for (int p = 0; p < nprint && !rc; p++) {
+    int n = atoi(prints[p]);
+    const char *fmt = strchr(prints[p], ':') ? strchr(prints[p], ':') + 1 : "hex";
+    for (int b = 0; b < nbufs; b++)
+      if (bufs[b].arg == n) print_buffer(&bufs[b], fmt, 16);
+  }
+  for (int o = 0; o < nout && !rc; o++) {
+    int n = atoi(outs[o]);
+    const char *path = strchr(outs[o], '=');
+    for (int b = 0; b < nbufs && path; b++) {
+      if (bufs[b].arg != n) continue;
+      unsigned char *h = malloc(bufs[b].size);
+      FILE *f = fopen(path + 1, "wb");
+      if (h && f && !nvhcq_copy_from_device(h, bufs[b].buf, 0, bufs[b].size))
+        fwrite(h, 1, bufs[b].size, f);
+      else
+        rc = 1, fprintf(stderr, "nvhcq run: cannot write %s\n", path + 1);
+      if (f) fclose(f);
+      free(h);
+    }
+  }
+  for (int b = 0; b < nbufs; b++) nvhcq_free(bufs[b].buf);
+  nvhcq_module_unload(mod);
+  nvhcq_device_close(dev);
+  return rc;
+}
+
 static void usage(FILE *out) {
   fprintf(out, "usage: nvhcq COMMAND\n\n"
                "commands:\n"
                "  info    list visible GPUs and their facts\n"
+               "  run     run a kernel from a cubin (nvhcq run for its arguments)\n"
                "  help    this text\n\n"
                "environment: NVHCQ_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, NVHCQ_TIMEOUT_MS,\n"
                "             NVHCQ_TRACE=1 (print every driver call)\n");
@@ -65,6 +291,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (!strcmp(argv[1], "info")) return cmd_info();
+  if (!strcmp(argv[1], "run")) return cmd_run(argc, argv);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;
