@@ -68,8 +68,7 @@ typedef struct nvhcq_device_info {
   uint32_t copy_class;     /* e.g. 0xc8b5 HOPPER_DMA_COPY_A */
   uint32_t gpfifo_class;   /* e.g. 0xc86f HOPPER_CHANNEL_GPFIFO_A */
   uint32_t usermode_class; /* e.g. 0xc661 HOPPER_USERMODE_A */
-  int copy_engine; /* asynchronous copy engine N (COPY<N>) that copies run on; -1: graphics */
-  double open_ms;  /* time nvhcq_device_open took */
+  double open_ms;          /* time nvhcq_device_open took */
 } nvhcq_device_info;
 
 /* Number of GPUs visible to this process, after CUDA_VISIBLE_DEVICES and NVHCQ_VISIBLE_DEVICES. */

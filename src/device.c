@@ -363,8 +363,6 @@ static nvhcq_status register_uvm(nvhcq_device *dev) {
 
 /* ---- channels ---- */
 
-static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch);
-
 /* Gives UVM a range of our address space for the channel's context buffers. */
 static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
   NVHCQ_TRY(nvhcq_va_alloc(nvhcq_va_low(), CHANNEL_VA_BYTES, 1u << 21, &ch->channel_va));
@@ -381,44 +379,31 @@ static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
   return NVHCQ_SUCCESS;
 }
 
-static uint64_t notifier_bytes(void) {
-  const char *env = getenv("NVHCQ_NOTIFIER_BYTES");
-  long v = env ? strtol(env, NULL, 0) : 0;
-  return v > 0 ? (uint64_t)v : NOTIFIER_BYTES;
-}
-
-/* A channel in `group`: on the graphics group through its context share, on a copy-engine
- * group (engine_type COPYn) directly in the address space. */
-static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int copy, uint32_t group,
-                                   uint32_t engine_type) {
+/* A channel of the graphics channel group, in the address space of its context share. Copies
+ * share the group too: bare channels on the asynchronous copy engines are accepted by the 580
+ * driver but never run. */
+static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int copy) {
   uint64_t ring_offset = copy ? GPFIFO_AREA / 2 : 0;
-  if (!dev->notifiers[copy])
-    NVHCQ_TRY(nvhcq_memory_alloc(dev, notifier_bytes(), NVHCQ_MEMORY_HOST_UNCACHED, NULL,
-                                 &dev->notifiers[copy]));
+  NVHCQ_TRY(nvhcq_memory_alloc(dev, NOTIFIER_BYTES, NVHCQ_MEMORY_HOST_UNCACHED, NULL,
+                               &dev->notifiers[copy]));
   NV_CHANNEL_ALLOC_PARAMS p;
   memset(&p, 0, sizeof p);
   p.hObjectError = dev->notifiers[copy]->handle;
   p.hObjectBuffer = dev->gpfifo_area->handle;
   p.gpFifoOffset = dev->gpfifo_area->gpu_address + ring_offset;
   p.gpFifoEntries = GPFIFO_ENTRIES;
-  if (engine_type == NV2080_ENGINE_TYPE_GRAPHICS) {
-    p.hContextShare = dev->h_ctxshare;
-  } else {
-    p.hVASpace = dev->h_vaspace;
-    p.engineType = engine_type;
-  }
+  p.hContextShare = dev->h_ctxshare;
   p.hUserdMemory[0] = dev->gpfifo_area->handle;
   p.userdOffset[0] = ring_offset + GPFIFO_ENTRIES * 8ull;
-  ch->group = group;
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, group, dev->classes.gpfifo, &p, sizeof p, &ch->handle));
+  ch->group = dev->h_group;
+  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, ch->group, dev->classes.gpfifo, &p, sizeof p, &ch->handle));
   uint32_t engine = 0;
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, ch->handle, copy ? dev->classes.copy : dev->classes.compute,
                            NULL, 0, &engine));
   NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS tok = {.workSubmitToken = ~0u};
   NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
                              &tok, sizeof tok));
-  /* Channels of the graphics group have context buffers UVM must map; bare copy channels don't. */
-  if (engine_type == NV2080_ENGINE_TYPE_GRAPHICS) NVHCQ_TRY(register_channel(dev, ch));
+  NVHCQ_TRY(register_channel(dev, ch));
   char *area = dev->gpfifo_area->host_pointer;
   ch->name = copy ? "copy" : "compute";
   ch->token = tok.workSubmitToken;
@@ -437,64 +422,6 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
   return NVHCQ_SUCCESS;
 }
 
-/* Enables a channel group (cmd NVA06C_...) or a bare channel (NVA06F_...) on its runlist. */
-static nvhcq_status schedule(nvhcq_device *dev, uint32_t object, uint32_t cmd) {
-  NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
-  return nvhcq_rm_control(&dev->rm, object, cmd, &sched, dev->rm.branch->schedule_params_size);
-}
-
-/* A copy engine that accepts a channel may still not run it: one semaphore release must come
- * back quickly before copies are trusted to it. */
-static nvhcq_status probe_copy_channel(nvhcq_device *dev) {
-  nvhcq_push *p = &dev->scratch;
-  nvhcq_push_reset(p);
-  nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6C0_SET_OBJECT, dev->classes.copy);
-  uint64_t v = nvhcq_device_push_timeline(dev, 1, p);
-  NVHCQ_TRY(p->error);
-  NVHCQ_TRY(nvhcq_channel_submit(&dev->copy, p->words, p->len));
-  return nvhcq_wait_value(dev->timeline[1]->cpu, v, 200, "probing an asynchronous copy engine");
-}
-
-/* A bare channel on a copy engine's runlist, made the way RM makes its own copy channels. */
-static nvhcq_status try_async_copy(nvhcq_device *dev, uint32_t engine_type) {
-  nvhcq_status s = create_channel(dev, &dev->copy, 1, dev->h_device, engine_type);
-  NVA06F_CTRL_BIND_PARAMS bind = {.engineType = engine_type};
-  if (!s)
-    s = nvhcq_rm_control(&dev->rm, dev->copy.handle, NVA06F_CTRL_CMD_BIND, &bind, sizeof bind);
-  /* A bound channel may already be enabled, and the driver then refuses to schedule it again:
-   * the probe decides. */
-  if (!s) (void)!schedule(dev, dev->copy.handle, NVA06F_CTRL_CMD_GPFIFO_SCHEDULE);
-  if (!s) s = probe_copy_channel(dev);
-  if (s) destroy_channel(dev, &dev->copy);
-  return s;
-}
-
-/* Copies go to an asynchronous copy engine when the GPU lends one (they move more bytes than the
- * graphics engine's own); NVHCQ_COPY_ENGINE=gr keeps them there, =N asks for COPY<N>. */
-static nvhcq_status create_copy_channel(nvhcq_device *dev) {
-  const char *env = getenv("NVHCQ_COPY_ENGINE");
-  int forced = env && *env && strcmp(env, "gr") != 0 ? atoi(env) : -1;
-  if (!env || strcmp(env, "gr") != 0) {
-    NV2080_CTRL_GPU_GET_ENGINES_V2_PARAMS e;
-    memset(&e, 0, sizeof e);
-    NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GPU_GET_ENGINES_V2, &e,
-                               sizeof e));
-    /* Two tries at most: a driver that refuses one copy engine refuses the others alike. */
-    for (uint32_t i = 0, tries = 0; i < e.engineCount && i < 84 && tries < 2; i++) {
-      uint32_t t = e.engineList[i];
-      if (t < NV2080_ENGINE_TYPE_COPY0 || t > NV2080_ENGINE_TYPE_COPY9) continue;
-      if (forced >= 0 && t != NV2080_ENGINE_TYPE_COPY0 + (uint32_t)forced) continue;
-      tries++;
-      if (!try_async_copy(dev, t)) {
-        dev->info.copy_engine = (int)(t - NV2080_ENGINE_TYPE_COPY0);
-        return NVHCQ_SUCCESS;
-      }
-    }
-  }
-  dev->info.copy_engine = -1;
-  return create_channel(dev, &dev->copy, 1, dev->h_group, NV2080_ENGINE_TYPE_GRAPHICS);
-}
-
 static nvhcq_status create_channels(nvhcq_device *dev) {
   NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.engineType = NV2080_ENGINE_TYPE_GRAPHICS};
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp,
@@ -508,9 +435,11 @@ static nvhcq_status create_channels(nvhcq_device *dev) {
                                           .flags = NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC};
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_group, FERMI_CONTEXT_SHARE_A, &cp, sizeof cp,
                            &dev->h_ctxshare));
-  NVHCQ_TRY(create_channel(dev, &dev->compute, 0, dev->h_group, NV2080_ENGINE_TYPE_GRAPHICS));
-  NVHCQ_TRY(create_copy_channel(dev));
-  return schedule(dev, dev->h_group, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE);
+  NVHCQ_TRY(create_channel(dev, &dev->compute, 0));
+  NVHCQ_TRY(create_channel(dev, &dev->copy, 1));
+  NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
+  return nvhcq_rm_control(&dev->rm, dev->h_group, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
+                          dev->rm.branch->schedule_params_size);
 }
 
 static nvhcq_status create_signals(nvhcq_device *dev) {
