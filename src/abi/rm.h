@@ -358,7 +358,7 @@ typedef struct {
 } NV2080_CTRL_PERF_BOOST_PARAMS;
 NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_PERF_BOOST_PARAMS, 8);
 /* Boost to the maximum clocks for a CUDA-style client with high priority, as libcuda asks. */
-#define NV2080_PERF_BOOST_FLAGS_CUDA_MAX 0x52u
+#define NV2080_PERF_BOOST_FLAGS_CUDA_MAX    0x52u
 #define NV2080_PERF_BOOST_DURATION_INFINITE 0xffffffffu
 
 typedef struct {
