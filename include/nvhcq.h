@@ -39,6 +39,7 @@ typedef enum nvhcq_status {
   NVHCQ_ERROR_NOT_FOUND,        /* a named kernel or symbol does not exist */
   NVHCQ_ERROR_LAUNCH_CHECK,     /* a launch exceeds a kernel or hardware limit */
   NVHCQ_ERROR_IO,               /* reading or writing a file failed */
+  NVHCQ_ERROR_COMPILE,          /* CUDA C or PTX did not compile: the message holds the log */
 } nvhcq_status;
 
 NVHCQ_API const char *nvhcq_status_name(nvhcq_status status);
@@ -204,6 +205,34 @@ NVHCQ_API nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq
 NVHCQ_API nvhcq_status nvhcq_launch_sync(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
                                          uint32_t dynamic_shared, const void *args,
                                          size_t args_size, uint64_t *gpu_ns);
+
+/* ---- compiling at run time ------------------------------------------------------------- */
+
+typedef enum nvhcq_source_kind {
+  NVHCQ_SOURCE_UNKNOWN = 0,
+  NVHCQ_SOURCE_CUBIN, /* an ELF image */
+  NVHCQ_SOURCE_PTX,   /* PTX assembly (.version / .target directives) */
+  NVHCQ_SOURCE_CUDA,  /* CUDA C++ */
+} nvhcq_source_kind;
+
+/* What a buffer holds, judged by its content. */
+NVHCQ_API nvhcq_source_kind nvhcq_detect_source(const void *data, size_t size);
+
+/* Compiles CUDA C (through NVRTC) or PTX (through nvJitLink) into a cubin for `arch` ("sm_90",
+ * "sm_90a"; Hopper-only instructions need the "a" form, which is chosen by itself when the source
+ * needs it). `options` go to the compiler as they are. A cubin is returned as it is. Results are
+ * cached on disk ($XDG_CACHE_HOME/nvhcq or ~/.cache/nvhcq; NVHCQ_CACHE=0 turns that off). The
+ * compilers are loaded when first needed: NVHCQ_NVRTC / NVHCQ_NVJITLINK name the libraries,
+ * else CUDA_PATH, CUDA_HOME, /usr/local/cuda*, and the loader path are searched. Free *binary
+ * with nvhcq_free_binary. */
+NVHCQ_API nvhcq_status nvhcq_compile(const void *source, size_t size, const char *arch,
+                                     const char *const *options, int num_options, void **binary,
+                                     size_t *binary_size);
+NVHCQ_API void nvhcq_free_binary(void *binary);
+/* Loads a cubin, PTX or CUDA C module, compiling for the device's architecture as needed. */
+NVHCQ_API nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t size,
+                                             const char *const *options, int num_options,
+                                             nvhcq_module **out);
 
 #ifdef __cplusplus
 }

@@ -99,29 +99,6 @@ static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, 
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const void *src,
-                                  size_t size) {
-  NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_copy_to_device destination"));
-  if (!src && size)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_to_device: src is NULL");
-  if (size == 0) return NVHCQ_SUCCESS;
-  nvhcq_device *dev = dst->dev;
-  if (is_gpu_visible(src, size))
-    return copy_sync(dev, dst->gpu_address + dst_offset, (uint64_t)(uintptr_t)src, size);
-  return upload_staged(dev, dst->gpu_address + dst_offset, src, size);
-}
-
-nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_offset, size_t size) {
-  NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_copy_from_device source"));
-  if (!dst && size)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_from_device: dst is NULL");
-  if (size == 0) return NVHCQ_SUCCESS;
-  nvhcq_device *dev = src->dev;
-  if (is_gpu_visible(dst, size))
-    return copy_sync(dev, (uint64_t)(uintptr_t)dst, src->gpu_address + src_offset, size);
-  return download_staged(dev, dst, src->gpu_address + src_offset, size);
-}
-
 /* The built-in copy kernel for this GPU, or NULL: an exact match, else the newest cubin of the
  * same major version that is not newer than the GPU. */
 static nvhcq_kernel *copy_kernel(nvhcq_device *dev) {
@@ -156,6 +133,38 @@ static nvhcq_status kernel_copy(nvhcq_device *dev, nvhcq_kernel *k, uint64_t d, 
   nvhcq_dim3 grid = {dev->info.sm_count ? dev->info.sm_count * per_sm : 512, 1, 1},
              block = {512, 1, 1};
   return nvhcq_launch_sync(k, grid, block, 0, &args, sizeof args, NULL);
+}
+
+/* Experiment: host <-> device through the SMs instead of the copy engine. */
+static nvhcq_status pcie_copy(nvhcq_device *dev, uint64_t d, uint64_t s, size_t size) {
+  nvhcq_kernel *k;
+  if (getenv("NVHCQ_PCIE_KERNEL") && size >= (1u << 20) && !((d | s | size) & 15) &&
+      (k = copy_kernel(dev)))
+    return kernel_copy(dev, k, d, s, size);
+  return copy_sync(dev, d, s, size);
+}
+
+nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const void *src,
+                                  size_t size) {
+  NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_copy_to_device destination"));
+  if (!src && size)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_to_device: src is NULL");
+  if (size == 0) return NVHCQ_SUCCESS;
+  nvhcq_device *dev = dst->dev;
+  if (is_gpu_visible(src, size))
+    return pcie_copy(dev, dst->gpu_address + dst_offset, (uint64_t)(uintptr_t)src, size);
+  return upload_staged(dev, dst->gpu_address + dst_offset, src, size);
+}
+
+nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_offset, size_t size) {
+  NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_copy_from_device source"));
+  if (!dst && size)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_from_device: dst is NULL");
+  if (size == 0) return NVHCQ_SUCCESS;
+  nvhcq_device *dev = src->dev;
+  if (is_gpu_visible(dst, size))
+    return pcie_copy(dev, (uint64_t)(uintptr_t)dst, src->gpu_address + src_offset, size);
+  return download_staged(dev, dst, src->gpu_address + src_offset, size);
 }
 
 nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,

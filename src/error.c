@@ -68,6 +68,8 @@ const char *nvhcq_status_name(nvhcq_status status) {
     return "NVHCQ_ERROR_LAUNCH_CHECK";
   case NVHCQ_ERROR_IO:
     return "NVHCQ_ERROR_IO";
+  case NVHCQ_ERROR_COMPILE:
+    return "NVHCQ_ERROR_COMPILE";
   }
   return "NVHCQ_ERROR_UNKNOWN";
 }

@@ -155,7 +155,8 @@ nvhcq_status nvhcq_module_load_file(nvhcq_device *dev, const char *path, nvhcq_m
     free(data);
     return nvhcq_fail(NVHCQ_ERROR_IO, "cannot read %s", path);
   }
-  nvhcq_status s = nvhcq_module_load(dev, data, got, out);
+  /* PTX and CUDA C files are compiled for the device (through the cache). */
+  nvhcq_status s = nvhcq_module_load_any(dev, data, got, NULL, 0, out);
   free(data);
   if (s) return nvhcq_fail_context(s, "%s", path);
   return NVHCQ_SUCCESS;

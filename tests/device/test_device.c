@@ -1,6 +1,7 @@
 /* Foundation tests on a real GPU. Without one (no /dev/nvidiactl) each test says so and skips. */
 #include <dirent.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -30,6 +31,17 @@ static int count_fds(void) {
   return n;
 }
 
+/* Resident host memory of this process, in KiB. */
+static long rss_kib(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  char line[256];
+  long kib = -1;
+  while (f && fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmRSS:", 6)) kib = strtol(line + 6, NULL, 10);
+  if (f) fclose(f);
+  return kib;
+}
+
 static void fill(uint8_t *p, size_t n, uint32_t seed) {
   uint32_t x = seed * 2654435761u + 1;
   for (size_t i = 0; i < n; i++) {
@@ -57,7 +69,9 @@ static void t_open_close_loop(void) {
   uint64_t free_before = 0, free_after = 0;
   TEST_CHECK(nvhcq_device_free_memory(dev, &free_before) == NVHCQ_SUCCESS);
   int fds = count_fds();
+  long rss_after_first = 0;
   for (int i = 0; i < 100; i++) {
+    if (i == 1) rss_after_first = rss_kib();
     nvhcq_device *d;
     nvhcq_status s = nvhcq_device_open(0, &d);
     TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "iteration %d: %s", i, nvhcq_last_error());
@@ -68,6 +82,9 @@ static void t_open_close_loop(void) {
   }
   TEST_CHECK(nvhcq_device_free_memory(dev, &free_after) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(count_fds() == fds, "fds before %d after %d", fds, count_fds());
+  long grown = rss_kib() - rss_after_first;
+  printf("  100 opens: resident memory grew by %ld KiB after the first\n", grown);
+  TEST_CHECK_MSG(grown < 8192, "host memory grew by %ld KiB over 99 open/close cycles", grown);
   TEST_CHECK_MSG(free_after + (4u << 20) >= free_before, "GPU free memory %llu -> %llu",
                  (unsigned long long)free_before, (unsigned long long)free_after);
 }
