@@ -135,15 +135,6 @@ static nvhcq_status kernel_copy(nvhcq_device *dev, nvhcq_kernel *k, uint64_t d, 
   return nvhcq_launch_sync(k, grid, block, 0, &args, sizeof args, NULL);
 }
 
-/* Experiment: host <-> device through the SMs instead of the copy engine. */
-static nvhcq_status pcie_copy(nvhcq_device *dev, uint64_t d, uint64_t s, size_t size) {
-  nvhcq_kernel *k;
-  if (getenv("NVHCQ_PCIE_KERNEL") && size >= (1u << 20) && !((d | s | size) & 15) &&
-      (k = copy_kernel(dev)))
-    return kernel_copy(dev, k, d, s, size);
-  return copy_sync(dev, d, s, size);
-}
-
 nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const void *src,
                                   size_t size) {
   NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_copy_to_device destination"));
@@ -152,7 +143,7 @@ nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const vo
   if (size == 0) return NVHCQ_SUCCESS;
   nvhcq_device *dev = dst->dev;
   if (is_gpu_visible(src, size))
-    return pcie_copy(dev, dst->gpu_address + dst_offset, (uint64_t)(uintptr_t)src, size);
+    return copy_sync(dev, dst->gpu_address + dst_offset, (uint64_t)(uintptr_t)src, size);
   return upload_staged(dev, dst->gpu_address + dst_offset, src, size);
 }
 
@@ -163,7 +154,7 @@ nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_off
   if (size == 0) return NVHCQ_SUCCESS;
   nvhcq_device *dev = src->dev;
   if (is_gpu_visible(dst, size))
-    return pcie_copy(dev, (uint64_t)(uintptr_t)dst, src->gpu_address + src_offset, size);
+    return copy_sync(dev, (uint64_t)(uintptr_t)dst, src->gpu_address + src_offset, size);
   return download_staged(dev, dst, src->gpu_address + src_offset, size);
 }
 

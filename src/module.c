@@ -102,6 +102,19 @@ static nvhcq_status upload(nvhcq_module *m) {
   return s;
 }
 
+/* New code and constants may sit where an unloaded module's were: the SMs' instruction and
+ * constant caches must forget the old bytes before the next launch (which the channel orders
+ * after this). */
+static nvhcq_status invalidate_caches(nvhcq_device *dev) {
+  nvhcq_push *p = &dev->scratch;
+  nvhcq_push_reset(p);
+  nvhcq_push_method1(p, NVHCQ_SUBC_COMPUTE, NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI,
+                     NVC6C0_INVALIDATE_INSTRUCTION | NVC6C0_INVALIDATE_DATA |
+                         NVC6C0_INVALIDATE_CONSTANT);
+  NVHCQ_TRY(p->error);
+  return nvhcq_channel_submit(&dev->compute, p->words, p->len);
+}
+
 nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *data, size_t size,
                                nvhcq_module **out) {
   NVHCQ_TRY(nvhcq_device_check(dev));
@@ -118,6 +131,7 @@ nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *data, size_t size,
   nvhcq_status s = nvhcq_cubin_parse(data, size, &m->cubin);
   if (!s) s = nvhcq_cubin_check_arch(m->cubin, dev->info.sm_version);
   if (!s) s = upload(m);
+  if (!s) s = invalidate_caches(dev);
   if (!s) {
     m->kernel_count = m->cubin->kernel_count;
     m->kernels = calloc(m->kernel_count ? m->kernel_count : 1, sizeof *m->kernels);

@@ -54,6 +54,7 @@ static int run_int_kernel(nvhcq_module *m, const char *name, int *data, int n, i
   nvhcq_status s = nvhcq_launch_sync(k, (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){(uint32_t)n, 1, 1}, 0,
                                      &args, with_n ? 12 : 8, NULL);
   if (!s) s = nvhcq_copy_from_device(data, b, 0, (size_t)n * 4);
+  if (s) fprintf(stderr, "  %s: %s\n", name, nvhcq_last_error());
   nvhcq_free(b);
   return s ? -1 : 0;
 }
