@@ -426,11 +426,12 @@ static nvhcq_status create_channels(nvhcq_device *dev) {
   NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.engineType = NV2080_ENGINE_TYPE_GRAPHICS};
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp,
                            &dev->h_group));
-  nvhcq_alloc_options ring_opts = {.contiguous = 1, .map_flags = 0x10d0000};
+  nvhcq_alloc_options ring_opts = {.contiguous = 1, .map_flags = NVHCQ_MAP_WRITE_COMBINED};
   NVHCQ_TRY(nvhcq_memory_alloc(dev, GPFIFO_AREA, NVHCQ_MEMORY_DEVICE_MAPPED, &ring_opts,
                                &dev->gpfifo_area));
-  NVHCQ_TRY(nvhcq_memory_alloc(dev, 2 * CMD_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, NULL,
-                               &dev->cmd_area));
+  nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
+  NVHCQ_TRY(
+      nvhcq_memory_alloc(dev, 2 * CMD_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, &wc, &dev->cmd_area));
   NV_CTXSHARE_ALLOCATION_PARAMETERS cp = {.hVASpace = dev->h_vaspace,
                                           .flags = NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC};
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_group, FERMI_CONTEXT_SHARE_A, &cp, sizeof cp,

@@ -123,9 +123,10 @@ static nvhcq_status ensure_local_memory(nvhcq_device *dev, uint32_t bytes) {
 /* A chunk of the argument ring. Reusing a lap's space waits for the compute channel: the ring is
  * large enough that this happens once per ~100k launches. */
 static nvhcq_status args_alloc(nvhcq_device *dev, uint32_t bytes, uint64_t *pos) {
+  static const nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
   if (!dev->args)
     NVHCQ_TRY(
-        nvhcq_memory_alloc(dev, ARGS_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, NULL, &dev->args));
+        nvhcq_memory_alloc(dev, ARGS_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, &wc, &dev->args));
   uint64_t start = dev->args_head;
   if (start % ARGS_RING_BYTES + bytes > ARGS_RING_BYTES)
     start += ARGS_RING_BYTES - start % ARGS_RING_BYTES;

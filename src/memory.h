@@ -23,6 +23,10 @@ struct nvhcq_buffer {
   int low;         /* address from the CPU-visible range */
 };
 
+/* NVOS33 flags for CPU mappings the CPU only writes in bulk (command and argument rings):
+ * write-combined caching, reflected mapping, fixed address, as CUDA maps its GPFIFOs. */
+#define NVHCQ_MAP_WRITE_COMBINED 0x10d0000u
+
 /* Extra options for internal allocations. */
 typedef struct nvhcq_alloc_options {
   int contiguous;     /* physically contiguous device memory (GPFIFO rings) */
