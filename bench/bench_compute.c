@@ -49,8 +49,11 @@ static void *file_data;
 static size_t file_size;
 
 typedef struct results {
-  double init_ms, roundtrip_us, submit_us, launches_per_s, copy_gbps, fma_tflops;
+  double init_ms, roundtrip_us, submit_us, launches_per_s, copy_gbps, fma_tflops, replay_us;
 } results;
+
+#define REPLAY_KERNELS 1000
+#define REPLAYS        20
 
 #define COPY_BYTES (2ull << 30)
 #define FMA_ITERS  4096
@@ -143,6 +146,21 @@ static void nv_rest(results *r) {
   }
   double flops = (double)fgrid.x * fblock.x * FMA_ITERS * 16 * 8 * 2;
   r->fma_tflops = flops / median(t + 2, 8) / 1e12;
+  /* A recorded queue of 1000 empty kernels, replayed. */
+  nvhcq_queue *rq;
+  CHECK_NV(nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COMPUTE, &rq));
+  for (int i = 0; i < REPLAY_KERNELS; i++)
+    CHECK_NV(nvhcq_queue_launch(rq, empty, one, one, 0, NULL, 0));
+  CHECK_NV(nvhcq_queue_finish(rq));
+  CHECK_NV(nvhcq_queue_submit(rq));
+  CHECK_NV(nvhcq_queue_wait_idle(rq, 10000));
+  s0 = now_s();
+  for (int i = 0; i < REPLAYS; i++) {
+    CHECK_NV(nvhcq_queue_submit(rq));
+    CHECK_NV(nvhcq_queue_wait_idle(rq, 10000));
+  }
+  r->replay_us = (now_s() - s0) / (REPLAYS * REPLAY_KERNELS) * 1e6;
+  nvhcq_queue_destroy(rq);
   nvhcq_free(a), nvhcq_free(b), nvhcq_free(counter);
   nvhcq_queue_destroy(q), nvhcq_signal_destroy(sig);
   nvhcq_module_unload(mod);
@@ -154,7 +172,8 @@ static void nv_rest(results *r) {
 typedef int (*cu_fn)();
 static struct {
   cu_fn init, device_get, primary_retain, ctx_set, module_load, get_function, launch, sync,
-      mem_alloc, htod, dtoh, event_create, event_record, event_sync, event_elapsed, attr;
+      mem_alloc, htod, dtoh, event_create, event_record, event_sync, event_elapsed, attr,
+      stream_create, begin_capture, end_capture, instantiate, graph_launch, stream_sync;
 } cu;
 static void *cu_ctx, *cu_mod;
 
@@ -178,6 +197,12 @@ static int cuda_load(void) {
   SYM(event_sync, "cuEventSynchronize");
   SYM(event_elapsed, "cuEventElapsedTime");
   SYM(attr, "cuDeviceGetAttribute");
+  SYM(stream_create, "cuStreamCreate");
+  SYM(begin_capture, "cuStreamBeginCapture_v2");
+  SYM(end_capture, "cuStreamEndCapture");
+  SYM(instantiate, "cuGraphInstantiateWithFlags");
+  SYM(graph_launch, "cuGraphLaunch");
+  SYM(stream_sync, "cuStreamSynchronize");
 #undef SYM
   return cu.init && cu.launch;
 }
@@ -254,6 +279,22 @@ static void cu_rest(results *r) {
   for (int i = 0; i < 10; i++) t[i] = cu_time(cu_kernel("fma_loop"), sms * 8, 256, fp);
   double flops = (double)sms * 8 * 256 * FMA_ITERS * 16 * 8 * 2;
   r->fma_tflops = flops / median(t + 2, 8) / 1e12;
+  /* A 1000-node graph of empty kernels, captured from a stream, replayed. */
+  void *stream, *graph, *exec;
+  CHECK_CU(cu.stream_create(&stream, 1 /* non-blocking */));
+  CHECK_CU(cu.begin_capture(stream, 0 /* global mode */));
+  for (int i = 0; i < REPLAY_KERNELS; i++)
+    CHECK_CU(cu.launch(empty, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL));
+  CHECK_CU(cu.end_capture(stream, &graph));
+  CHECK_CU(cu.instantiate(&exec, graph, 0ull));
+  CHECK_CU(cu.graph_launch(exec, stream));
+  CHECK_CU(cu.stream_sync(stream));
+  s0 = now_s();
+  for (int i = 0; i < REPLAYS; i++) {
+    CHECK_CU(cu.graph_launch(exec, stream));
+    CHECK_CU(cu.stream_sync(stream));
+  }
+  r->replay_us = (now_s() - s0) / (REPLAYS * REPLAY_KERNELS) * 1e6;
 }
 
 /* Init is timed in a fresh process for each library, so neither pays for the other. */
@@ -301,5 +342,7 @@ int main(int argc, char **argv) {
   printf("%-44s %12.1f %12.1f\n", "2 GiB copy kernel (GB/s read+write, GPU)", n.copy_gbps,
          c.copy_gbps);
   printf("%-44s %12.2f %12.2f\n", "FMA loop (fp32 TFLOP/s, GPU)", n.fma_tflops, c.fma_tflops);
+  printf("%-44s %12.3f %12.3f\n", "replay of 1000 kernels, per kernel (us)", n.replay_us,
+         c.replay_us);
   return 0;
 }

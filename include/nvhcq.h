@@ -40,6 +40,7 @@ typedef enum nvhcq_status {
   NVHCQ_ERROR_LAUNCH_CHECK,     /* a launch exceeds a kernel or hardware limit */
   NVHCQ_ERROR_IO,               /* reading or writing a file failed */
   NVHCQ_ERROR_COMPILE,          /* CUDA C or PTX did not compile: the message holds the log */
+  NVHCQ_ERROR_BUSY,             /* the object is in use by the GPU; wait, then try again */
 } nvhcq_status;
 
 NVHCQ_API const char *nvhcq_status_name(nvhcq_status status);
@@ -205,6 +206,55 @@ NVHCQ_API nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq
 NVHCQ_API nvhcq_status nvhcq_launch_sync(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
                                          uint32_t dynamic_shared, const void *args,
                                          size_t args_size, uint64_t *gpu_ns);
+
+/* ---- recorded queues and variables ------------------------------------------------------
+ *
+ * A recorded queue keeps its commands, kernel arguments and QMDs in GPU memory of its own, so it
+ * can be replayed any number of times with one submission. Values left open as variables
+ * (launch dimensions, scalar or pointer arguments, copy addresses and sizes, signal and wait
+ * values) are patched in place by nvhcq_queue_set_var before a replay. Record with the usual
+ * calls and the *_vars variants below, then nvhcq_queue_finish; after that only set_var and
+ * submit are allowed (reset starts over). Variables may change only once earlier replays have
+ * completed (NVHCQ_ERROR_BUSY otherwise); replaying again without changing them is fine. */
+
+typedef uint32_t nvhcq_var;
+#define NVHCQ_NO_VAR 0xffffffffu
+
+NVHCQ_API nvhcq_status nvhcq_queue_create_recorded(nvhcq_device *dev, nvhcq_queue_kind kind,
+                                                   nvhcq_queue **out);
+/* A new variable of a recorded queue, with its value for the first replay. */
+NVHCQ_API nvhcq_status nvhcq_queue_var(nvhcq_queue *q, const char *name, uint64_t value,
+                                       nvhcq_var *out);
+NVHCQ_API nvhcq_status nvhcq_queue_set_var(nvhcq_queue *q, nvhcq_var var, uint64_t value);
+/* Uploads the recorded commands; the queue can then be submitted (replayed) repeatedly. */
+NVHCQ_API nvhcq_status nvhcq_queue_finish(nvhcq_queue *q);
+/* Waits until every replay submitted so far has completed. */
+NVHCQ_API nvhcq_status nvhcq_queue_wait_idle(nvhcq_queue *q, uint32_t timeout_ms);
+
+/* An argument bound to a variable: `size` bytes (4 or 8) at byte `offset` of the argument block
+ * receive the variable's value plus `add` (e.g. a buffer's address plus an offset). */
+typedef struct nvhcq_arg_var {
+  uint32_t offset, size;
+  nvhcq_var var;
+  int64_t add;
+} nvhcq_arg_var;
+
+typedef struct nvhcq_launch_vars {
+  nvhcq_var grid[3], block[3]; /* NVHCQ_NO_VAR where fixed */
+  uint32_t arg_count;
+  const nvhcq_arg_var *args;
+} nvhcq_launch_vars;
+
+NVHCQ_API nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
+                                               nvhcq_dim3 block, uint32_t dynamic_shared,
+                                               const void *args, size_t args_size,
+                                               const nvhcq_launch_vars *vars);
+/* A copy whose destination, source or size (below 4 GiB) come from variables. */
+NVHCQ_API nvhcq_status nvhcq_queue_copy_vars(nvhcq_queue *q, uint64_t dst, uint64_t src,
+                                             uint64_t size, nvhcq_var dst_var, nvhcq_var src_var,
+                                             nvhcq_var size_var);
+NVHCQ_API nvhcq_status nvhcq_queue_signal_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value);
+NVHCQ_API nvhcq_status nvhcq_queue_wait_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value);
 
 /* ---- compiling at run time ------------------------------------------------------------- */
 

@@ -70,6 +70,8 @@ const char *nvhcq_status_name(nvhcq_status status) {
     return "NVHCQ_ERROR_IO";
   case NVHCQ_ERROR_COMPILE:
     return "NVHCQ_ERROR_COMPILE";
+  case NVHCQ_ERROR_BUSY:
+    return "NVHCQ_ERROR_BUSY";
   }
   return "NVHCQ_ERROR_UNKNOWN";
 }

@@ -184,13 +184,19 @@ static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, con
   q->launch_pending = 1;
 }
 
-nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
-                                uint32_t dynamic_shared, const void *args, size_t args_size) {
-  if (!q || q->magic != NVHCQ_QUEUE_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq queue",
-                      (const void *)q);
+/* Records a launch; `cbank` and `qmd` receive where its bank 0 and QMD were written (for the
+ * variables of recorded queues). */
+static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
+                                  nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
+                                  size_t args_size, uint8_t **cbank, uint8_t **qmd_at) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(check_kernel(k));
   nvhcq_device *dev = q->dev;
+  if (q->finished)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "kernel %s: the queue is finished; reset it "
+                      "to record again",
+                      k->cubin->name);
   if (q->kind != NVHCQ_QUEUE_COMPUTE)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "kernel %s: launches need a compute queue",
                       k->cubin->name);
@@ -206,12 +212,18 @@ nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid
   NVHCQ_TRY(check_shared(dev, k, dynamic_shared));
   NVHCQ_TRY(ensure_local_memory(dev, k->local_bytes));
   uint32_t qmd_size = (uint32_t)nvhcq_qmd_size(dev->qmd_version);
-  uint64_t pos;
-  NVHCQ_TRY(args_alloc(dev, k->cbank0_bytes + ((qmd_size + 255) & ~255u), &pos));
-  if (q->args_first == ~0ull) q->args_first = pos;
-  uint64_t off = pos % ARGS_RING_BYTES;
-  uint8_t *cpu = (uint8_t *)dev->args->host_pointer + off;
-  uint64_t gpu = dev->args->gpu_address + off;
+  uint32_t bytes = k->cbank0_bytes + ((qmd_size + 255) & ~255u);
+  uint8_t *cpu;
+  uint64_t gpu;
+  if (q->recorded) {
+    NVHCQ_TRY(nvhcq_queue_launch_memory(q, bytes, &cpu, &gpu));
+  } else {
+    uint64_t pos;
+    NVHCQ_TRY(args_alloc(dev, bytes, &pos));
+    if (q->args_first == ~0ull) q->args_first = pos;
+    cpu = (uint8_t *)dev->args->host_pointer + pos % ARGS_RING_BYTES;
+    gpu = dev->args->gpu_address + pos % ARGS_RING_BYTES;
+  }
   /* Bank 0: driver words (block and grid sizes, windows), then the parameters. */
   uint32_t words[12];
   memcpy(words, dev->cbank0_prefix, sizeof words);
@@ -223,7 +235,71 @@ nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid
   NVHCQ_TRY(fill_qmd(dev, k, qmd, grid, block, shared_total(k, dynamic_shared), gpu));
   memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
   push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd);
+  *cbank = cpu;
+  *qmd_at = cpu + k->cbank0_bytes;
   return q->push.error;
+}
+
+nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
+                                uint32_t dynamic_shared, const void *args, size_t args_size) {
+  uint8_t *cbank, *qmd;
+  return record_launch(q, k, grid, block, dynamic_shared, args, args_size, &cbank, &qmd);
+}
+
+/* A QMD field patched in place: byte-aligned fields of 8, 16 or 32 bits. */
+static nvhcq_status patch_qmd_field(nvhcq_queue *q, nvhcq_var var, uint8_t *qmd,
+                                    nvhcq_qmd_field f) {
+  unsigned hi, lo;
+  if (!nvhcq_qmd_field_range(q->dev->qmd_version, f, &hi, &lo) || lo % 8)
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED, "QMD field %s cannot be patched in place",
+                      nvhcq_qmd_field_name(f));
+  unsigned width = hi - lo + 1;
+  nvhcq_patch_kind kind = width == 8    ? NVHCQ_PATCH_U8
+                          : width == 16 ? NVHCQ_PATCH_U16
+                                        : NVHCQ_PATCH_U32;
+  if (width != 8 && width != 16 && width != 32)
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED, "QMD field %s is %u bits wide",
+                      nvhcq_qmd_field_name(f), width);
+  return nvhcq_queue_add_patch(q, var, kind, 0, 0, qmd + lo / 8, 0);
+}
+
+nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
+                                     nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
+                                     size_t args_size, const nvhcq_launch_vars *vars) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  if (!q->recorded)
+    return nvhcq_fail(
+        NVHCQ_ERROR_INVALID_ARGUMENT,
+        "launches with variables need a recorded queue (nvhcq_queue_create_recorded)");
+  if (!vars) return nvhcq_queue_launch(q, k, grid, block, dynamic_shared, args, args_size);
+  for (uint32_t i = 0; i < vars->arg_count; i++) {
+    const nvhcq_arg_var *a = &vars->args[i];
+    if ((a->size != 4 && a->size != 8) || a->offset + a->size > args_size)
+      return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                        "argument variable %u: %u bytes at offset %u do not fit the %zu-byte "
+                        "arguments (sizes 4 or 8)",
+                        i, a->size, a->offset, args_size);
+  }
+  uint8_t *cbank, *qmd;
+  NVHCQ_TRY(record_launch(q, k, grid, block, dynamic_shared, args, args_size, &cbank, &qmd));
+  static const nvhcq_qmd_field grid_f[3] = {NVHCQ_QMD_GRID_WIDTH, NVHCQ_QMD_GRID_HEIGHT,
+                                            NVHCQ_QMD_GRID_DEPTH};
+  static const nvhcq_qmd_field block_f[3] = {NVHCQ_QMD_CTA_THREAD_DIMENSION0,
+                                             NVHCQ_QMD_CTA_THREAD_DIMENSION1,
+                                             NVHCQ_QMD_CTA_THREAD_DIMENSION2};
+  for (int d = 0; d < 3; d++) {
+    NVHCQ_TRY(patch_qmd_field(q, vars->grid[d], qmd, grid_f[d]));
+    NVHCQ_TRY(
+        nvhcq_queue_add_patch(q, vars->grid[d], NVHCQ_PATCH_U32, 0, 0, cbank + 4 * (3 + d), 0));
+    NVHCQ_TRY(patch_qmd_field(q, vars->block[d], qmd, block_f[d]));
+    NVHCQ_TRY(nvhcq_queue_add_patch(q, vars->block[d], NVHCQ_PATCH_U32, 0, 0, cbank + 4 * d, 0));
+  }
+  for (uint32_t i = 0; i < vars->arg_count; i++) {
+    const nvhcq_arg_var *a = &vars->args[i];
+    NVHCQ_TRY(nvhcq_queue_add_patch(q, a->var, a->size == 4 ? NVHCQ_PATCH_U32 : NVHCQ_PATCH_U64, 0,
+                                    0, cbank + k->cubin->param_offset + a->offset, a->add));
+  }
+  return NVHCQ_SUCCESS;
 }
 
 void nvhcq_queue_end_chain(nvhcq_queue *q) {

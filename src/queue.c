@@ -92,6 +92,11 @@ nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind, nvhcq_
 nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
   if (!q) return NVHCQ_SUCCESS;
   NVHCQ_TRY(check_queue(q));
+  if (q->recorded) {
+    /* Its memory may still be read by a running replay. */
+    if (q->finished) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
+    nvhcq_queue_free_recording(q);
+  }
   nvhcq_push_finish(&q->push);
   q->magic = 0;
   free(q);
@@ -100,6 +105,10 @@ nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
 
 nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
   NVHCQ_TRY(check_queue(q));
+  if (q->recorded) {
+    if (q->finished) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
+    nvhcq_queue_free_recording(q);
+  }
   nvhcq_push_reset(&q->push);
   nvhcq_queue_end_chain(q);
   q->launch_pending = 1;
@@ -145,6 +154,7 @@ nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64
 nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
   NVHCQ_TRY(check_queue(q));
   NVHCQ_TRY(q->push.error);
+  if (q->recorded) return nvhcq_queue_submit_recorded(q);
   NVHCQ_TRY(nvhcq_queue_check_args(q));
   return nvhcq_channel_submit(nvhcq_device_channel(q->dev, q->kind == NVHCQ_QUEUE_COPY),
                               q->push.words, q->push.len);

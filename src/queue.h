@@ -17,7 +17,57 @@ struct nvhcq_queue {
   uint32_t last_qmd_shadow[96];
   int launch_pending;
   uint64_t args_first; /* first argument-ring position this recording uses, ~0 if none */
+
+  /* Recorded queues: arguments and QMDs in arena chunks of their own, commands uploaded at
+   * finish, variables and the places they patch, and a counter of completed replays. */
+  int recorded, finished;
+  nvhcq_buffer **arena;
+  uint32_t arena_count;
+  uint64_t arena_used; /* bytes used in the last chunk */
+  nvhcq_buffer *cmds;
+  struct nvhcq_var_slot *vars;
+  uint32_t var_count, var_capacity;
+  struct nvhcq_patch *patches;
+  uint32_t patch_count, patch_capacity;
+  nvhcq_signal *done;
+  uint64_t replays;
 };
+
+/* How a variable's value is written at a patch site. */
+typedef enum nvhcq_patch_kind {
+  NVHCQ_PATCH_U8,
+  NVHCQ_PATCH_U16,
+  NVHCQ_PATCH_U32,
+  NVHCQ_PATCH_U64,
+  NVHCQ_PATCH_HI_LO,  /* two dwords, upper half first (copy-engine addresses) */
+  NVHCQ_PATCH_LO_HI,  /* two dwords, lower half first (semaphore payloads) */
+  NVHCQ_PATCH_U32_HI, /* the upper half alone */
+  NVHCQ_PATCH_LENGTH, /* a copy length: 1 to 2^31 - 1 */
+} nvhcq_patch_kind;
+
+typedef struct nvhcq_patch {
+  nvhcq_var var;
+  nvhcq_patch_kind kind;
+  int in_commands; /* word index into the commands (which move at finish), else a pointer */
+  uint32_t word;
+  void *ptr;
+  int64_t add;
+} nvhcq_patch;
+
+typedef struct nvhcq_var_slot {
+  char name[32];
+  uint64_t value;
+} nvhcq_var_slot;
+
+/* Launch-side pieces the recording code shares. */
+nvhcq_status nvhcq_queue_check(const nvhcq_queue *q);
+nvhcq_status nvhcq_queue_add_patch(nvhcq_queue *q, nvhcq_var var, nvhcq_patch_kind kind,
+                                   int in_commands, uint32_t word, void *ptr, int64_t add);
+/* Memory for one launch's bank 0 and QMD: the device ring, or a recorded queue's arena. */
+nvhcq_status nvhcq_queue_launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t **cpu,
+                                       uint64_t *gpu);
+void nvhcq_queue_free_recording(nvhcq_queue *q);
+nvhcq_status nvhcq_queue_submit_recorded(nvhcq_queue *q);
 
 /* Breaks the launch chain: the next launch starts with its own PCAS. */
 void nvhcq_queue_end_chain(nvhcq_queue *q);

@@ -100,3 +100,9 @@ extern "C" __global__ void fma_loop(float *out, int iters) {
   }
   out[blockIdx.x * blockDim.x + threadIdx.x] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
 }
+
+// x[i] = x[i] * a + b for i < n (in place).
+extern "C" __global__ void affine(int *x, int a, int b, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = x[i] * a + b;
+}

@@ -1,0 +1,169 @@
+/* Recorded queues replayed with changing variables, on a real GPU. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "nvhcq.h"
+#include "test.h"
+
+static nvhcq_device *dev;
+static nvhcq_module *mod;
+
+static int setup(void) {
+  if (!dev && nvhcq_device_open(0, &dev)) {
+    TEST_CHECK_MSG(0, "open: %s", nvhcq_last_error());
+    return 1;
+  }
+  nvhcq_device_info info;
+  nvhcq_device_get_info(dev, &info);
+  const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
+  char path[512];
+  snprintf(path, sizeof path, "%s/device_kernels_%s.cubin", dir ? dir : ".", info.arch);
+  if (nvhcq_module_load_file(dev, path, &mod)) {
+    TEST_CHECK_MSG(0, "load %s: %s", path, nvhcq_last_error());
+    return 1;
+  }
+  return 0;
+}
+
+#define NEED_GPU()                                                                                 \
+  do {                                                                                             \
+    if (access("/dev/nvidiactl", F_OK) != 0)                                                       \
+      TEST_SKIP("needs an NVIDIA GPU (no /dev/nvidiactl on this machine)");                        \
+    if (!mod && setup()) return;                                                                   \
+  } while (0)
+
+static nvhcq_kernel *kernel(const char *name) {
+  nvhcq_kernel *k = NULL;
+  nvhcq_module_get_kernel(mod, name, &k);
+  return k;
+}
+
+/* A compute queue (affine kernel on a chosen buffer, size, scalars) and a copy queue (copy of the
+ * result, waiting for the kernel) replayed 1000 times with new values each time. */
+static void t_replay_1000_with_variables(void) {
+  NEED_GPU();
+  enum { MAX = 4096 };
+  nvhcq_buffer *buf[2], *out;
+  for (int i = 0; i < 2; i++)
+    TEST_CHECK(nvhcq_alloc(dev, MAX * 4, NVHCQ_MEMORY_HOST, &buf[i]) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_alloc(dev, MAX * 4, NVHCQ_MEMORY_HOST, &out) == NVHCQ_SUCCESS);
+  nvhcq_signal *kdone, *cdone;
+  nvhcq_signal_create(dev, 0, &kdone), nvhcq_signal_create(dev, 0, &cdone);
+  nvhcq_queue *cq, *xq;
+  TEST_CHECK(nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COMPUTE, &cq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COPY, &xq) == NVHCQ_SUCCESS);
+  nvhcq_var ptr, a, b, n, blocks, epoch, xepoch, src, bytes;
+  nvhcq_queue_var(cq, "ptr", nvhcq_buffer_gpu_address(buf[0]), &ptr);
+  nvhcq_queue_var(cq, "a", 1, &a);
+  nvhcq_queue_var(cq, "b", 0, &b);
+  nvhcq_queue_var(cq, "n", 256, &n);
+  nvhcq_queue_var(cq, "blocks", 1, &blocks);
+  nvhcq_queue_var(cq, "epoch", 1, &epoch);
+  struct {
+    uint64_t x;
+    int a, b, n;
+  } args = {nvhcq_buffer_gpu_address(buf[0]), 1, 0, 256};
+  nvhcq_arg_var av[] = {{0, 8, ptr, 0}, {8, 4, a, 0}, {12, 4, b, 0}, {16, 4, n, 0}};
+  nvhcq_launch_vars lv = {
+      {blocks, NVHCQ_NO_VAR, NVHCQ_NO_VAR}, {NVHCQ_NO_VAR, NVHCQ_NO_VAR, NVHCQ_NO_VAR}, 4, av};
+  nvhcq_status s = nvhcq_queue_launch_vars(cq, kernel("affine"), (nvhcq_dim3){1, 1, 1},
+                                           (nvhcq_dim3){256, 1, 1}, 0, &args, 20, &lv);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_queue_signal_var(cq, kdone, epoch) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_finish(cq) == NVHCQ_SUCCESS);
+  nvhcq_queue_var(xq, "epoch", 1, &xepoch);
+  nvhcq_queue_var(xq, "src", nvhcq_buffer_gpu_address(buf[0]), &src);
+  nvhcq_queue_var(xq, "bytes", 1024, &bytes);
+  TEST_CHECK(nvhcq_queue_wait_var(xq, kdone, xepoch) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_copy_vars(xq, nvhcq_buffer_gpu_address(out), 0, 1024, NVHCQ_NO_VAR, src,
+                                   bytes) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal_var(xq, cdone, xepoch) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_finish(xq) == NVHCQ_SUCCESS);
+  int bad_iters = 0;
+  for (int it = 0; it < 1000; it++) {
+    int which = it & 1, count = 256 * (1 + it % 16), ka = it % 7 + 1, kb = it;
+    int *x = nvhcq_buffer_host_pointer(buf[which]), *o = nvhcq_buffer_host_pointer(out);
+    for (int j = 0; j < MAX; j++) x[j] = j, o[j] = -1;
+    uint64_t addr = nvhcq_buffer_gpu_address(buf[which]);
+    s = nvhcq_queue_set_var(cq, ptr, addr);
+    if (!s) s = nvhcq_queue_set_var(cq, a, (uint64_t)ka);
+    if (!s) s = nvhcq_queue_set_var(cq, b, (uint64_t)kb);
+    if (!s) s = nvhcq_queue_set_var(cq, n, (uint64_t)count);
+    if (!s) s = nvhcq_queue_set_var(cq, blocks, (uint64_t)(count / 256));
+    if (!s) s = nvhcq_queue_set_var(cq, epoch, (uint64_t)it + 1);
+    if (!s) s = nvhcq_queue_set_var(xq, xepoch, (uint64_t)it + 1);
+    if (!s) s = nvhcq_queue_set_var(xq, src, addr);
+    if (!s) s = nvhcq_queue_set_var(xq, bytes, (uint64_t)count * 4);
+    if (!s) s = nvhcq_queue_submit(cq);
+    if (!s) s = nvhcq_queue_submit(xq);
+    if (!s) s = nvhcq_signal_wait(cdone, (uint64_t)it + 1, 5000);
+    if (!s) s = nvhcq_queue_wait_idle(cq, 5000);
+    if (!s) s = nvhcq_queue_wait_idle(xq, 5000);
+    if (s) {
+      TEST_CHECK_MSG(0, "iteration %d: %s", it, nvhcq_last_error());
+      break;
+    }
+    int bad = 0;
+    for (int j = 0; j < MAX; j++) {
+      int want = j < count ? j * ka + kb : j;
+      bad += x[j] != want || o[j] != (j < count ? want : -1);
+    }
+    if (bad && bad_iters++ < 3) fprintf(stderr, "  iteration %d: %d wrong values\n", it, bad);
+  }
+  TEST_CHECK_MSG(bad_iters == 0, "%d of 1000 replays gave wrong results", bad_iters);
+  TEST_CHECK(nvhcq_signal_value(kdone) == 1000 && nvhcq_signal_value(cdone) == 1000);
+  nvhcq_queue_destroy(cq), nvhcq_queue_destroy(xq);
+  nvhcq_signal_destroy(kdone), nvhcq_signal_destroy(cdone);
+  nvhcq_free(buf[0]), nvhcq_free(buf[1]), nvhcq_free(out);
+}
+
+/* Replays queued back to back run in order; variables refuse to change under a running replay. */
+static void t_replay_while_running(void) {
+  NEED_GPU();
+  nvhcq_buffer *flag, *counter;
+  nvhcq_alloc(dev, 4, NVHCQ_MEMORY_DEVICE, &flag);
+  nvhcq_alloc(dev, 8, NVHCQ_MEMORY_HOST, &counter);
+  *(uint64_t *)nvhcq_buffer_host_pointer(counter) = 0;
+  nvhcq_queue *q;
+  nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COMPUTE, &q);
+  nvhcq_var ns;
+  nvhcq_queue_var(q, "ns", 20 * 1000 * 1000, &ns);
+  struct {
+    uint64_t flag, ns;
+  } sargs = {nvhcq_buffer_gpu_address(flag), 20 * 1000 * 1000};
+  nvhcq_arg_var av = {8, 8, ns, 0};
+  nvhcq_launch_vars lv = {{NVHCQ_NO_VAR, NVHCQ_NO_VAR, NVHCQ_NO_VAR},
+                          {NVHCQ_NO_VAR, NVHCQ_NO_VAR, NVHCQ_NO_VAR},
+                          1,
+                          &av};
+  TEST_CHECK(nvhcq_queue_launch_vars(q, kernel("spin"), (nvhcq_dim3){1, 1, 1},
+                                     (nvhcq_dim3){32, 1, 1}, 0, &sargs, 16, &lv) == NVHCQ_SUCCESS);
+  uint64_t caddr = nvhcq_buffer_gpu_address(counter);
+  TEST_CHECK(nvhcq_queue_launch(q, kernel("atomic_increment"), (nvhcq_dim3){1, 1, 1},
+                                (nvhcq_dim3){32, 1, 1}, 0, &caddr, 8) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_finish(q) == NVHCQ_SUCCESS);
+  for (int i = 0; i < 5; i++) TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  nvhcq_status s = nvhcq_queue_set_var(q, ns, 1000);
+  TEST_CHECK(s == NVHCQ_ERROR_BUSY);
+  printf("  changing a variable under a replay says: %s\n", nvhcq_last_error());
+  TEST_CHECK(nvhcq_queue_wait_idle(q, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(*(volatile uint64_t *)nvhcq_buffer_host_pointer(counter) == 5, "counted %llu",
+                 (unsigned long long)*(volatile uint64_t *)nvhcq_buffer_host_pointer(counter));
+  TEST_CHECK(nvhcq_queue_set_var(q, ns, 1000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_set_var(q, 7, 1) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_queue_launch(q, kernel("empty"), (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){1, 1, 1}, 0,
+                                NULL, 0) == NVHCQ_ERROR_INVALID_ARGUMENT); /* finished */
+  nvhcq_queue_destroy(q);
+  nvhcq_free(flag), nvhcq_free(counter);
+}
+
+static void t_teardown(void) {
+  NEED_GPU();
+  TEST_CHECK(nvhcq_module_unload(mod) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_close(dev) == NVHCQ_SUCCESS);
+  mod = NULL, dev = NULL;
+}
+
+TEST_MAIN(TEST(t_replay_1000_with_variables), TEST(t_replay_while_running), TEST(t_teardown))
