@@ -256,6 +256,35 @@ NVHCQ_API nvhcq_status nvhcq_queue_copy_vars(nvhcq_queue *q, uint64_t dst, uint6
 NVHCQ_API nvhcq_status nvhcq_queue_signal_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value);
 NVHCQ_API nvhcq_status nvhcq_queue_wait_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value);
 
+/* ---- graphs: launches and copies with dependencies, across both channels ----------------
+ *
+ * Nodes are added in an order that respects their dependencies (a node depends only on nodes
+ * added before it). Instantiating turns the graph into one recorded compute queue and one
+ * recorded copy queue that wait for each other through signals where an edge crosses channels.
+ * Graph variables work as queue variables do. */
+
+typedef struct nvhcq_graph nvhcq_graph;
+typedef uint32_t nvhcq_node;
+
+NVHCQ_API nvhcq_status nvhcq_graph_create(nvhcq_device *dev, nvhcq_graph **out);
+NVHCQ_API nvhcq_status nvhcq_graph_destroy(nvhcq_graph *g);
+NVHCQ_API nvhcq_status nvhcq_graph_var(nvhcq_graph *g, const char *name, uint64_t value,
+                                       nvhcq_var *out);
+NVHCQ_API nvhcq_status nvhcq_graph_add_launch(nvhcq_graph *g, nvhcq_kernel *k, nvhcq_dim3 grid,
+                                              nvhcq_dim3 block, uint32_t dynamic_shared,
+                                              const void *args, size_t args_size,
+                                              const nvhcq_launch_vars *vars, const nvhcq_node *deps,
+                                              uint32_t dep_count, nvhcq_node *out);
+NVHCQ_API nvhcq_status nvhcq_graph_add_copy(nvhcq_graph *g, uint64_t dst, uint64_t src,
+                                            uint64_t size, nvhcq_var dst_var, nvhcq_var src_var,
+                                            nvhcq_var size_var, const nvhcq_node *deps,
+                                            uint32_t dep_count, nvhcq_node *out);
+NVHCQ_API nvhcq_status nvhcq_graph_instantiate(nvhcq_graph *g);
+NVHCQ_API nvhcq_status nvhcq_graph_set_var(nvhcq_graph *g, nvhcq_var var, uint64_t value);
+/* Replays the graph; NVHCQ_ERROR_BUSY while the previous replay is still running. */
+NVHCQ_API nvhcq_status nvhcq_graph_launch(nvhcq_graph *g);
+NVHCQ_API nvhcq_status nvhcq_graph_wait(nvhcq_graph *g, uint32_t timeout_ms);
+
 /* ---- compiling at run time ------------------------------------------------------------- */
 
 typedef enum nvhcq_source_kind {

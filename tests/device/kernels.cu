@@ -106,3 +106,8 @@ extern "C" __global__ void affine(int *x, int a, int b, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] = x[i] * a + b;
 }
+
+extern "C" __global__ void add_int(const int *a, const int *b, int *c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}

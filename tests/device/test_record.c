@@ -159,6 +159,85 @@ static void t_replay_while_running(void) {
   nvhcq_free(flag), nvhcq_free(counter);
 }
 
+/* A diamond across both channels: A (compute) feeds B (copy) and C (compute); D (compute) needs
+ * both. Replayed 100 times with new scalars, every dependency must hold. */
+static void t_diamond_graph(void) {
+  NEED_GPU();
+  enum { N = 8192 };
+  nvhcq_buffer *x, *y, *z, *out;
+  nvhcq_alloc(dev, N * 4, NVHCQ_MEMORY_HOST, &x), nvhcq_alloc(dev, N * 4, NVHCQ_MEMORY_DEVICE, &y);
+  nvhcq_alloc(dev, N * 4, NVHCQ_MEMORY_DEVICE, &z),
+      nvhcq_alloc(dev, N * 4, NVHCQ_MEMORY_HOST, &out);
+  nvhcq_graph *g;
+  TEST_CHECK(nvhcq_graph_create(dev, &g) == NVHCQ_SUCCESS);
+  nvhcq_var va, vb;
+  nvhcq_graph_var(g, "a", 3, &va), nvhcq_graph_var(g, "b", 5, &vb);
+  uint64_t X = nvhcq_buffer_gpu_address(x), Y = nvhcq_buffer_gpu_address(y);
+  uint64_t Z = nvhcq_buffer_gpu_address(z), O = nvhcq_buffer_gpu_address(out);
+  struct {
+    uint64_t p;
+    int a, b, n;
+  } aargs = {X, 3, 5, N};
+  nvhcq_arg_var av[] = {{8, 4, va, 0}, {12, 4, vb, 0}};
+  nvhcq_launch_vars alv = {{NVHCQ_NO_VAR, NVHCQ_NO_VAR, NVHCQ_NO_VAR},
+                           {NVHCQ_NO_VAR, NVHCQ_NO_VAR, NVHCQ_NO_VAR},
+                           2,
+                           av};
+  nvhcq_node A, B, C, D;
+  nvhcq_dim3 grid = {N / 256, 1, 1}, block = {256, 1, 1};
+  TEST_CHECK(nvhcq_graph_add_launch(g, kernel("affine"), grid, block, 0, &aargs, 20, &alv, NULL, 0,
+                                    &A) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_graph_add_copy(g, Y, X, N * 4, NVHCQ_NO_VAR, NVHCQ_NO_VAR, NVHCQ_NO_VAR, &A, 1,
+                                  &B) == NVHCQ_SUCCESS);
+  struct {
+    uint64_t in, out;
+    int n;
+  } cargs = {X, Z, N};
+  TEST_CHECK(nvhcq_graph_add_launch(g, kernel("step"), grid, block, 0, &cargs, 20, NULL, &A, 1,
+                                    &C) == NVHCQ_SUCCESS);
+  struct {
+    uint64_t a, b, c;
+    int n;
+  } dargs = {Y, Z, O, N};
+  nvhcq_node bc[2];
+  bc[0] = B, bc[1] = C;
+  TEST_CHECK(nvhcq_graph_add_launch(g, kernel("add_int"), grid, block, 0, &dargs, 28, NULL, bc, 2,
+                                    &D) == NVHCQ_SUCCESS);
+  nvhcq_node bad = 99;
+  TEST_CHECK(nvhcq_graph_add_copy(g, Y, X, 4, NVHCQ_NO_VAR, NVHCQ_NO_VAR, NVHCQ_NO_VAR, &bad, 1,
+                                  NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  nvhcq_status s = nvhcq_graph_instantiate(g);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  int bad_iters = 0;
+  for (int it = 0; it < 100 && !s; it++) {
+    int *xs = nvhcq_buffer_host_pointer(x), *os = nvhcq_buffer_host_pointer(out);
+    for (int j = 0; j < N; j++) xs[j] = j, os[j] = -1;
+    int a = it % 5 + 1, b = it - 50;
+    s = nvhcq_graph_set_var(g, va, (uint64_t)a);
+    if (!s) s = nvhcq_graph_set_var(g, vb, (uint64_t)(uint32_t)b);
+    if (!s) s = nvhcq_graph_launch(g);
+    if (!s && it == 0) {
+      TEST_CHECK(nvhcq_graph_launch(g) == NVHCQ_ERROR_BUSY ||
+                 nvhcq_graph_wait(g, 0) == NVHCQ_SUCCESS);
+    }
+    if (!s) s = nvhcq_graph_wait(g, 5000);
+    if (s) {
+      TEST_CHECK_MSG(0, "iteration %d: %s", it, nvhcq_last_error());
+      break;
+    }
+    int wrong = 0;
+    for (int j = 0; j < N; j++) {
+      int xv = j * a + b;
+      wrong += os[j] != xv + (2 * xv + 1);
+    }
+    if (wrong && bad_iters++ < 3)
+      fprintf(stderr, "  iteration %d: %d wrong (out[1]=%d)\n", it, wrong, os[1]);
+  }
+  TEST_CHECK_MSG(bad_iters == 0, "%d of 100 replays wrong", bad_iters);
+  nvhcq_graph_destroy(g);
+  nvhcq_free(x), nvhcq_free(y), nvhcq_free(z), nvhcq_free(out);
+}
+
 static void t_teardown(void) {
   NEED_GPU();
   TEST_CHECK(nvhcq_module_unload(mod) == NVHCQ_SUCCESS);
@@ -166,4 +245,5 @@ static void t_teardown(void) {
   mod = NULL, dev = NULL;
 }
 
-TEST_MAIN(TEST(t_replay_1000_with_variables), TEST(t_replay_while_running), TEST(t_teardown))
+TEST_MAIN(TEST(t_replay_1000_with_variables), TEST(t_replay_while_running), TEST(t_diamond_graph),
+          TEST(t_teardown))
