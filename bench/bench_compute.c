@@ -50,6 +50,7 @@ static size_t file_size;
 
 typedef struct results {
   double init_ms, roundtrip_us, submit_us, launches_per_s, copy_gbps, fma_tflops, replay_us;
+  double record_us, resubmit_us, empty_gpu_us; /* where nvhcq's time goes */
 } results;
 
 #define REPLAY_KERNELS 1000
@@ -104,6 +105,23 @@ static void nv_rest(results *r) {
   }
   r->submit_us = (now_s() - s0) / n * 1e6;
   CHECK_NV(nvhcq_device_synchronize(dev));
+  /* The same split in two: recording a launch, and submitting recorded commands. */
+  s0 = now_s();
+  for (int i = 0; i < n; i++) {
+    CHECK_NV(nvhcq_queue_reset(q));
+    CHECK_NV(nvhcq_queue_launch(q, empty, one, one, 0, NULL, 0));
+  }
+  r->record_us = (now_s() - s0) / n * 1e6;
+  s0 = now_s();
+  for (int i = 0; i < n; i++) CHECK_NV(nvhcq_queue_submit(q));
+  r->resubmit_us = (now_s() - s0) / n * 1e6;
+  CHECK_NV(nvhcq_device_synchronize(dev));
+  uint64_t gns;
+  for (int i = 0; i < 200; i++) {
+    CHECK_NV(nvhcq_launch_sync(empty, one, one, 0, NULL, 0, &gns));
+    t[i] = gns * 1e-3;
+  }
+  r->empty_gpu_us = median(t, 200);
   /* 100k atomic increments, counted. */
   nvhcq_buffer *counter;
   CHECK_NV(nvhcq_alloc(dev, 8, NVHCQ_MEMORY_DEVICE, &counter));
