@@ -362,5 +362,9 @@ int main(int argc, char **argv) {
   printf("%-44s %12.2f %12.2f\n", "FMA loop (fp32 TFLOP/s, GPU)", n.fma_tflops, c.fma_tflops);
   printf("%-44s %12.3f %12.3f\n", "replay of 1000 kernels, per kernel (us)", n.replay_us,
          c.replay_us);
+  printf("where nvhcq's launch time goes:\n");
+  printf("%-44s %12.3f\n", "  recording one launch (host us)", n.record_us);
+  printf("%-44s %12.3f\n", "  submitting recorded commands (host us)", n.resubmit_us);
+  printf("%-44s %12.3f\n", "  empty launch, GPU start to release (us)", n.empty_gpu_us);
   return 0;
 }
