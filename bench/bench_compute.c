@@ -10,40 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_util.h"
 #include "nvhcq.h"
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n) {
-  qsort(v, n, sizeof *v, cmp_double);
-  return v[n / 2];
-}
-
-#define CHECK_NV(x)                                                                                \
-  do {                                                                                             \
-    nvhcq_status s_ = (x);                                                                         \
-    if (s_) {                                                                                      \
-      fprintf(stderr, "%s failed: %s\n", #x, nvhcq_last_error());                                  \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-#define CHECK_CU(x)                                                                                \
-  do {                                                                                             \
-    int r_ = (x);                                                                                  \
-    if (r_) {                                                                                      \
-      fprintf(stderr, "%s failed: CUresult %d\n", #x, r_);                                         \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
 
 static void *file_data;
 static size_t file_size;

@@ -332,9 +332,7 @@ nvhcq_status nvhcq_queue_check_args(const nvhcq_queue *q) {
 }
 
 nvhcq_status nvhcq_queue_memory_barrier(nvhcq_queue *q) {
-  if (!q || q->magic != NVHCQ_QUEUE_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq queue",
-                      (const void *)q);
+  NVHCQ_TRY(nvhcq_queue_check(q));
   if (q->kind != NVHCQ_QUEUE_COMPUTE)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "memory barriers are for compute queues");
   nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI,

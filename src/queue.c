@@ -53,7 +53,7 @@ void nvhcq_push_copy_signal(nvhcq_push *p, uint64_t address, uint64_t value, int
 
 /* ---- user queues ---- */
 
-static nvhcq_status check_queue(const nvhcq_queue *q) {
+nvhcq_status nvhcq_queue_check(const nvhcq_queue *q) {
   if (!q) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "queue is NULL");
   if (q->magic != NVHCQ_QUEUE_MAGIC)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq queue",
@@ -91,7 +91,7 @@ nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind, nvhcq_
 
 nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
   if (!q) return NVHCQ_SUCCESS;
-  NVHCQ_TRY(check_queue(q));
+  NVHCQ_TRY(nvhcq_queue_check(q));
   if (q->recorded) {
     /* Its memory may still be read by a running replay. */
     if (q->finished) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
@@ -104,7 +104,7 @@ nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
 }
 
 nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
-  NVHCQ_TRY(check_queue(q));
+  NVHCQ_TRY(nvhcq_queue_check(q));
   if (q->recorded) {
     if (q->finished) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
     nvhcq_queue_free_recording(q);
@@ -117,7 +117,7 @@ nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
 }
 
 nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
-  NVHCQ_TRY(check_queue(q));
+  NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(check_signal_for(q, sig));
   nvhcq_push_host_wait(&q->push, sig->gpu_address, value);
   nvhcq_queue_end_chain(q);
@@ -125,7 +125,7 @@ nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value)
 }
 
 nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
-  NVHCQ_TRY(check_queue(q));
+  NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(check_signal_for(q, sig));
   if (q->kind == NVHCQ_QUEUE_COPY) {
     nvhcq_push_copy_signal(&q->push, sig->gpu_address, value, q->dev->copy_payload64);
@@ -138,7 +138,7 @@ nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t valu
 }
 
 nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64_t size) {
-  NVHCQ_TRY(check_queue(q));
+  NVHCQ_TRY(nvhcq_queue_check(q));
   if (q->kind != NVHCQ_QUEUE_COPY)
     return nvhcq_fail(
         NVHCQ_ERROR_INVALID_ARGUMENT,
@@ -152,7 +152,7 @@ nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64
 }
 
 nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
-  NVHCQ_TRY(check_queue(q));
+  NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(q->push.error);
   if (q->recorded) return nvhcq_queue_submit_recorded(q);
   NVHCQ_TRY(nvhcq_queue_check_args(q));

@@ -8,14 +8,6 @@
 
 #define ARENA_CHUNK_BYTES (4u << 20)
 
-nvhcq_status nvhcq_queue_check(const nvhcq_queue *q) {
-  if (!q) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "queue is NULL");
-  if (q->magic != NVHCQ_QUEUE_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq queue",
-                      (const void *)q);
-  return NVHCQ_SUCCESS;
-}
-
 static nvhcq_status check_recording(const nvhcq_queue *q, const char *what) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   if (q->finished)
