@@ -476,6 +476,38 @@ static nvhcq_status setup_channels(nvhcq_device *dev) {
   return nvhcq_device_wait_timeline(dev, 1, v1);
 }
 
+const char *nvhcq_device_progress(const nvhcq_device *dev) {
+  static _Thread_local char text[256];
+  snprintf(
+      text, sizeof text,
+      "; last kernel submitted: %s; internal progress: compute %llu of %llu, copy %llu of %llu",
+      dev->last_kernel[0] ? dev->last_kernel : "none", (unsigned long long)dev->timeline[0]->cpu[0],
+      (unsigned long long)dev->timeline_value[0], (unsigned long long)dev->timeline[1]->cpu[0],
+      (unsigned long long)dev->timeline_value[1]);
+  return text;
+}
+
+/* The driver writes an error notifier (time, Xid in info32, engine in info16, status 0xffff last)
+ * into the memory given as hObjectError when it stops a channel. */
+nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) {
+  for (int c = 0; c < 2; c++) {
+    if (!dev->notifiers[c]) continue;
+    const volatile uint8_t *n = dev->notifiers[c]->host_pointer;
+    uint16_t status = *(const volatile uint16_t *)(n + 14);
+    if (!status) continue;
+    uint32_t xid = *(const volatile uint32_t *)(n + 8);
+    uint16_t engine = *(const volatile uint16_t *)(n + 12);
+    dev->broken = 1;
+    return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT,
+                      "GPU %d: the driver stopped the %s channel: Xid %u %s (engine type %u)%s. "
+                      "Work on this device can no longer complete: close it and open it again "
+                      "(its memory is lost with it)",
+                      dev->index, c ? "copy" : "compute", xid, nvhcq_xid_name(xid), engine,
+                      nvhcq_device_progress(dev));
+  }
+  return NVHCQ_SUCCESS;
+}
+
 uint64_t nvhcq_device_push_timeline(nvhcq_device *dev, int copy, nvhcq_push *p) {
   uint64_t v = ++dev->timeline_value[copy];
   /* On the copy channel the copy engine's own release is ordered after its copies. */
@@ -489,7 +521,7 @@ uint64_t nvhcq_device_push_timeline(nvhcq_device *dev, int copy, nvhcq_push *p) 
 nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy, uint64_t value) {
   char what[64];
   snprintf(what, sizeof what, "GPU %d %s channel", dev->index, copy ? "copy" : "compute");
-  return nvhcq_wait_value(dev->timeline[copy]->cpu, value, dev->timeout_ms, what);
+  return nvhcq_wait_value(dev, dev->timeline[copy]->cpu, value, dev->timeout_ms, what);
 }
 
 /* ---- open / close ---- */
@@ -590,8 +622,10 @@ static void close_fd(int *fd) {
 nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   if (!dev) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_device_check(dev));
-  nvhcq_status s =
-      dev->compute.handle && dev->copy.handle ? nvhcq_device_synchronize(dev) : NVHCQ_SUCCESS;
+  /* A broken device's channels will never drain: tear down without waiting. */
+  nvhcq_status s = dev->compute.handle && dev->copy.handle && !dev->broken
+                       ? nvhcq_device_synchronize(dev)
+                       : NVHCQ_SUCCESS;
   char saved[2048];
   snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
@@ -663,6 +697,11 @@ nvhcq_status nvhcq_device_free_memory(nvhcq_device *dev, uint64_t *free_bytes) {
 
 nvhcq_status nvhcq_device_synchronize(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_check(dev));
+  if (dev->broken)
+    return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT,
+                      "GPU %d stopped working after an earlier fault or hang; close it and open it "
+                      "again",
+                      dev->index);
   uint64_t v[2];
   for (int c = 0; c < 2; c++) {
     nvhcq_push *p = &dev->scratch;

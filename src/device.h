@@ -54,6 +54,8 @@ struct nvhcq_device {
   nvhcq_buffer *staging;
 
   uint32_t next_host_handle;
+  int broken;           /* a channel faulted or a wait timed out: only close is safe */
+  char last_kernel[64]; /* the kernel most recently submitted on the compute channel */
 
   /* Compute. */
   int qmd_version;            /* nvhcq_qmd_version for the compute class, 0 if unknown */
@@ -72,6 +74,10 @@ struct nvhcq_device {
 };
 
 nvhcq_status nvhcq_device_check(const nvhcq_device *dev) NVHCQ_MUST_CHECK;
+/* NVHCQ_ERROR_GPU_FAULT, with what the driver recorded, once a channel has been stopped. */
+nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) NVHCQ_MUST_CHECK;
+/* "; last kernel submitted: ..., completed: compute N of M, copy N of M" for messages. */
+const char *nvhcq_device_progress(const nvhcq_device *dev);
 /* The channel for a queue kind. */
 nvhcq_channel *nvhcq_device_channel(nvhcq_device *dev, int copy);
 /* Appends "signal timeline[ch] = ++value" to `p`, returning the value to wait for. */

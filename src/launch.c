@@ -1,4 +1,5 @@
 /* Kernel launches: checks, the argument ring, QMD patching, chaining, local memory. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,6 +236,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
   NVHCQ_TRY(fill_qmd(dev, k, qmd, grid, block, shared_total(k, dynamic_shared), gpu));
   memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
   push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd);
+  snprintf(q->last_kernel, sizeof q->last_kernel, "%s", k->cubin->name);
   *cbank = cpu;
   *qmd_at = cpu + k->cbank0_bytes;
   return q->push.error;

@@ -1,6 +1,8 @@
 #include "queue.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- command encoders ---- */
 
@@ -154,6 +156,8 @@ nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64
 nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(q->push.error);
+  if (q->dev->broken) return nvhcq_device_synchronize(q->dev); /* says why */
+  if (q->last_kernel[0]) memcpy(q->dev->last_kernel, q->last_kernel, sizeof q->last_kernel);
   if (q->recorded) return nvhcq_queue_submit_recorded(q);
   NVHCQ_TRY(nvhcq_queue_check_args(q));
   return nvhcq_channel_submit(nvhcq_device_channel(q->dev, q->kind == NVHCQ_QUEUE_COPY),

@@ -16,7 +16,8 @@ struct nvhcq_queue {
   uint64_t last_qmd_gpu;
   uint32_t last_qmd_shadow[96];
   int launch_pending;
-  uint64_t args_first; /* first argument-ring position this recording uses, ~0 if none */
+  uint64_t args_first;  /* first argument-ring position this recording uses, ~0 if none */
+  char last_kernel[64]; /* name of the last kernel recorded, for fault reports */
 
   /* Recorded queues: arguments and QMDs in arena chunks of their own, commands uploaded at
    * finish, variables and the places they patch, and a counter of completed replays. */

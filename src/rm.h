@@ -38,6 +38,8 @@ void nvhcq_trace_format(char *buf, size_t size, const char *call, const char *wh
 
 const char *nvhcq_nv_status_name(uint32_t status);
 const char *nvhcq_class_name(uint32_t hclass);
+/* Robust-channel (Xid) error names, as the driver reports them in a channel's error notifier. */
+const char *nvhcq_xid_name(uint32_t xid);
 const char *nvhcq_control_name(uint32_t cmd);
 /* The nvhcq status for an RM status (NV_ERR_NO_MEMORY -> NVHCQ_ERROR_OUT_OF_MEMORY, ...). */
 nvhcq_status nvhcq_status_from_nv(uint32_t nv_status);

@@ -18,24 +18,29 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-nvhcq_status nvhcq_wait_value(volatile uint64_t *value_ptr, uint64_t value, uint32_t timeout_ms,
-                              const char *what) {
+nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
+                              uint32_t timeout_ms, const char *what) {
   /* Spin first: most waits end within microseconds and a sleep would cost more than that. */
   for (int i = 0; i < 20000; i++) {
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
+    if (dev && (i & 1023) == 1023) NVHCQ_TRY(nvhcq_device_check_faults(dev));
     cpu_relax();
   }
   double start = now_ms();
   long sleep_ns = 1000;
   for (;;) {
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
+    /* A stopped channel never releases: its error notifier says why, within a millisecond. */
+    if (dev) NVHCQ_TRY(nvhcq_device_check_faults(dev));
     double waited = now_ms() - start;
-    if (waited > timeout_ms)
+    if (waited > timeout_ms) {
+      if (dev) dev->broken = 1;
       return nvhcq_fail(NVHCQ_ERROR_TIMEOUT,
                         "%s: waited %u ms for value %llu, the signal holds %llu; the GPU work "
-                        "before it has not completed (raise NVHCQ_TIMEOUT_MS if it is slow)",
-                        what, timeout_ms, (unsigned long long)value,
-                        (unsigned long long)*value_ptr);
+                        "before it has not completed (raise NVHCQ_TIMEOUT_MS if it is slow)%s",
+                        what, timeout_ms, (unsigned long long)value, (unsigned long long)*value_ptr,
+                        dev ? nvhcq_device_progress(dev) : "");
+    }
     if (waited > 2.0) {
       struct timespec ts = {0, sleep_ns};
       nanosleep(&ts, NULL);
@@ -109,5 +114,6 @@ nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeo
   NVHCQ_TRY(nvhcq_signal_check(sig));
   char what[64];
   snprintf(what, sizeof what, "GPU %d signal %u", sig->dev->index, sig->slot);
-  return nvhcq_wait_value(sig->cpu, value, timeout_ms ? timeout_ms : sig->dev->timeout_ms, what);
+  return nvhcq_wait_value(sig->dev, sig->cpu, value, timeout_ms ? timeout_ms : sig->dev->timeout_ms,
+                          what);
 }

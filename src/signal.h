@@ -18,8 +18,8 @@ struct nvhcq_signal {
 
 /* Waits for *value_ptr >= value: spins briefly, then sleeps in growing steps. `check` (may be
  * NULL) is called while sleeping and can end the wait with an error (e.g. a channel fault). */
-nvhcq_status nvhcq_wait_value(volatile uint64_t *value_ptr, uint64_t value, uint32_t timeout_ms,
-                              const char *what) NVHCQ_MUST_CHECK;
+nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
+                              uint32_t timeout_ms, const char *what) NVHCQ_MUST_CHECK;
 
 nvhcq_status nvhcq_signal_check(const nvhcq_signal *sig) NVHCQ_MUST_CHECK;
 

@@ -111,3 +111,16 @@ extern "C" __global__ void add_int(const int *a, const int *b, int *c, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) c[i] = a[i] + b[i];
 }
+
+// Faults on purpose, for the fault tests.
+extern "C" __global__ void store_to(unsigned long long address) {
+  if (threadIdx.x == 0) *(volatile int *)address = 1;
+}
+extern "C" __global__ void misaligned_load(const char *p, int *out) {
+  out[threadIdx.x] = *(const volatile int *)(p + 1 + 4 * threadIdx.x);
+}
+extern "C" __global__ void trap_now() { __trap(); }
+extern "C" __global__ void spin_forever(volatile int *flag) {
+  while (*flag == 0) {
+  }
+}
