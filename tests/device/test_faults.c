@@ -1,5 +1,7 @@
 /* GPU faults and hangs: each must be reported (not just time out), and the device must work again
- * after it is closed and reopened. */
+ * after it is closed and reopened. The fault limit is 500 ms: on the H200 (driver 580.159.04) the
+ * driver's robust-channel handling writes the error notifier 40-140 ms after the fault, and
+ * nvhcq notices within a millisecond of that. */
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
@@ -67,7 +69,7 @@ static void expect_error(const char *name, const void *args, size_t size, nvhcq_
 static void t_out_of_bounds_store(void) {
   NEED_GPU();
   uint64_t address = 0x40000000ull; /* inside the address space, never mapped */
-  expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, 100);
+  expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, 500);
 }
 
 static void t_misaligned_load(void) {
@@ -77,12 +79,12 @@ static void t_misaligned_load(void) {
   struct {
     uint64_t p, out;
   } args = {nvhcq_buffer_gpu_address(b), nvhcq_buffer_gpu_address(b) + 2048};
-  expect_error("misaligned_load", &args, 16, NVHCQ_ERROR_GPU_FAULT, 100);
+  expect_error("misaligned_load", &args, 16, NVHCQ_ERROR_GPU_FAULT, 500);
 }
 
 static void t_trap(void) {
   NEED_GPU();
-  expect_error("trap_now", NULL, 0, NVHCQ_ERROR_GPU_FAULT, 100);
+  expect_error("trap_now", NULL, 0, NVHCQ_ERROR_GPU_FAULT, 500);
 }
 
 static void t_hang_times_out(void) {
@@ -101,7 +103,7 @@ static void t_repeated_fault_and_recover_keeps_memory(void) {
   uint64_t before = 0, after = 0;
   nvhcq_device_free_memory(dev, &before);
   uint64_t address = 0x40000000ull;
-  for (int i = 0; i < 5; i++) expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, 100);
+  for (int i = 0; i < 5; i++) expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, 500);
   nvhcq_device_free_memory(dev, &after);
   printf("  GPU free memory %llu MiB before, %llu MiB after 5 fault/recover cycles\n",
          (unsigned long long)(before >> 20), (unsigned long long)(after >> 20));
