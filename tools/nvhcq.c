@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_args.h"
 #include "nvhcq.h"
 
 static int fail(const char *what, nvhcq_status s) {
@@ -51,99 +52,49 @@ static int cmd_info(void) {
 
 /* ---- run ---- */
 
+static void *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  void *data = n > 0 ? malloc((size_t)n) : NULL;
+  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) free(data), data = NULL;
+  fclose(f);
+  *size = data ? (size_t)n : 0;
+  return data;
+}
+
 typedef struct run_buffer {
   nvhcq_buffer *buf;
   size_t size;
   int arg; /* position in the argument list */
 } run_buffer;
 
-static int parse_dims(const char *s, nvhcq_dim3 *d) {
-  unsigned v[3] = {1, 1, 1};
-  int n = sscanf(s, "%u,%u,%u", &v[0], &v[1], &v[2]);
-  if (n < 1) return -1;
-  *d = (nvhcq_dim3){v[0], v[1], v[2]};
-  return 0;
-}
-
-static int append(unsigned char *args, size_t *len, const void *v, size_t size) {
-  size_t at = (*len + size - 1) / size * size; /* natural alignment, as the C ABI lays it out */
-  if (at + size > 4096) return -1;
-  memset(args + *len, 0, at - *len);
-  memcpy(args + at, v, size);
-  *len = at + size;
-  return 0;
-}
-
-/* Fills a new buffer from "buf:BYTES[:iota32|:iotaf32|:u32=V|:f32=V]" or "file:PATH". */
-static int make_buffer(nvhcq_device *dev, const char *spec, run_buffer *rb) {
+/* A device buffer from a spec (see cli_parse_buffer), filled from a file or a pattern. */
+static int make_buffer(nvhcq_device *dev, const char *spec_text, run_buffer *rb) {
+  cli_buffer_spec spec;
+  if (cli_parse_buffer(spec_text, &spec))
+    return fprintf(stderr,
+                   "nvhcq run: bad buffer '%s' (buf:BYTES[:iota32|:iotaf32|:u32=V|:f32=V] "
+                   "or file:PATH)\n",
+                   spec_text),
+           -1;
   unsigned char *host = NULL;
-  if (!strncmp(spec, "file:", 5)) {
-    FILE *f = fopen(spec + 5, "rb");
-    if (!f) return fprintf(stderr, "nvhcq run: cannot open %s\n", spec + 5), -1;
-    fseek(f, 0, SEEK_END);
-    rb->size = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    host = malloc(rb->size ? rb->size : 1);
-    if (!host || fread(host, 1, rb->size, f) != rb->size) rb->size = 0;
-    fclose(f);
+  if (spec.path) {
+    host = read_file(spec.path, &rb->size);
+    if (!host)
+      return fprintf(stderr, "nvhcq run: cannot read %s (or it is empty)\n", spec.path), -1;
   } else {
-    char fill[64] = "";
-    unsigned long long bytes;
-    if (sscanf(spec, "buf:%llu:%63s", &bytes, fill) < 1 || bytes == 0)
-      return fprintf(stderr,
-                     "nvhcq run: bad buffer '%s' (buf:BYTES[:iota32|:iotaf32|:u32=V|:f32=V])\n",
-                     spec),
-             -1;
-    rb->size = bytes;
-    host = calloc(1, rb->size);
-    for (size_t i = 0; host && i + 4 <= rb->size; i += 4) {
-      uint32_t u = 0;
-      float f = 0;
-      if (!strcmp(fill, "iota32"))
-        u = (uint32_t)(i / 4);
-      else if (!strcmp(fill, "iotaf32"))
-        f = (float)(i / 4), memcpy(&u, &f, 4);
-      else if (sscanf(fill, "u32=%u", &u) == 1) {
-      } else if (sscanf(fill, "f32=%f", &f) == 1)
-        memcpy(&u, &f, 4);
-      else if (fill[0])
-        return fprintf(stderr, "nvhcq run: unknown fill '%s'\n", fill), free(host), -1;
-      memcpy(host + i, &u, 4);
-    }
+    rb->size = (size_t)spec.bytes;
+    host = malloc(rb->size);
+    if (!host) return fprintf(stderr, "nvhcq run: no host memory for %zu bytes\n", rb->size), -1;
+    cli_fill_buffer(&spec, host, rb->size);
   }
-  if (!host || !rb->size)
-    return fprintf(stderr, "nvhcq run: empty buffer '%s'\n", spec), free(host), -1;
   nvhcq_status s = nvhcq_alloc(dev, rb->size, NVHCQ_MEMORY_DEVICE, &rb->buf);
   if (!s) s = nvhcq_copy_to_device(rb->buf, 0, host, rb->size);
   free(host);
   return s ? fail("allocating a buffer", s), -1 : 0;
-}
-
-static int add_scalar(const char *spec, unsigned char *args, size_t *len) {
-  char type[8];
-  const char *colon = strchr(spec, ':');
-  if (!colon || colon - spec >= (long)sizeof type) return -1;
-  memcpy(type, spec, (size_t)(colon - spec));
-  type[colon - spec] = '\0';
-  const char *v = colon + 1;
-  char *end;
-  if (!strcmp(type, "i32") || !strcmp(type, "u32")) {
-    uint32_t x = (uint32_t)strtoll(v, &end, 0);
-    return *end ? -1 : append(args, len, &x, 4);
-  }
-  if (!strcmp(type, "i64") || !strcmp(type, "u64")) {
-    uint64_t x = (uint64_t)strtoull(v, &end, 0);
-    return *end ? -1 : append(args, len, &x, 8);
-  }
-  if (!strcmp(type, "f32")) {
-    float x = strtof(v, &end);
-    return *end ? -1 : append(args, len, &x, 4);
-  }
-  if (!strcmp(type, "f64")) {
-    double x = strtod(v, &end);
-    return *end ? -1 : append(args, len, &x, 8);
-  }
-  return -1;
 }
 
 static void print_buffer(const run_buffer *rb, const char *fmt, size_t count) {
@@ -193,9 +144,9 @@ static int cmd_run(int argc, char **argv) {
     const char *a = argv[i];
     const char *next = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "--grid") && next) {
-      if (parse_dims(argv[++i], &grid)) return run_usage();
+      if (cli_parse_dims(argv[++i], &grid)) return run_usage();
     } else if (!strcmp(a, "--block") && next) {
-      if (parse_dims(argv[++i], &block)) return run_usage();
+      if (cli_parse_dims(argv[++i], &block)) return run_usage();
     } else if (!strcmp(a, "--shared") && next) {
       shared = (unsigned)strtoul(argv[++i], NULL, 0);
     } else if (!strcmp(a, "--print") && next && nprint < 16) {
@@ -227,10 +178,10 @@ static int cmd_run(int argc, char **argv) {
         rc = 1;
       else {
         uint64_t addr = nvhcq_buffer_gpu_address(rb->buf);
-        append(args, &len, &addr, 8);
+        cli_append(args, &len, sizeof args, &addr, 8);
         nbufs++;
       }
-    } else if (add_scalar(args_spec[i], args, &len)) {
+    } else if (cli_append_scalar(args_spec[i], args, &len, sizeof args)) {
       fprintf(stderr, "nvhcq run: argument %d '%s' is not a scalar (i32:V ...) or a buffer\n", i,
               args_spec[i]);
       rc = 2;
@@ -275,19 +226,6 @@ static int cmd_run(int argc, char **argv) {
 }
 
 /* ---- compile ---- */
-
-static void *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  void *data = n > 0 ? malloc((size_t)n) : NULL;
-  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) free(data), data = NULL;
-  fclose(f);
-  *size = data ? (size_t)n : 0;
-  return data;
-}
 
 static int cmd_compile(int argc, char **argv) {
   const char *in = NULL, *out = NULL, *arch = NULL;
