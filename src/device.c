@@ -1,4 +1,5 @@
 #include "device.h"
+#include "handle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,9 +31,9 @@ static double now_ms(void) {
 nvhcq_status nvhcq_device_check(const nvhcq_device *dev) {
   if (!dev) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "device is NULL");
   if (dev->magic != NVHCQ_DEVICE_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "%p is not an open nvhcq device (closed, or not made by nvhcq_device_open)",
-                      (const void *)dev);
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "device %p %s", (const void *)dev,
+                      dev->magic == NVHCQ_DEAD_MAGIC ? "was closed already"
+                                                     : nvhcq_handle_problem(dev->magic));
   return NVHCQ_SUCCESS;
 }
 
@@ -666,8 +667,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   close_fd(&dev->rm.fd_uvm);
   close_fd(&dev->rm.fd_ctl);
   nvhcq_push_finish(&dev->scratch);
-  dev->magic = 0;
-  free(dev);
+  nvhcq_retire(dev);
   if (s) return nvhcq_fail(s, "%s", saved);
   return NVHCQ_SUCCESS;
 }

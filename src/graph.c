@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "module.h"
+#include "handle.h"
 #include "queue.h"
 
 #define NVHCQ_GRAPH_MAGIC 0x6e766772u /* "nvgr" */
@@ -40,9 +41,10 @@ struct nvhcq_graph {
 };
 
 static nvhcq_status check_graph(const nvhcq_graph *g, int want_instantiated) {
-  if (!g || g->magic != NVHCQ_GRAPH_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq graph",
-                      (const void *)g);
+  if (!g) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "graph is NULL");
+  if (g->magic != NVHCQ_GRAPH_MAGIC)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "graph %p %s", (const void *)g,
+                      nvhcq_handle_problem(g->magic));
   if (want_instantiated >= 0 && g->instantiated != want_instantiated)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, want_instantiated
                                                         ? "the graph must be instantiated first"
@@ -76,8 +78,7 @@ nvhcq_status nvhcq_graph_destroy(nvhcq_graph *g) {
   }
   free(g->nodes);
   free(g->vars);
-  g->magic = 0;
-  free(g);
+  nvhcq_retire(g);
   return NVHCQ_SUCCESS;
 }
 
@@ -124,8 +125,7 @@ nvhcq_status nvhcq_graph_add_launch(nvhcq_graph *g, nvhcq_kernel *k, nvhcq_dim3 
                                     size_t args_size, const nvhcq_launch_vars *vars,
                                     const nvhcq_node *deps, uint32_t dep_count, nvhcq_node *out) {
   NVHCQ_TRY(check_graph(g, 0));
-  if (!k || k->magic != NVHCQ_KERNEL_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq kernel", (void *)k);
+  NVHCQ_TRY(nvhcq_kernel_check(k));
   if (vars) {
     for (int d = 0; d < 3; d++) {
       NVHCQ_TRY(check_graph_var(g, vars->grid[d]));

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "handle.h"
 #include "module.h"
 #include "queue.h"
 
@@ -31,13 +32,6 @@ void nvhcq_compute_init(nvhcq_device *dev) {
   p[6] = (uint32_t)SHARED_WINDOW, p[7] = (uint32_t)(SHARED_WINDOW >> 32);
   p[8] = (uint32_t)LOCAL_WINDOW, p[9] = (uint32_t)(LOCAL_WINDOW >> 32);
   p[10] = 0xfffdc0; /* top of the per-thread stack in the local window */
-}
-
-static nvhcq_status check_kernel(const nvhcq_kernel *k) {
-  if (!k || k->magic != NVHCQ_KERNEL_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "%p is not a live nvhcq kernel (its module was unloaded?)", (const void *)k);
-  return NVHCQ_SUCCESS;
 }
 
 static nvhcq_status check_dims(const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_dim3 b) {
@@ -191,7 +185,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
                                   nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
                                   size_t args_size, uint8_t **cbank, uint8_t **qmd_at) {
   NVHCQ_TRY(nvhcq_queue_check(q));
-  NVHCQ_TRY(check_kernel(k));
+  NVHCQ_TRY(nvhcq_kernel_check(k));
   nvhcq_device *dev = q->dev;
   if (q->finished)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
@@ -347,7 +341,7 @@ nvhcq_status nvhcq_queue_memory_barrier(nvhcq_queue *q) {
 nvhcq_status nvhcq_launch_sync(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
                                uint32_t dynamic_shared, const void *args, size_t args_size,
                                uint64_t *gpu_ns) {
-  NVHCQ_TRY(check_kernel(k));
+  NVHCQ_TRY(nvhcq_kernel_check(k));
   nvhcq_device *dev = k->module->dev;
   if (!dev->sync_queue) {
     NVHCQ_TRY(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &dev->sync_queue));

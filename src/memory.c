@@ -1,4 +1,5 @@
 #include "memory.h"
+#include "handle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,9 +77,8 @@ void nvhcq_low_unmap(uint64_t addr, uint64_t size) {
 nvhcq_status nvhcq_buffer_check(const nvhcq_buffer *buf, const char *what) {
   if (!buf) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%s: buffer is NULL", what);
   if (buf->magic != NVHCQ_BUFFER_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "%s: %p is not a live nvhcq buffer (freed, or not made by nvhcq_alloc)", what,
-                      (const void *)buf);
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%s: buffer %p %s", what, (const void *)buf,
+                      nvhcq_handle_problem(buf->magic));
   return NVHCQ_SUCCESS;
 }
 
@@ -227,8 +227,7 @@ static void release(nvhcq_buffer *b, int gpu_mapped) {
     if (b->low) nvhcq_low_unmap(b->gpu_address, b->mapped_size);
     nvhcq_va_free(b->low ? &va_low : &va_high, b->gpu_address, b->mapped_size);
   }
-  b->magic = 0;
-  free(b);
+  nvhcq_retire(b);
 }
 
 nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,

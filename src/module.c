@@ -1,4 +1,5 @@
 #include "module.h"
+#include "handle.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,8 +12,18 @@
 static nvhcq_status check_module(const nvhcq_module *m) {
   if (!m) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "module is NULL");
   if (m->magic != NVHCQ_MODULE_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a loaded nvhcq module",
-                      (const void *)m);
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "module %p %s", (const void *)m,
+                      m->magic == NVHCQ_DEAD_MAGIC ? "was unloaded already"
+                                                   : nvhcq_handle_problem(m->magic));
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_kernel_check(const nvhcq_kernel *k) {
+  if (!k) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "kernel is NULL");
+  if (k->magic != NVHCQ_KERNEL_MAGIC)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "kernel %p %s", (const void *)k,
+                      k->magic == NVHCQ_DEAD_MAGIC ? "belongs to a module that was unloaded"
+                                                   : nvhcq_handle_problem(k->magic));
   return NVHCQ_SUCCESS;
 }
 
@@ -180,12 +191,11 @@ nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
   if (!m) return NVHCQ_SUCCESS;
   NVHCQ_TRY(check_module(m));
   nvhcq_status s = nvhcq_device_synchronize(m->dev);
-  for (uint32_t i = 0; i < m->kernel_count; i++) m->kernels[i].magic = 0;
+  for (uint32_t i = 0; i < m->kernel_count; i++) m->kernels[i].magic = NVHCQ_DEAD_MAGIC;
   nvhcq_memory_free(m->image);
   nvhcq_cubin_free(m->cubin);
-  free(m->kernels);
-  m->magic = 0;
-  free(m);
+  nvhcq_retire(m->kernels); /* kernel handles point into it */
+  nvhcq_retire(m);
   return s;
 }
 
@@ -234,9 +244,7 @@ nvhcq_status nvhcq_module_get_global(nvhcq_module *m, const char *name, uint64_t
 }
 
 nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *info) {
-  if (!k || k->magic != NVHCQ_KERNEL_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq kernel",
-                      (const void *)k);
+  NVHCQ_TRY(nvhcq_kernel_check(k));
   if (!info) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "info is NULL");
   uint32_t base = k->static_shared ? k->static_shared : 1024;
   *info = (nvhcq_kernel_info){.name = k->cubin->name,

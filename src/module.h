@@ -31,4 +31,7 @@ struct nvhcq_module {
   nvhcq_kernel *kernels;
 };
 
+/* Refuses NULL, foreign and stale kernel handles (their module unloaded). */
+nvhcq_status nvhcq_kernel_check(const nvhcq_kernel *k) NVHCQ_MUST_CHECK;
+
 #endif

@@ -1,4 +1,5 @@
 #include "queue.h"
+#include "handle.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,8 +59,8 @@ void nvhcq_push_copy_signal(nvhcq_push *p, uint64_t address, uint64_t value, int
 nvhcq_status nvhcq_queue_check(const nvhcq_queue *q) {
   if (!q) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "queue is NULL");
   if (q->magic != NVHCQ_QUEUE_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%p is not a live nvhcq queue",
-                      (const void *)q);
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "queue %p %s", (const void *)q,
+                      nvhcq_handle_problem(q->magic));
   return NVHCQ_SUCCESS;
 }
 
@@ -100,8 +101,7 @@ nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
     nvhcq_queue_free_recording(q);
   }
   nvhcq_push_finish(&q->push);
-  q->magic = 0;
-  free(q);
+  nvhcq_retire(q);
   return NVHCQ_SUCCESS;
 }
 

@@ -1,4 +1,5 @@
 #include "signal.h"
+#include "handle.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,10 +55,8 @@ nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, u
 nvhcq_status nvhcq_signal_check(const nvhcq_signal *sig) {
   if (!sig) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "signal is NULL");
   if (sig->magic != NVHCQ_SIGNAL_MAGIC)
-    return nvhcq_fail(
-        NVHCQ_ERROR_INVALID_ARGUMENT,
-        "%p is not a live nvhcq signal (destroyed, or not made by nvhcq_signal_create)",
-        (const void *)sig);
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "signal %p %s", (const void *)sig,
+                      nvhcq_handle_problem(sig->magic));
   return NVHCQ_SUCCESS;
 }
 
@@ -88,8 +87,7 @@ nvhcq_status nvhcq_signal_destroy(nvhcq_signal *sig) {
   if (!sig) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_signal_check(sig));
   sig->dev->free_slots[sig->dev->free_slot_count++] = sig->slot;
-  sig->magic = 0;
-  free(sig);
+  nvhcq_retire(sig);
   return NVHCQ_SUCCESS;
 }
 

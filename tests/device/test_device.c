@@ -262,6 +262,12 @@ static void t_bad_input(void) {
   TEST_CHECK(nvhcq_copy_from_device(&byte, ok, SIZE_MAX, 2) == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(nvhcq_copy_to_device(ok, 0, NULL, 4) == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(nvhcq_free(ok) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_free(ok) == NVHCQ_ERROR_INVALID_ARGUMENT); /* double free, caught */
+  printf("  double free says: %s\n", nvhcq_last_error());
+  nvhcq_signal *s;
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &s) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_destroy(s) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_wait(s, 1, 10) == NVHCQ_ERROR_INVALID_ARGUMENT);
 }
 
 static void t_close(void) {

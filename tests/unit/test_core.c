@@ -7,6 +7,7 @@
 #include "channel.h"
 #include "device.h"
 #include "door.h"
+#include "handle.h"
 #include "push.h"
 #include "rm.h"
 #include "test.h"
@@ -201,7 +202,25 @@ static void t_null_handles(void) {
   TEST_CHECK(nvhcq_queue_submit(NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
 }
 
-TEST_MAIN(TEST(t_method_header), TEST(t_push_encoding_and_print), TEST(t_va_allocator),
-          TEST(t_visible_devices), TEST(t_branches), TEST(t_trace_format_and_status),
-          TEST(t_ring_arithmetic), TEST(t_mock_no_driver), TEST(t_mock_unknown_branch),
-          TEST(t_null_handles))
+/* A freed handle is refused with a message that says it was freed, not touched. */
+static void t_stale_handles(void) {
+  nvhcq_buffer *b = calloc(1, sizeof *b);
+  b->magic = NVHCQ_BUFFER_MAGIC;
+  TEST_CHECK(nvhcq_buffer_check(b, "test") == NVHCQ_SUCCESS);
+  nvhcq_retire(b); /* what nvhcq_free does last */
+  TEST_CHECK(nvhcq_buffer_check(b, "test") == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "freed already"), "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_free(b) == NVHCQ_ERROR_INVALID_ARGUMENT); /* double free */
+  int not_ours[8] = {0};
+  TEST_CHECK(nvhcq_free((nvhcq_buffer *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(strstr(nvhcq_last_error(), "not made by nvhcq") != NULL);
+  TEST_CHECK(nvhcq_signal_destroy((nvhcq_signal *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_queue_destroy((nvhcq_queue *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_module_unload((nvhcq_module *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_device_close((nvhcq_device *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_MAIN(TEST(t_stale_handles), TEST(t_method_header), TEST(t_push_encoding_and_print),
+          TEST(t_va_allocator), TEST(t_visible_devices), TEST(t_branches),
+          TEST(t_trace_format_and_status), TEST(t_ring_arithmetic), TEST(t_mock_no_driver),
+          TEST(t_mock_unknown_branch), TEST(t_null_handles))
