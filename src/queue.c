@@ -96,8 +96,8 @@ nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
   if (!q) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_queue_check(q));
   if (q->recorded) {
-    /* Its memory may still be read by a running replay. */
-    if (q->finished) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
+    /* Its memory may still be read by a running replay, unless the device is broken. */
+    if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
     nvhcq_queue_free_recording(q);
   }
   nvhcq_push_finish(&q->push);
@@ -108,7 +108,8 @@ nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
 nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   if (q->recorded) {
-    if (q->finished) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
+    /* Its memory may still be read by a running replay, unless the device is broken. */
+    if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
     nvhcq_queue_free_recording(q);
   }
   nvhcq_push_reset(&q->push);
