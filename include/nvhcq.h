@@ -70,6 +70,7 @@ typedef struct nvhcq_device_info {
   uint32_t copy_class;     /* e.g. 0xc8b5 HOPPER_DMA_COPY_A */
   uint32_t gpfifo_class;   /* e.g. 0xc86f HOPPER_CHANNEL_GPFIFO_A */
   uint32_t usermode_class; /* e.g. 0xc661 HOPPER_USERMODE_A */
+  int copy_engine;         /* asynchronous copy engine the copies use; -1: the graphics group's */
   double open_ms;          /* time nvhcq_device_open took */
 } nvhcq_device_info;
 
@@ -84,6 +85,11 @@ NVHCQ_API nvhcq_status nvhcq_device_get_info(const nvhcq_device *dev, nvhcq_devi
 NVHCQ_API nvhcq_status nvhcq_device_synchronize(nvhcq_device *dev);
 /* Default timeout of waits in milliseconds (NVHCQ_TIMEOUT_MS, else 10000). */
 NVHCQ_API nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms);
+/* After NVHCQ_ERROR_GPU_FAULT or NVHCQ_ERROR_TIMEOUT (or to abandon running work): stops the
+ * device's channels and creates new ones. Buffers, modules, signals, queues and graphs stay
+ * valid. Work that had not completed is discarded; signals it would have released keep the
+ * values they had, and recorded queues count its replays as over. */
+NVHCQ_API nvhcq_status nvhcq_device_recover(nvhcq_device *dev);
 /* Device memory still free, as the driver counts it. */
 NVHCQ_API nvhcq_status nvhcq_device_free_memory(nvhcq_device *dev, uint64_t *free_bytes);
 

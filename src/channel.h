@@ -11,6 +11,7 @@ typedef struct nvhcq_channel {
   const char *name; /* "compute" / "copy" */
   uint32_t handle;  /* RM channel object */
   uint32_t group;   /* its channel group */
+  uint32_t engine;  /* its engine object (compute or copy) */
   uint32_t token;   /* work-submit token for the doorbell */
   uint64_t *ring;   /* GPFIFO entries, CPU view */
   volatile uint32_t *gp_get, *gp_put;

@@ -75,7 +75,7 @@ static const char *visible_list(void) {
 }
 
 static nvhcq_status open_ctl(int *fd) {
-  *fd = nvhcq_door->open("/dev/nvidiactl", O_RDWR);
+  *fd = nvhcq_door->open("/dev/nvidiactl", O_RDWR | O_CLOEXEC);
   if (*fd < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER,
                       "cannot open /dev/nvidiactl: %s; is the NVIDIA kernel driver loaded "
@@ -137,8 +137,8 @@ static nvhcq_status detect_driver(nvhcq_device *dev) {
 }
 
 static nvhcq_status open_uvm(nvhcq_device *dev) {
-  dev->rm.fd_uvm = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR);
-  dev->fd_uvm2 = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR);
+  dev->rm.fd_uvm = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR | O_CLOEXEC);
+  dev->fd_uvm2 = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR | O_CLOEXEC);
   if (dev->rm.fd_uvm < 0 || dev->fd_uvm2 < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER,
                       "cannot open /dev/nvidia-uvm: %s; load the nvidia-uvm module "
@@ -324,7 +324,7 @@ static nvhcq_status alloc_gpu_objects(nvhcq_device *dev, const nv_ioctl_card_inf
 static nvhcq_status map_usermode(nvhcq_device *dev) {
   char path[32];
   snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
-  dev->usermode_fd = nvhcq_door->open(path, O_RDWR);
+  dev->usermode_fd = nvhcq_door->open(path, O_RDWR | O_CLOEXEC);
   if (dev->usermode_fd < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
   nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
@@ -366,45 +366,75 @@ static nvhcq_status register_uvm(nvhcq_device *dev) {
 
 /* Gives UVM a range of our address space for the channel's context buffers. */
 static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
-  NVHCQ_TRY(nvhcq_va_alloc(nvhcq_va_low(), CHANNEL_VA_BYTES, 1u << 21, &ch->channel_va));
-  /* UVM wants this range free of CPU mappings, like the rest of the GPU-only space. */
-  munmap((void *)(uintptr_t)ch->channel_va, CHANNEL_VA_BYTES);
-  UVM_REGISTER_CHANNEL_PARAMS rc = {.rmCtrlFd = dev->rm.fd_ctl,
-                                    .hClient = dev->rm.root,
-                                    .hChannel = ch->handle,
-                                    .base = ch->channel_va,
-                                    .length = CHANNEL_VA_BYTES};
-  memcpy(rc.gpuUuid.uuid, dev->info.uuid, 16);
-  NVHCQ_TRY(nvhcq_uvm_call(&dev->rm, UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL", &rc,
-                           offsetof(UVM_REGISTER_CHANNEL_PARAMS, rmStatus)));
-  return NVHCQ_SUCCESS;
+  for (;;) {
+    /* Aligned to its size: the driver places context buffers of large alignment in it. */
+    NVHCQ_TRY(nvhcq_va_alloc(nvhcq_va_low(), CHANNEL_VA_BYTES, CHANNEL_VA_BYTES, &ch->channel_va));
+    /* UVM wants this range free of CPU mappings, like the rest of the GPU-only space. */
+    munmap((void *)(uintptr_t)ch->channel_va, CHANNEL_VA_BYTES);
+    UVM_REGISTER_CHANNEL_PARAMS rc = {.rmCtrlFd = dev->rm.fd_ctl,
+                                      .hClient = dev->rm.root,
+                                      .hChannel = ch->handle,
+                                      .base = ch->channel_va,
+                                      .length = CHANNEL_VA_BYTES};
+    memcpy(rc.gpuUuid.uuid, dev->info.uuid, 16);
+    nvhcq_status s = nvhcq_uvm_call(&dev->rm, UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL", &rc,
+                                    offsetof(UVM_REGISTER_CHANNEL_PARAMS, rmStatus));
+    if (!s) return NVHCQ_SUCCESS;
+    /* After a recovery UVM may still hold part of a range that an earlier channel used: keep
+     * that range out of use until close and try another. */
+    uint64_t *grown = rc.rmStatus == NV_ERR_INVALID_ADDRESS
+                          ? realloc(dev->stuck_va, (dev->stuck_va_count + 1) * sizeof *grown)
+                          : NULL;
+    if (!grown) {
+      uint64_t at = ch->channel_va;
+      nvhcq_low_unmap(at, CHANNEL_VA_BYTES);
+      (void)!nvhcq_va_free(nvhcq_va_low(), at, CHANNEL_VA_BYTES);
+      ch->channel_va = 0;
+      return nvhcq_fail_context(s, "registering the %s channel's range 0x%llx with UVM",
+                                ch->name ? ch->name : "new", (unsigned long long)at);
+    }
+    nvhcq_low_unmap(ch->channel_va, CHANNEL_VA_BYTES);
+    dev->stuck_va = grown;
+    dev->stuck_va[dev->stuck_va_count++] = ch->channel_va;
+    ch->channel_va = 0;
+  }
 }
 
-/* A channel of the graphics channel group, in the address space of its context share. Copies
- * share the group too: bare channels on the asynchronous copy engines are accepted by the 580
- * driver but never run. */
+/* A channel of the graphics channel group, in the address space of its context share, or the
+ * copy channel in a group of its own on an asynchronous copy engine. */
 static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int copy) {
   uint64_t ring_offset = copy ? GPFIFO_AREA / 2 : 0;
-  NVHCQ_TRY(nvhcq_memory_alloc(dev, NOTIFIER_BYTES, NVHCQ_MEMORY_HOST_UNCACHED, NULL,
-                               &dev->notifiers[copy]));
+  if (!dev->notifiers[copy])
+    NVHCQ_TRY(nvhcq_memory_alloc(dev, NOTIFIER_BYTES, NVHCQ_MEMORY_HOST_UNCACHED, NULL,
+                                 &dev->notifiers[copy]));
+  memset(dev->notifiers[copy]->host_pointer, 0, NOTIFIER_BYTES);
   NV_CHANNEL_ALLOC_PARAMS p;
   memset(&p, 0, sizeof p);
   p.hObjectError = dev->notifiers[copy]->handle;
   p.hObjectBuffer = dev->gpfifo_area->handle;
   p.gpFifoOffset = dev->gpfifo_area->gpu_address + ring_offset;
   p.gpFifoEntries = GPFIFO_ENTRIES;
-  p.hContextShare = dev->h_ctxshare;
+  /* On an asynchronous copy engine the driver gives the channel a synchronous context share of
+   * the group's address space; the copy object names the engine. */
+  int async = copy && dev->copy_engine_type;
+  p.hContextShare = async ? 0 : dev->h_ctxshare;
+  p.engineType = async ? dev->copy_engine_type : 0;
   p.hUserdMemory[0] = dev->gpfifo_area->handle;
   p.userdOffset[0] = ring_offset + GPFIFO_ENTRIES * 8ull;
-  ch->group = dev->h_group;
+  ch->group = async ? dev->h_copy_group : dev->h_group;
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, ch->group, dev->classes.gpfifo, &p, sizeof p, &ch->handle));
-  uint32_t engine = 0;
+  NVB0B5_ALLOCATION_PARAMETERS ce = {NVB0B5_ALLOCATION_PARAMETERS_VERSION_1, dev->copy_engine_type};
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, ch->handle, copy ? dev->classes.copy : dev->classes.compute,
-                           NULL, 0, &engine));
+                           async ? &ce : NULL, async ? sizeof ce : 0, &ch->engine));
   NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS tok = {.workSubmitToken = ~0u};
   NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
                              &tok, sizeof tok));
   NVHCQ_TRY(register_channel(dev, ch));
+  if (async) {
+    NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
+    NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
+                               dev->rm.branch->schedule_params_size));
+  }
   char *area = dev->gpfifo_area->host_pointer;
   ch->name = copy ? "copy" : "compute";
   ch->token = tok.workSubmitToken;
@@ -423,25 +453,82 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
   return NVHCQ_SUCCESS;
 }
 
+static void unregister_channel(nvhcq_device *dev, nvhcq_channel *ch);
+static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch);
+
+static int popcount(uint32_t v) {
+  int n = 0;
+  for (; v; v &= v - 1) n++;
+  return n;
+}
+
+/* Copies run in the graphics channel group unless NVHCQ_COPY_ENGINE names an asynchronous copy
+ * engine, or says "auto": the one with the most physical engines behind it. On the H200 that is
+ * LCE 4 (12 of them); pinned copies there measured 51-53.5 GB/s, no better than in the group. */
+static void pick_copy_engine(nvhcq_device *dev) {
+  dev->info.copy_engine = -1;
+  const char *env = getenv("NVHCQ_COPY_ENGINE");
+  if (!env || !strcmp(env, "gr")) return;
+  int best = strcmp(env, "auto") ? atoi(env) : -1, best_pces = 0;
+  NV2080_CTRL_CE_GET_ALL_CAPS_PARAMS caps;
+  memset(&caps, 0, sizeof caps);
+  if (best < 0 && !nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_CE_GET_ALL_CAPS,
+                                    &caps, sizeof caps))
+    for (uint32_t n = 0; n < NV2080_CTRL_MAX_CES; n++) {
+      if (!(caps.present >> n & 1) || caps.capsTbl[n][0] & NV2080_CTRL_CE_CAPS_CE_GRCE) continue;
+      NV2080_CTRL_CE_GET_CE_PCE_MASK_PARAMS m = {.ceEngineType = NV2080_ENGINE_TYPE_COPY(n)};
+      if (nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK, &m,
+                           sizeof m))
+        continue;
+      if (popcount(m.pceMask) > best_pces) best = (int)n, best_pces = popcount(m.pceMask);
+    }
+  if (best < 0 || best >= (int)NV2080_CTRL_MAX_CES) return;
+  dev->info.copy_engine = best;
+  dev->copy_engine_type = NV2080_ENGINE_TYPE_COPY((uint32_t)best);
+}
+
+static nvhcq_status create_async_copy(nvhcq_device *dev) {
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS cg = {.hVASpace = dev->h_vaspace,
+                                               .engineType = dev->copy_engine_type};
+  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &cg, sizeof cg,
+                           &dev->h_copy_group));
+  return create_channel(dev, &dev->copy, 1);
+}
+
+/* The group, its context share and both channels. The rings' memory is kept across recoveries;
+ * a new channel starts from an empty ring. */
 static nvhcq_status create_channels(nvhcq_device *dev) {
   NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.engineType = NV2080_ENGINE_TYPE_GRAPHICS};
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp,
                            &dev->h_group));
   nvhcq_alloc_options ring_opts = {.contiguous = 1, .map_flags = NVHCQ_MAP_WRITE_COMBINED};
-  NVHCQ_TRY(nvhcq_memory_alloc(dev, GPFIFO_AREA, NVHCQ_MEMORY_DEVICE_MAPPED, &ring_opts,
-                               &dev->gpfifo_area));
+  if (!dev->gpfifo_area)
+    NVHCQ_TRY(nvhcq_memory_alloc(dev, GPFIFO_AREA, NVHCQ_MEMORY_DEVICE_MAPPED, &ring_opts,
+                                 &dev->gpfifo_area));
+  memset(dev->gpfifo_area->host_pointer, 0, GPFIFO_AREA);
   nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
-  NVHCQ_TRY(
-      nvhcq_memory_alloc(dev, 2 * CMD_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, &wc, &dev->cmd_area));
+  if (!dev->cmd_area)
+    NVHCQ_TRY(nvhcq_memory_alloc(dev, 2 * CMD_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, &wc,
+                                 &dev->cmd_area));
   NV_CTXSHARE_ALLOCATION_PARAMETERS cp = {.hVASpace = dev->h_vaspace,
                                           .flags = NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC};
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_group, FERMI_CONTEXT_SHARE_A, &cp, sizeof cp,
                            &dev->h_ctxshare));
   NVHCQ_TRY(create_channel(dev, &dev->compute, 0));
-  NVHCQ_TRY(create_channel(dev, &dev->copy, 1));
+  if (dev->copy_engine_type && create_async_copy(dev)) {
+    /* The engine would not take a channel: copies stay in the graphics group. */
+    unregister_channel(dev, &dev->copy);
+    destroy_channel(dev, &dev->copy);
+    if (dev->h_copy_group) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_copy_group);
+    dev->h_copy_group = dev->copy_engine_type = 0;
+    dev->info.copy_engine = -1;
+  }
+  if (!dev->copy.handle) NVHCQ_TRY(create_channel(dev, &dev->copy, 1));
   NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
-  return nvhcq_rm_control(&dev->rm, dev->h_group, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
-                          dev->rm.branch->schedule_params_size);
+  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_group, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
+                             dev->rm.branch->schedule_params_size));
+  nvhcq_fault_attach(dev);
+  return NVHCQ_SUCCESS;
 }
 
 static nvhcq_status create_signals(nvhcq_device *dev) {
@@ -465,6 +552,7 @@ static nvhcq_status setup_channels(nvhcq_device *dev) {
   uint32_t local[2] = {(uint32_t)(LOCAL_WINDOW >> 32), (uint32_t)LOCAL_WINDOW};
   nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A, shared, 2);
   nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A, local, 2);
+  nvhcq_push_local_memory(dev, p);
   uint64_t v0 = nvhcq_device_push_timeline(dev, 0, p);
   NVHCQ_TRY(p->error);
   NVHCQ_TRY(nvhcq_channel_submit(&dev->compute, p->words, p->len));
@@ -486,27 +574,6 @@ const char *nvhcq_device_progress(const nvhcq_device *dev) {
       (unsigned long long)dev->timeline_value[0], (unsigned long long)dev->timeline[1]->cpu[0],
       (unsigned long long)dev->timeline_value[1]);
   return text;
-}
-
-/* The driver writes an error notifier (time, Xid in info32, engine in info16, status 0xffff last)
- * into the memory given as hObjectError when it stops a channel. */
-nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) {
-  for (int c = 0; c < 2; c++) {
-    if (!dev->notifiers[c]) continue;
-    const volatile uint8_t *n = dev->notifiers[c]->host_pointer;
-    uint16_t status = *(const volatile uint16_t *)(n + 14);
-    if (!status) continue;
-    uint32_t xid = *(const volatile uint32_t *)(n + 8);
-    uint16_t engine = *(const volatile uint16_t *)(n + 12);
-    dev->broken = 1;
-    return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT,
-                      "GPU %d: the driver stopped the %s channel: Xid %u %s (engine type %u)%s. "
-                      "Work on this device can no longer complete: close it and open it again "
-                      "(its memory is lost with it)",
-                      dev->index, c ? "copy" : "compute", xid, nvhcq_xid_name(xid), engine,
-                      nvhcq_device_progress(dev));
-  }
-  return NVHCQ_SUCCESS;
 }
 
 uint64_t nvhcq_device_push_timeline(nvhcq_device *dev, int copy, nvhcq_push *p) {
@@ -554,7 +621,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   NVHCQ_TRY(open_uvm(dev));
   char path[32];
   snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
-  dev->fd_dev = nvhcq_door->open(path, O_RDWR);
+  dev->fd_dev = nvhcq_door->open(path, O_RDWR | O_CLOEXEC);
   if (dev->fd_dev < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
   nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
@@ -564,6 +631,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   NVHCQ_TRY(register_uvm(dev));
   NVHCQ_TRY(nvhcq_va_ranges_init());
   NVHCQ_TRY(create_signals(dev));
+  pick_copy_engine(dev);
   NVHCQ_TRY(create_channels(dev));
   return setup_channels(dev);
 }
@@ -598,14 +666,18 @@ static void free_buffer(nvhcq_buffer **b) {
   *b = NULL;
 }
 
+static void unregister_channel(nvhcq_device *dev, nvhcq_channel *ch) {
+  if (!ch->channel_va) return;
+  UVM_UNREGISTER_CHANNEL_PARAMS u = {
+      .rmCtrlFd = dev->rm.fd_ctl, .hClient = dev->rm.root, .hChannel = ch->handle};
+  memcpy(u.gpuUuid.uuid, dev->info.uuid, 16);
+  (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_CHANNEL, "UVM_UNREGISTER_CHANNEL", &u,
+                        offsetof(UVM_UNREGISTER_CHANNEL_PARAMS, rmStatus));
+}
+
+/* UVM lets go of every channel of a group before the driver frees any of them: the group's
+ * shared buffers stay mapped while one registration holds them. */
 static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
-  if (ch->channel_va) {
-    UVM_UNREGISTER_CHANNEL_PARAMS u = {
-        .rmCtrlFd = dev->rm.fd_ctl, .hClient = dev->rm.root, .hChannel = ch->handle};
-    memcpy(u.gpuUuid.uuid, dev->info.uuid, 16);
-    (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_CHANNEL, "UVM_UNREGISTER_CHANNEL", &u,
-                          offsetof(UVM_UNREGISTER_CHANNEL_PARAMS, rmStatus));
-  }
   if (ch->handle) nvhcq_rm_free(&dev->rm, ch->group, ch->handle);
   if (ch->channel_va) {
     nvhcq_low_unmap(ch->channel_va, CHANNEL_VA_BYTES);
@@ -613,6 +685,17 @@ static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
   }
   free(ch->entry_start);
   memset(ch, 0, sizeof *ch);
+}
+
+static void destroy_channels(nvhcq_device *dev) {
+  nvhcq_fault_detach(dev);
+  unregister_channel(dev, &dev->compute);
+  unregister_channel(dev, &dev->copy);
+  destroy_channel(dev, &dev->compute);
+  destroy_channel(dev, &dev->copy);
+  if (dev->h_copy_group) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_copy_group);
+  if (dev->h_group) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_group);
+  dev->h_group = dev->h_ctxshare = dev->h_copy_group = 0;
 }
 
 static void close_fd(int *fd) {
@@ -630,8 +713,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   char saved[2048];
   snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
-  destroy_channel(dev, &dev->compute);
-  destroy_channel(dev, &dev->copy);
+  destroy_channels(dev);
   for (int i = 0; i < 2; i++) {
     if (dev->timeline[i]) nvhcq_signal_destroy(dev->timeline[i]);
     free_buffer(&dev->notifiers[i]);
@@ -667,8 +749,37 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   close_fd(&dev->rm.fd_uvm);
   close_fd(&dev->rm.fd_ctl);
   nvhcq_push_finish(&dev->scratch);
+  free(dev->fault_text);
+  for (uint32_t i = 0; i < dev->stuck_va_count; i++)
+    (void)!nvhcq_va_free(nvhcq_va_low(), dev->stuck_va[i], CHANNEL_VA_BYTES);
+  free(dev->stuck_va);
   nvhcq_retire(dev);
   if (s) return nvhcq_fail(s, "%s", saved);
+  return NVHCQ_SUCCESS;
+}
+
+/* A fault or a stop kills the channel group, not the address space: new channels in the same
+ * space see all memory as it was. Work that had not completed is discarded; the internal
+ * timelines are advanced past it so nothing waits for it. */
+nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  /* Freeing a channel whose kernel never ends waits seconds for a preemption that cannot
+   * happen; stopping it the way a fault does takes milliseconds. */
+  if (!dev->fault_text && dev->compute.handle) {
+    NV906F_CTRL_CMD_RESET_CHANNEL_PARAMS r = {.engineID = NV2080_ENGINE_TYPE_GRAPHICS};
+    (void)!nvhcq_rm_control(&dev->rm, dev->compute.handle, NV906F_CTRL_CMD_RESET_CHANNEL, &r,
+                            sizeof r);
+  }
+  destroy_channels(dev);
+  free(dev->fault_text);
+  dev->fault_text = NULL;
+  for (int c = 0; c < 2; c++) nvhcq_signal_set(dev->timeline[c], dev->timeline_value[c]);
+  dev->generation++;
+  dev->broken = 1; /* until the new channels answer */
+  nvhcq_status s = create_channels(dev);
+  if (!s) s = setup_channels(dev);
+  if (s) return nvhcq_fail_context(s, "recovering GPU %d", dev->index);
+  dev->broken = 0;
   return NVHCQ_SUCCESS;
 }
 
@@ -699,8 +810,8 @@ nvhcq_status nvhcq_device_synchronize(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (dev->broken)
     return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT,
-                      "GPU %d stopped working after an earlier fault or hang; close it and open it "
-                      "again",
+                      "GPU %d stopped working after an earlier fault or hang; call "
+                      "nvhcq_device_recover (memory stays valid) or close the device",
                       dev->index);
   uint64_t v[2];
   for (int c = 0; c < 2; c++) {

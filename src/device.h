@@ -27,6 +27,11 @@ struct nvhcq_device {
   int fd_uvm2; /* second UVM fd for UVM_MM_INITIALIZE */
   uint32_t minor;
   uint32_t h_device, h_subdevice, h_usermode, h_vaspace, h_group, h_ctxshare;
+  uint32_t h_copy_group;     /* the copy channel's own group on an asynchronous copy engine */
+  uint32_t copy_engine_type; /* that engine (NV2080_ENGINE_TYPE_COPY(n)), 0: graphics group's */
+  uint32_t h_debugger;       /* reads SM error states and MMU fault records, 0 if refused */
+  uint64_t *stuck_va;        /* channel ranges UVM would not take again, returned at close */
+  uint32_t stuck_va_count;
   nvhcq_classes classes;
   int copy_payload64; /* the copy class releases 64-bit semaphore payloads */
   nvhcq_device_info info;
@@ -54,8 +59,10 @@ struct nvhcq_device {
   nvhcq_buffer *staging;
 
   uint32_t next_host_handle;
-  int broken;           /* a channel faulted or a wait timed out: only close is safe */
+  int broken;           /* a channel faulted or a wait timed out: recover or close */
+  uint32_t generation;  /* channel generation: each recovery starts a new one */
   char last_kernel[64]; /* the kernel most recently submitted on the compute channel */
+  char *fault_text;     /* what stopped the channels, once read (cleared by recovery) */
 
   /* Compute. */
   int qmd_version;            /* nvhcq_qmd_version for the compute class, 0 if unknown */
@@ -66,9 +73,11 @@ struct nvhcq_device {
   uint64_t args_head;         /* monotonic byte position of the next chunk */
   nvhcq_buffer *local_memory; /* shader local memory (stacks) for every SM */
   uint32_t local_per_thread;  /* bytes of local memory each thread may use */
+  uint64_t local_per_tpc;     /* bytes of it each TPC gets */
   nvhcq_queue *sync_queue;    /* for nvhcq_launch_sync */
   nvhcq_signal *sync_signal[2];
   nvhcq_module *builtin;     /* built-in kernels, loaded on first use */
+  nvhcq_module *modules;     /* every loaded module, for naming the kernel at a faulting PC */
   nvhcq_kernel *copy_kernel; /* NULL when the build has none for this GPU */
   int builtin_tried;
 };
@@ -76,8 +85,14 @@ struct nvhcq_device {
 nvhcq_status nvhcq_device_check(const nvhcq_device *dev) NVHCQ_MUST_CHECK;
 /* NVHCQ_ERROR_GPU_FAULT, with what the driver recorded, once a channel has been stopped. */
 nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) NVHCQ_MUST_CHECK;
+/* The debugger object that lets the driver's saved SM and MMU fault records be read; without
+ * it (the driver may refuse) faults are still reported, with less detail. */
+void nvhcq_fault_attach(nvhcq_device *dev);
+void nvhcq_fault_detach(nvhcq_device *dev);
 /* "; last kernel submitted: ..., completed: compute N of M, copy N of M" for messages. */
 const char *nvhcq_device_progress(const nvhcq_device *dev);
+/* Points the compute engine at the device's local memory, if it has any yet. */
+void nvhcq_push_local_memory(nvhcq_device *dev, nvhcq_push *p);
 /* The channel for a queue kind. */
 nvhcq_channel *nvhcq_device_channel(nvhcq_device *dev, int copy);
 /* Appends "signal timeline[ch] = ++value" to `p`, returning the value to wait for. */

@@ -253,8 +253,8 @@ nvhcq_status nvhcq_graph_instantiate(nvhcq_graph *g) {
 /* Both queues are checked before either changes: a refusal leaves the graph as it was. */
 static nvhcq_status check_idle(const nvhcq_graph *g) {
   for (int c = 0; c < 2; c++) {
-    const nvhcq_queue *q = g->queue[c];
-    if (q && nvhcq_signal_value(q->done) < q->replays)
+    nvhcq_queue *q = g->queue[c];
+    if (q && nvhcq_queue_replays_pending(q))
       return nvhcq_fail(NVHCQ_ERROR_BUSY,
                         "the graph's previous replay is still running on the %s channel; call "
                         "nvhcq_graph_wait first",

@@ -82,6 +82,15 @@ static nvhcq_status check_shared(nvhcq_device *dev, const nvhcq_kernel *k, uint3
   return NVHCQ_SUCCESS;
 }
 
+void nvhcq_push_local_memory(nvhcq_device *dev, nvhcq_push *p) {
+  if (!dev->local_memory) return;
+  uint64_t at = dev->local_memory->gpu_address, per_tpc = dev->local_per_tpc;
+  uint32_t addr[2] = {(uint32_t)(at >> 32), (uint32_t)at};
+  uint32_t tpc[3] = {(uint32_t)(per_tpc >> 32), (uint32_t)per_tpc, 0xff};
+  nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_A, addr, 2);
+  nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, tpc, 3);
+}
+
 /* Grows the local memory every SM's threads use for stacks; only between kernels. */
 static nvhcq_status ensure_local_memory(nvhcq_device *dev, uint32_t bytes) {
   if (bytes <= dev->local_per_thread) return NVHCQ_SUCCESS;
@@ -103,12 +112,10 @@ static nvhcq_status ensure_local_memory(nvhcq_device *dev, uint32_t bytes) {
   if (dev->local_memory) nvhcq_memory_free(dev->local_memory);
   dev->local_memory = mem;
   dev->local_per_thread = per_thread;
+  dev->local_per_tpc = per_tpc;
   nvhcq_push *p = &dev->scratch;
   nvhcq_push_reset(p);
-  uint32_t addr[2] = {(uint32_t)(mem->gpu_address >> 32), (uint32_t)mem->gpu_address};
-  uint32_t tpc[3] = {(uint32_t)(per_tpc >> 32), (uint32_t)per_tpc, 0xff};
-  nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_A, addr, 2);
-  nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, tpc, 3);
+  nvhcq_push_local_memory(dev, p);
   uint64_t v = nvhcq_device_push_timeline(dev, 0, p);
   NVHCQ_TRY(p->error);
   NVHCQ_TRY(nvhcq_channel_submit(&dev->compute, p->words, p->len));

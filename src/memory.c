@@ -96,7 +96,7 @@ static uint64_t page_size_for(nvhcq_memory_kind kind, size_t size) {
 static nvhcq_status new_device_fd(nvhcq_device *dev, int *fd) {
   char path[32];
   snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
-  *fd = nvhcq_door->open(path, O_RDWR);
+  *fd = nvhcq_door->open(path, O_RDWR | O_CLOEXEC);
   if (*fd < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
   nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
@@ -108,7 +108,7 @@ static nvhcq_status new_device_fd(nvhcq_device *dev, int *fd) {
 static nvhcq_status map_to_cpu(nvhcq_device *dev, nvhcq_buffer *b, uint32_t flags, int sysmem) {
   int fd;
   if (sysmem) {
-    fd = nvhcq_door->open("/dev/nvidiactl", O_RDWR);
+    fd = nvhcq_door->open("/dev/nvidiactl", O_RDWR | O_CLOEXEC);
     if (fd < 0)
       return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open /dev/nvidiactl: %s", strerror(errno));
   } else {

@@ -161,8 +161,20 @@ nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *data, size_t size,
     free(m);
     return nvhcq_fail(s, "%s", msg);
   }
+  m->next = dev->modules;
+  dev->modules = m;
   *out = m;
   return NVHCQ_SUCCESS;
+}
+
+const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc) {
+  for (const nvhcq_module *m = dev->modules; m; m = m->next)
+    for (uint32_t i = 0; i < m->kernel_count; i++) {
+      const nvhcq_cubin_kernel *k = m->kernels[i].cubin;
+      uint64_t start = m->image->gpu_address + k->code_offset;
+      if (pc >= start && pc < start + k->code_size) return &m->kernels[i];
+    }
+  return NULL;
 }
 
 nvhcq_status nvhcq_module_load_file(nvhcq_device *dev, const char *path, nvhcq_module **out) {
@@ -191,6 +203,11 @@ nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
   if (!m) return NVHCQ_SUCCESS;
   NVHCQ_TRY(check_module(m));
   nvhcq_status s = nvhcq_device_synchronize(m->dev);
+  for (nvhcq_module **at = &m->dev->modules; *at; at = &(*at)->next)
+    if (*at == m) {
+      *at = m->next;
+      break;
+    }
   for (uint32_t i = 0; i < m->kernel_count; i++) m->kernels[i].magic = NVHCQ_DEAD_MAGIC;
   nvhcq_memory_free(m->image);
   nvhcq_cubin_free(m->cubin);

@@ -29,7 +29,11 @@ struct nvhcq_module {
   nvhcq_buffer *image;
   uint32_t kernel_count;
   nvhcq_kernel *kernels;
+  nvhcq_module *next; /* the device's list of loaded modules */
 };
+
+/* The kernel whose code holds GPU address `pc`, or NULL. */
+const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc);
 
 /* Refuses NULL, foreign and stale kernel handles (their module unloaded). */
 nvhcq_status nvhcq_kernel_check(const nvhcq_kernel *k) NVHCQ_MUST_CHECK;

@@ -32,6 +32,7 @@ struct nvhcq_queue {
   uint32_t patch_count, patch_capacity;
   nvhcq_signal *done;
   uint64_t replays;
+  uint32_t generation; /* the device's channel generation at the last replay */
 };
 
 /* How a variable's value is written at a patch site. */
@@ -69,6 +70,8 @@ nvhcq_status nvhcq_queue_launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t *
                                        uint64_t *gpu);
 void nvhcq_queue_free_recording(nvhcq_queue *q);
 nvhcq_status nvhcq_queue_submit_recorded(nvhcq_queue *q);
+/* Replays submitted and not yet complete (a recovery discards them). */
+uint64_t nvhcq_queue_replays_pending(nvhcq_queue *q);
 
 /* Breaks the launch chain: the next launch starts with its own PCAS. */
 void nvhcq_queue_end_chain(nvhcq_queue *q);

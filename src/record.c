@@ -158,7 +158,7 @@ nvhcq_status nvhcq_queue_set_var(nvhcq_queue *q, nvhcq_var var, uint64_t value) 
   if (!q->recorded || var == NVHCQ_NO_VAR || var >= q->var_count)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "variable %u does not exist in this queue",
                       var);
-  if (q->finished && nvhcq_signal_value(q->done) < q->replays)
+  if (q->finished && nvhcq_queue_replays_pending(q))
     return nvhcq_fail(NVHCQ_ERROR_BUSY,
                       "variable '%s' cannot change while the queue's replays are running (%llu of "
                       "%llu done); call nvhcq_queue_wait_idle first",
@@ -192,6 +192,15 @@ nvhcq_status nvhcq_queue_finish(nvhcq_queue *q) {
   return NVHCQ_SUCCESS;
 }
 
+uint64_t nvhcq_queue_replays_pending(nvhcq_queue *q) {
+  uint64_t done = nvhcq_signal_value(q->done);
+  if (q->generation != q->dev->generation) { /* channels re-created: the rest never runs */
+    q->replays = done;
+    q->generation = q->dev->generation;
+  }
+  return q->replays > done ? q->replays - done : 0;
+}
+
 /* The recorded commands in one entry, then the replay counter's release in a second: the
  * counter is what makes variable changes safe. */
 nvhcq_status nvhcq_queue_submit_recorded(nvhcq_queue *q) {
@@ -201,6 +210,7 @@ nvhcq_status nvhcq_queue_submit_recorded(nvhcq_queue *q) {
   nvhcq_device *dev = q->dev;
   int copy = q->kind == NVHCQ_QUEUE_COPY;
   nvhcq_channel *ch = nvhcq_device_channel(dev, copy);
+  (void)nvhcq_queue_replays_pending(q);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   NVHCQ_TRY(nvhcq_channel_submit_gpu(ch, q->cmds->gpu_address, q->push.len));
   nvhcq_push *p = &dev->scratch;
@@ -217,7 +227,7 @@ nvhcq_status nvhcq_queue_submit_recorded(nvhcq_queue *q) {
 
 nvhcq_status nvhcq_queue_wait_idle(nvhcq_queue *q, uint32_t timeout_ms) {
   NVHCQ_TRY(nvhcq_queue_check(q));
-  if (!q->recorded || !q->finished) return NVHCQ_SUCCESS;
+  if (!q->recorded || !q->finished || !nvhcq_queue_replays_pending(q)) return NVHCQ_SUCCESS;
   return nvhcq_signal_wait(q->done, q->replays, timeout_ms);
 }
 

@@ -19,20 +19,29 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* A stopped channel never releases: its error says why, and the waiter says what it waited for. */
+static nvhcq_status check_faults(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
+                                 const char *what) {
+  nvhcq_status s = nvhcq_device_check_faults(dev);
+  if (s)
+    return nvhcq_fail_context(s, "%s, waiting for value %llu, holds %llu", what,
+                              (unsigned long long)value, (unsigned long long)*value_ptr);
+  return NVHCQ_SUCCESS;
+}
+
 nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
                               uint32_t timeout_ms, const char *what) {
   /* Spin first: most waits end within microseconds and a sleep would cost more than that. */
   for (int i = 0; i < 20000; i++) {
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
-    if (dev && (i & 1023) == 1023) NVHCQ_TRY(nvhcq_device_check_faults(dev));
+    if (dev && (i & 1023) == 1023) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
     cpu_relax();
   }
   double start = now_ms();
   long sleep_ns = 1000;
   for (;;) {
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
-    /* A stopped channel never releases: its error notifier says why, within a millisecond. */
-    if (dev) NVHCQ_TRY(nvhcq_device_check_faults(dev));
+    if (dev) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
     double waited = now_ms() - start;
     if (waited > timeout_ms) {
       if (dev) dev->broken = 1;

@@ -27,6 +27,10 @@ static void print_info(int index, const nvhcq_device_info *i) {
          i->open_kernel_module ? "open" : "proprietary");
   printf("  classes         compute 0x%04x, copy 0x%04x, gpfifo 0x%04x, usermode 0x%04x\n",
          i->compute_class, i->copy_class, i->gpfifo_class, i->usermode_class);
+  if (i->copy_engine >= 0)
+    printf("  copies          asynchronous copy engine %d\n", i->copy_engine);
+  else
+    printf("  copies          the graphics channel group's copy engine\n");
   printf("  opened in       %.1f ms\n", i->open_ms);
 }
 

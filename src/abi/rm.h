@@ -29,6 +29,9 @@ enum {
   NV_ESC_CHECK_VERSION_STR = 0xd2,
 };
 
+/* NV_STATUS values nvhcq reacts to (names of all are in names.c). */
+#define NV_ERR_INVALID_ADDRESS 0x1eu
+
 /* Classes. */
 enum {
   NV01_ROOT_CLIENT = 0x41,
@@ -72,10 +75,18 @@ enum {
   NV2080_CTRL_CMD_GR_GET_INFO = 0x20801201,
   NV2080_CTRL_CMD_FB_GET_INFO_V2 = 0x20801303,
   NVA06C_CTRL_CMD_GPFIFO_SCHEDULE = 0xa06c0101,
+  NVA06F_CTRL_CMD_GPFIFO_SCHEDULE = 0xa06f0103,
   NV2080_CTRL_CMD_PERF_BOOST = 0x2080200a,
   NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN = 0xc36f0108,
   NV2080_CTRL_CMD_GR_GET_GPC_MASK = 0x2080122a,
   NV2080_CTRL_CMD_GR_GET_TPC_MASK = 0x2080122b,
+  NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK = 0x83de0309,
+  NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES = 0x83de030c,
+  NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO = 0x83de0328,
+  NV906F_CTRL_CMD_GET_MMU_FAULT_INFO = 0x906f0106,
+  NV906F_CTRL_CMD_RESET_CHANNEL = 0x906f0102,
+  NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK = 0x20802a02,
+  NV2080_CTRL_CMD_CE_GET_ALL_CAPS = 0x20802a0a,
 };
 
 /* GR info indexes. */
@@ -352,6 +363,85 @@ typedef struct {
   uint8_t bEnable, bSkipSubmit, bSkipEnable;
 } NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS;
 NVHCQ_ASSERT_LAYOUT(NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS, 3);
+
+/* Copy engines: which exist (present), their capabilities, and the physical engines behind one. */
+#define NV2080_CTRL_MAX_CES         64
+#define NV2080_CTRL_CE_CAPS_CE_GRCE 0x01u /* byte 0: runs in step with the graphics engine */
+typedef struct {
+  uint8_t capsTbl[NV2080_CTRL_MAX_CES][2];
+  uint64_t present;
+} NV2080_CTRL_CE_GET_ALL_CAPS_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_CE_GET_ALL_CAPS_PARAMS, 136);
+NVHCQ_ASSERT_OFFSET(NV2080_CTRL_CE_GET_ALL_CAPS_PARAMS, present, 128);
+
+typedef struct {
+  uint32_t ceEngineType, pceMask;
+} NV2080_CTRL_CE_GET_CE_PCE_MASK_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_CE_GET_CE_PCE_MASK_PARAMS, 8);
+
+/* Which copy engine a copy object runs on. */
+typedef struct {
+  uint32_t version, engineType;
+} NVB0B5_ALLOCATION_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NVB0B5_ALLOCATION_PARAMETERS, 8);
+#define NVB0B5_ALLOCATION_PARAMETERS_VERSION_1 1u
+#define NV2080_ENGINE_TYPE_COPY(n)             ((n) < 10 ? 0x09u + (n) : 0x34u + (n)-10u)
+
+typedef struct {
+  uint32_t exceptionMask;
+} NV83DE_CTRL_DEBUG_SET_EXCEPTION_MASK_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV83DE_CTRL_DEBUG_SET_EXCEPTION_MASK_PARAMS, 4);
+
+/* One SM's error registers as the driver saved them when the error happened. */
+typedef struct {
+  uint32_t hwwGlobalEsr, hwwWarpEsr, hwwWarpEsrPc, hwwGlobalEsrReportMask, hwwWarpEsrReportMask,
+      pad0;
+  uint64_t hwwEsrAddr, hwwWarpEsrPc64;
+  uint32_t hwwCgaEsr, hwwCgaEsrReportMask;
+} NV83DE_SM_ERROR_STATE_REGISTERS;
+NVHCQ_ASSERT_LAYOUT(NV83DE_SM_ERROR_STATE_REGISTERS, 48);
+
+#define NV83DE_CTRL_DEBUG_MAX_SMS_PER_CALL 100
+typedef struct {
+  uint32_t hTargetChannel, numSMsToRead;
+  NV83DE_SM_ERROR_STATE_REGISTERS smErrorStateArray[NV83DE_CTRL_DEBUG_MAX_SMS_PER_CALL];
+  uint32_t mmuFaultInfo;
+  uint8_t mmuFaultValid, pad0[3];
+  uint32_t mmuFaultInfoWord;
+  uint32_t startingSM;
+} NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS, 4824);
+NVHCQ_ASSERT_OFFSET(NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS, mmuFaultValid, 4812);
+NVHCQ_ASSERT_OFFSET(NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS, startingSM, 4820);
+
+/* The last MMU faults of the SMs and texture units in our context: a ring of four. */
+typedef struct {
+  uint64_t faultAddress;
+  uint32_t faultType, accessType;
+} NV83DE_MMU_FAULT_INFO_ENTRY;
+typedef struct {
+  NV83DE_MMU_FAULT_INFO_ENTRY mmuFaultInfoList[4];
+  uint32_t count, pad0;
+} NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS, 72);
+NVHCQ_ASSERT_OFFSET(NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS, count, 64);
+
+/* Stops a channel the way the driver stops a faulted one (robust-channel recovery). */
+typedef struct {
+  uint32_t engineID, subdeviceInstance, resetReason;
+  uint8_t bIsRcPending, pad0[3];
+} NV906F_CTRL_CMD_RESET_CHANNEL_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV906F_CTRL_CMD_RESET_CHANNEL_PARAMS, 16);
+
+/* A channel's last MMU fault, cleared by reading it. */
+typedef struct {
+  uint32_t addrHi, addrLo, faultType;
+  char faultString[32];
+  uint32_t pad0;
+  uint64_t shaderProgramVA[7];
+} NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS, 104);
+NVHCQ_ASSERT_OFFSET(NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS, shaderProgramVA, 48);
 
 typedef struct {
   uint32_t flags, duration;

@@ -270,6 +270,28 @@ static void t_bad_input(void) {
   TEST_CHECK(nvhcq_signal_wait(s, 1, 10) == NVHCQ_ERROR_INVALID_ARGUMENT);
 }
 
+/* NVHCQ_COPY_ENGINE=auto moves copies to an asynchronous copy engine; bytes must not change. */
+static void t_async_copy_engine(void) {
+  NEED_GPU();
+  nvhcq_device *main_dev = dev;
+  setenv("NVHCQ_COPY_ENGINE", "auto", 1);
+  nvhcq_status s = nvhcq_device_open(0, &dev);
+  unsetenv("NVHCQ_COPY_ENGINE");
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  if (s) {
+    dev = main_dev;
+    return;
+  }
+  nvhcq_device_info info;
+  nvhcq_device_get_info(dev, &info);
+  printf("  copies on %s %d\n",
+         info.copy_engine >= 0 ? "asynchronous copy engine" : "none:", info.copy_engine);
+  round_trip((16 << 20) + 5, 1, 1);
+  round_trip((16 << 20) + 5, 1, 0);
+  TEST_CHECK(nvhcq_device_close(dev) == NVHCQ_SUCCESS);
+  dev = main_dev;
+}
+
 static void t_close(void) {
   NEED_GPU();
   TEST_CHECK(nvhcq_device_close(dev) == NVHCQ_SUCCESS);
@@ -278,4 +300,5 @@ static void t_close(void) {
 
 TEST_MAIN(TEST(t_info), TEST(t_open_close_loop), TEST(t_alloc_big_and_too_big), TEST(t_round_trips),
           TEST(t_mapped_memory), TEST(t_big_copy_over_4gib), TEST(t_cross_channel_order),
-          TEST(t_ring_wraps), TEST(t_wait_times_out), TEST(t_bad_input), TEST(t_close))
+          TEST(t_ring_wraps), TEST(t_wait_times_out), TEST(t_bad_input), TEST(t_async_copy_engine),
+          TEST(t_close))
