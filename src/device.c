@@ -629,6 +629,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   NVHCQ_TRY(alloc_gpu_objects(dev, card));
   NVHCQ_TRY(map_usermode(dev));
   NVHCQ_TRY(register_uvm(dev));
+  nvhcq_fault_watch_open(dev);
   NVHCQ_TRY(nvhcq_va_ranges_init());
   NVHCQ_TRY(create_signals(dev));
   pick_copy_engine(dev);
@@ -645,6 +646,7 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   dev->magic = NVHCQ_DEVICE_MAGIC;
   dev->index = index;
   dev->rm.fd_ctl = dev->rm.fd_uvm = dev->fd_uvm2 = dev->fd_dev = dev->usermode_fd = -1;
+  dev->tools_fd = -1;
   dev->timeout_ms = default_timeout();
   dev->next_host_handle = HOST_HANDLE_BASE;
   nvhcq_push_init(&dev->scratch);
@@ -740,6 +742,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
     (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU", &u,
                           offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus));
   }
+  nvhcq_fault_watch_close(dev);
   if (dev->usermode_map) nvhcq_door->munmap(dev->usermode_map, 0x10000);
   /* Freeing the root client frees every object under it. */
   if (dev->rm.root) nvhcq_rm_free(&dev->rm, 0, dev->rm.root);
@@ -758,6 +761,12 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
+/* The driver has written the compute channel's error notifier: it has stopped the group. */
+static int channel_stopped(const nvhcq_device *dev) {
+  const nvhcq_buffer *n = dev->notifiers[0];
+  return n && *(const volatile uint16_t *)((const char *)n->host_pointer + 14) != 0;
+}
+
 /* A fault or a stop kills the channel group, not the address space: new channels in the same
  * space see all memory as it was. Work that had not completed is discarded; the internal
  * timelines are advanced past it so nothing waits for it. */
@@ -765,12 +774,13 @@ nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   /* Freeing a channel whose kernel never ends waits seconds for a preemption that cannot
    * happen; stopping it the way a fault does takes milliseconds. */
-  if (!dev->fault_text && dev->compute.handle) {
+  if (!channel_stopped(dev) && dev->compute.handle) {
     NV906F_CTRL_CMD_RESET_CHANNEL_PARAMS r = {.engineID = NV2080_ENGINE_TYPE_GRAPHICS};
     (void)!nvhcq_rm_control(&dev->rm, dev->compute.handle, NV906F_CTRL_CMD_RESET_CHANNEL, &r,
                             sizeof r);
   }
   destroy_channels(dev);
+  nvhcq_fault_watch_reset(dev);
   free(dev->fault_text);
   dev->fault_text = NULL;
   for (int c = 0; c < 2; c++) nvhcq_signal_set(dev->timeline[c], dev->timeline_value[c]);

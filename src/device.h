@@ -63,6 +63,12 @@ struct nvhcq_device {
   uint32_t generation;  /* channel generation: each recovery starts a new one */
   char last_kernel[64]; /* the kernel most recently submitted on the compute channel */
   char *fault_text;     /* what stopped the channels, once read (cleared by recovery) */
+  /* UVM's fault events for this process: they arrive well before the driver stops a channel. */
+  int tools_fd;
+  uint8_t *tools_ring;
+  volatile UVM_TOOLS_EVENT_CONTROL *tools_ctl;
+  uint8_t last_fault_client; /* client type of the last GPU fault event */
+  uint64_t events_after_ns;  /* events before this time belong to channels already gone */
 
   /* Compute. */
   int qmd_version;            /* nvhcq_qmd_version for the compute class, 0 if unknown */
@@ -89,6 +95,12 @@ nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) NVHCQ_MUST_CHECK;
  * it (the driver may refuse) faults are still reported, with less detail. */
 void nvhcq_fault_attach(nvhcq_device *dev);
 void nvhcq_fault_detach(nvhcq_device *dev);
+/* UVM's event ring for the faults it sees; without it (no /dev/nvidia-uvm-tools) faults are
+ * reported when the driver stops the channel. */
+void nvhcq_fault_watch_open(nvhcq_device *dev);
+void nvhcq_fault_watch_close(nvhcq_device *dev);
+/* Forgets events of the channels a recovery replaced. */
+void nvhcq_fault_watch_reset(nvhcq_device *dev);
 /* "; last kernel submitted: ..., completed: compute N of M, copy N of M" for messages. */
 const char *nvhcq_device_progress(const nvhcq_device *dev);
 /* Points the compute engine at the device's local memory, if it has any yet. */

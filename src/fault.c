@@ -1,13 +1,17 @@
 /* What stopped a channel, in words. The driver writes the channel's error notifier when it stops
  * a channel (robust-channel recovery); for faults of the SMs it also saves their error registers
  * and the MMU fault record, which a debugger object of our own client may read. */
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #include "abi/rm.h"
 #include "device.h"
+#include "door.h"
 #include "module.h"
 
 /* Error notifier slot 0: time (upper word first), info32 = Xid, info16 = engine type, and
@@ -35,6 +39,73 @@ void nvhcq_fault_attach(nvhcq_device *dev) {
 void nvhcq_fault_detach(nvhcq_device *dev) {
   if (dev->h_debugger) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_debugger);
   dev->h_debugger = 0;
+}
+
+/* ---- UVM's fault events ---- */
+
+#define TOOLS_ENTRIES 256u
+
+static uint64_t monotonic_raw_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void nvhcq_fault_watch_open(nvhcq_device *dev) {
+  dev->tools_fd = nvhcq_door->open("/dev/nvidia-uvm-tools", O_RDWR | O_CLOEXEC);
+  if (dev->tools_fd < 0) return;
+  size_t ring_bytes = TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES;
+  void *ring =
+      mmap(NULL, ring_bytes + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (ring == MAP_FAILED) {
+    nvhcq_fault_watch_close(dev);
+    return;
+  }
+  dev->tools_ring = ring;
+  dev->tools_ctl = (volatile UVM_TOOLS_EVENT_CONTROL *)((uint8_t *)ring + ring_bytes);
+  UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS t = {.queueBuffer = (uintptr_t)ring,
+                                           .queueBufferSize = TOOLS_ENTRIES,
+                                           .controlBuffer = (uintptr_t)dev->tools_ctl,
+                                           .uvmFd = dev->rm.fd_uvm};
+  UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS e = {
+      .eventTypeFlags = 1ull << UVM_EVENT_TYPE_GPU_FAULT | 1ull << UVM_EVENT_TYPE_FATAL_FAULT};
+  if (nvhcq_door->ioctl(dev->tools_fd, UVM_TOOLS_INIT_EVENT_TRACKER, &t) || t.rmStatus ||
+      nvhcq_door->ioctl(dev->tools_fd, UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS, &e) || e.rmStatus)
+    nvhcq_fault_watch_close(dev);
+}
+
+void nvhcq_fault_watch_close(nvhcq_device *dev) {
+  if (dev->tools_fd >= 0) nvhcq_door->close(dev->tools_fd);
+  if (dev->tools_ring) munmap(dev->tools_ring, TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES + 4096);
+  dev->tools_fd = -1;
+  dev->tools_ring = NULL;
+  dev->tools_ctl = NULL;
+}
+
+void nvhcq_fault_watch_reset(nvhcq_device *dev) {
+  dev->events_after_ns = monotonic_raw_ns();
+  if (!dev->tools_ctl) return;
+  uint32_t put = __atomic_load_n(&dev->tools_ctl->put_behind, __ATOMIC_ACQUIRE);
+  dev->tools_ctl->get_behind = dev->tools_ctl->get_ahead = put;
+}
+
+/* The next fatal fault UVM reported for the current channels, if any. */
+static int next_fatal_fault(nvhcq_device *dev, UVM_EVENT_FATAL_FAULT *out) {
+  if (!dev->tools_ctl) return 0;
+  volatile UVM_TOOLS_EVENT_CONTROL *c = dev->tools_ctl;
+  uint32_t put = __atomic_load_n(&c->put_behind, __ATOMIC_ACQUIRE), get = c->get_behind;
+  int found = 0;
+  for (; get != put && !found; get = (get + 1) & (TOOLS_ENTRIES - 1)) {
+    const uint8_t *e = dev->tools_ring + (size_t)get * UVM_TOOLS_EVENT_ENTRY_BYTES;
+    if (e[0] == UVM_EVENT_TYPE_GPU_FAULT) {
+      dev->last_fault_client = ((const UVM_EVENT_GPU_FAULT *)e)->clientType;
+    } else if (e[0] == UVM_EVENT_TYPE_FATAL_FAULT) {
+      memcpy(out, e, sizeof *out);
+      found = out->timeStamp >= dev->events_after_ns;
+    }
+  }
+  c->get_behind = c->get_ahead = get;
+  return found;
 }
 
 /* ---- words for codes ---- */
@@ -67,6 +138,35 @@ static const char *mmu_fault_type(uint32_t t) {
       "atomic on memory that does not allow it",
   };
   return t < sizeof names / sizeof *names ? names[t] : "unknown fault type";
+}
+
+/* UVM's own numbering of fault types and accesses. */
+static const char *uvm_fault_type(uint32_t t) {
+  static const char *const names[] = {
+      "unknown fault type",
+      "no page directory entry (unmapped address)",
+      "no page table entry (unmapped address)",
+      "write to read-only memory",
+      "atomic on memory that does not allow it",
+      "page directory entry of the wrong size",
+      "address beyond the address space",
+      "unbound instance block",
+      "privilege violation",
+      "pitch mask violation",
+      "work creation",
+      "unsupported aperture",
+      "compression failure",
+      "unsupported kind",
+      "region violation",
+      "poisoned memory",
+      "confidential-computing violation",
+  };
+  return t < sizeof names / sizeof *names ? names[t] : "unknown fault type";
+}
+
+static const char *uvm_access(uint32_t a) {
+  static const char *const names[] = {"access", "read", "write", "atomic", "prefetch"};
+  return a < sizeof names / sizeof *names ? names[a] : "access";
 }
 
 static const char *mmu_access(uint32_t a) {
@@ -249,8 +349,32 @@ static void describe(nvhcq_device *dev, int c, uint32_t xid, uint32_t engine, te
       nvhcq_device_progress(dev));
 }
 
+static void describe_uvm_fault(nvhcq_device *dev, const UVM_EVENT_FATAL_FAULT *f, text *t) {
+  add(t,
+      "GPU %d: MMU fault in %s: %s at address 0x%llx (page), %s; the driver is stopping the "
+      "channels",
+      dev->index,
+      dev->last_fault_client == 2 ? "a copy or the host interface" : "a kernel (the SMs)",
+      uvm_access(f->accessType), (unsigned long long)f->address, uvm_fault_type(f->faultType));
+  add(t,
+      "%s. Work on this device can no longer complete: call nvhcq_device_recover (memory "
+      "stays valid) or close the device",
+      nvhcq_device_progress(dev));
+}
+
 nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) {
   if (dev->fault_text) return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "%s", dev->fault_text);
+  UVM_EVENT_FATAL_FAULT f;
+  if (next_fatal_fault(dev, &f)) {
+    dev->broken = 1;
+    text t = {malloc(1536), 1536, 0};
+    if (!t.buf)
+      return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "GPU %d: MMU fault at 0x%llx", dev->index,
+                        (unsigned long long)f.address);
+    describe_uvm_fault(dev, &f, &t);
+    dev->fault_text = t.buf;
+    return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "%s", dev->fault_text);
+  }
   for (int c = 0; c < 2; c++) {
     if (!dev->notifiers[c]) continue;
     const volatile uint8_t *n = dev->notifiers[c]->host_pointer;

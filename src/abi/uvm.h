@@ -18,6 +18,10 @@ enum {
   UVM_UNREGISTER_GPU = 38,
   UVM_CREATE_EXTERNAL_RANGE = 73,
   UVM_MM_INITIALIZE = 75,
+  /* On /dev/nvidia-uvm-tools. */
+  UVM_TOOLS_INIT_EVENT_TRACKER = 56,
+  UVM_TOOLS_SET_NOTIFICATION_THRESHOLD = 57,
+  UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS = 58,
 };
 
 typedef struct {
@@ -115,5 +119,62 @@ typedef struct {
   uint32_t rmStatus, pad;
 } UVM_FREE_PARAMS_590;
 NVHCQ_ASSERT_LAYOUT(UVM_FREE_PARAMS_590, 16);
+
+/* ---- tools events: UVM reports the faults it handles (SM faults in our fault-capable address
+ * space among them) into a ring in our memory ---- */
+
+typedef struct {
+  uint64_t queueBuffer;     /* page-aligned ring of events */
+  uint64_t queueBufferSize; /* entries, a power of two */
+  uint64_t controlBuffer;   /* page-aligned UVM_TOOLS_EVENT_CONTROL */
+  nvhcq_uuid processor;
+  uint32_t allProcessors;
+  int32_t uvmFd; /* an initialized /dev/nvidia-uvm of this process: whose faults to report */
+  uint32_t rmStatus, pad;
+} UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS;
+NVHCQ_ASSERT_LAYOUT(UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS, 56);
+NVHCQ_ASSERT_OFFSET(UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS, uvmFd, 44);
+
+typedef struct {
+  uint32_t notificationThreshold, rmStatus;
+} UVM_TOOLS_SET_NOTIFICATION_THRESHOLD_PARAMS;
+NVHCQ_ASSERT_LAYOUT(UVM_TOOLS_SET_NOTIFICATION_THRESHOLD_PARAMS, 8);
+
+typedef struct {
+  uint64_t eventTypeFlags; /* bit n enables event type n */
+  uint32_t rmStatus, pad;
+} UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS;
+NVHCQ_ASSERT_LAYOUT(UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS, 16);
+
+/* Ring indexes are entries modulo the size; UVM writes put_*, the reader get_*. */
+typedef struct {
+  uint32_t get_ahead, get_behind, put_ahead, put_behind;
+  uint64_t dropped[64];
+} UVM_TOOLS_EVENT_CONTROL;
+NVHCQ_ASSERT_LAYOUT(UVM_TOOLS_EVENT_CONTROL, 528);
+
+#define UVM_TOOLS_EVENT_ENTRY_BYTES 64 /* version 1 entries */
+enum {
+  UVM_EVENT_TYPE_GPU_FAULT = 3,
+  UVM_EVENT_TYPE_FATAL_FAULT = 6,
+};
+
+/* Event type 3, one per faulting access UVM sees. */
+typedef struct {
+  uint8_t eventType, faultType, accessType, gpuIndex;
+  uint16_t gpcOrChannelId, clientId;
+  uint64_t address, timeStamp, timeStampGpu;
+  uint32_t batchId;
+  uint8_t clientType, pad0[3]; /* 1: GPC (the SMs), 2: HUB (copy engines, host) */
+} UVM_EVENT_GPU_FAULT;
+NVHCQ_ASSERT_LAYOUT(UVM_EVENT_GPU_FAULT, 40);
+
+/* Event type 6: a fault UVM could not service; the channel is stopped after it. */
+typedef struct {
+  uint8_t eventType, faultType, accessType, processorIndex, reason, pad0[3];
+  uint64_t address;   /* aligned down to the CPU page */
+  uint64_t timeStamp; /* CLOCK_MONOTONIC_RAW, ns */
+} UVM_EVENT_FATAL_FAULT;
+NVHCQ_ASSERT_LAYOUT(UVM_EVENT_FATAL_FAULT, 24);
 
 #endif

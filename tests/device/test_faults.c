@@ -2,7 +2,8 @@
  * device must work again after nvhcq_device_recover, with the memory it held intact. A process
  * killed in the middle of work must leave no GPU memory behind.
  *
- * NVHCQ_FAULT_LIMIT_MS (default 500) bounds how long a fault may take to be reported, and
+ * MMU faults must be reported within 100 ms (UVM reports them within a millisecond); SM
+ * exceptions within NVHCQ_FAULT_LIMIT_MS (default 150: the driver takes 50-100 ms). And
  * NVHCQ_FAULT_CYCLES (default 20) sets the number of fault-and-recover cycles. */
 #include <poll.h>
 #include <signal.h>
@@ -112,8 +113,9 @@ static double expect_error(const char *name, const void *args, size_t size, nvhc
   return took;
 }
 
+/* SM exceptions are reported when the driver stops the channel: 50-100 ms on the H200. */
 static double fault_limit(void) {
-  return (double)env_long("NVHCQ_FAULT_LIMIT_MS", 500);
+  return (double)env_long("NVHCQ_FAULT_LIMIT_MS", 150);
 }
 
 static void t_out_of_bounds_store(void) {
@@ -122,9 +124,9 @@ static void t_out_of_bounds_store(void) {
   fill_keep();
   uint64_t address = 0x40000000ull; /* inside the address space, never mapped */
   expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT,
-               "Xid 31, ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT, on the graphics/compute engine; MMU "
-               "fault: write at address 0x40000000, no page directory entry",
-               fault_limit(), 0);
+               "MMU fault in a kernel (the SMs): write at address 0x40000000 (page), no page "
+               "directory entry",
+               100, 0);
   recover_and_check();
 }
 
@@ -179,7 +181,7 @@ static void t_recorded_queue_survives(void) {
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_wait_idle(q, 0) == NVHCQ_SUCCESS);
   uint64_t address = 0x40000000ull;
-  expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "Xid 31", fault_limit(), 1);
+  expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "address 0x40000000", 100, 1);
   TEST_CHECK(nvhcq_device_recover(dev) == NVHCQ_SUCCESS);
   for (int i = 0; i < 3; i++) TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(nvhcq_queue_wait_idle(q, 0) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
@@ -208,7 +210,7 @@ static void t_fault_recover_cycles(void) {
   long done = 0;
   for (; done < cycles && test_failed_checks == 0; done++) {
     took[done] =
-        expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "Xid 31", fault_limit(), 1);
+        expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "address 0x40000000", 100, 1);
     total += took[done], over += took[done] > 100;
     TEST_CHECK_MSG(nvhcq_device_recover(dev) == NVHCQ_SUCCESS, "cycle %ld: %s", done,
                    nvhcq_last_error());
@@ -232,7 +234,7 @@ static void t_fault_recover_cycles(void) {
 static void t_close_and_reopen_after_fault(void) {
   NEED_GPU();
   uint64_t address = 0x40000000ull;
-  expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "Xid 31", fault_limit(), 1);
+  expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "address 0x40000000", 100, 1);
   nvhcq_free(keep);
   keep = NULL;
   nvhcq_module_unload(mod);
