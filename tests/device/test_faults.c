@@ -4,7 +4,8 @@
  *
  * MMU faults must be reported within 100 ms (UVM reports them within a millisecond); SM
  * exceptions within NVHCQ_FAULT_LIMIT_MS (default 150: the driver takes 50-100 ms). And
- * NVHCQ_FAULT_CYCLES (default 20) sets the number of fault-and-recover cycles. */
+ * NVHCQ_FAULT_CYCLES (default 20) and NVHCQ_REOPEN_CYCLES (default 5) set the number of
+ * fault-and-recover and fault-close-open cycles. */
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -250,6 +251,27 @@ static void t_close_and_reopen_after_fault(void) {
                  (long long)(first_free - now_free) / 1024);
 }
 
+/* The other way back: fault, close, open again. Nothing may stay behind, cycle after cycle. */
+static void t_fault_reopen_cycles(void) {
+  NEED_GPU();
+  long cycles = env_long("NVHCQ_REOPEN_CYCLES", 5);
+  uint64_t before = 0, after = 0, address = 0x40000000ull;
+  nvhcq_device_free_memory(dev, &before);
+  long done = 0;
+  for (; done < cycles && test_failed_checks == 0; done++) {
+    expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "address 0x40000000", 100, 1);
+    nvhcq_module_unload(mod);
+    TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
+    dev = NULL, mod = NULL;
+    if (setup()) return;
+  }
+  TEST_CHECK(step_works());
+  nvhcq_device_free_memory(dev, &after);
+  printf("  %ld fault/close/open cycles: GPU free memory %llu KiB before, %llu KiB after\n", done,
+         (unsigned long long)(before >> 10), (unsigned long long)(after >> 10));
+  TEST_CHECK_MSG(after >= before, "%lld KiB stayed allocated", (long long)(before - after) / 1024);
+}
+
 /* The child of t_killed_process: takes 1 GiB and hangs the GPU, says so, then waits to die. */
 __attribute__((constructor)) static void child_role(void) {
   if (!getenv("NVHCQ_TEST_CHILD")) return;
@@ -324,4 +346,4 @@ static void t_teardown(void) {
 TEST_MAIN(TEST(t_out_of_bounds_store), TEST(t_misaligned_load), TEST(t_trap),
           TEST(t_hang_times_out_and_recovers), TEST(t_recorded_queue_survives),
           TEST(t_fault_recover_cycles), TEST(t_close_and_reopen_after_fault),
-          TEST(t_killed_process_leaves_no_memory), TEST(t_teardown))
+          TEST(t_fault_reopen_cycles), TEST(t_killed_process_leaves_no_memory), TEST(t_teardown))
