@@ -220,7 +220,40 @@ static void t_stale_handles(void) {
   TEST_CHECK(nvhcq_device_close((nvhcq_device *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
 }
 
-TEST_MAIN(TEST(t_stale_handles), TEST(t_method_header), TEST(t_push_encoding_and_print),
-          TEST(t_va_allocator), TEST(t_visible_devices), TEST(t_branches),
-          TEST(t_trace_format_and_status), TEST(t_ring_arithmetic), TEST(t_mock_no_driver),
-          TEST(t_mock_unknown_branch), TEST(t_null_handles))
+/* UVM's fault events become the fault report; events from before a recovery are ignored. */
+static void t_uvm_fault_events(void) {
+  static uint8_t ring[256 * UVM_TOOLS_EVENT_ENTRY_BYTES];
+  static UVM_TOOLS_EVENT_CONTROL ctl;
+  static uint64_t values[2][2];
+  nvhcq_signal timelines[2] = {{.cpu = values[0]}, {.cpu = values[1]}};
+  nvhcq_device *dev = calloc(1, sizeof *dev);
+  dev->tools_fd = -1, dev->tools_ring = ring, dev->tools_ctl = &ctl;
+  dev->timeline[0] = &timelines[0], dev->timeline[1] = &timelines[1];
+  TEST_CHECK(nvhcq_device_check_faults(dev) == NVHCQ_SUCCESS);
+  UVM_EVENT_GPU_FAULT g = {.eventType = UVM_EVENT_TYPE_GPU_FAULT, .clientType = 2};
+  UVM_EVENT_FATAL_FAULT f = {
+      .eventType = UVM_EVENT_TYPE_FATAL_FAULT, .faultType = 2, .accessType = 1, .address = 0x7000};
+  memcpy(ring, &g, sizeof g);
+  memcpy(ring + UVM_TOOLS_EVENT_ENTRY_BYTES, &f, sizeof f);
+  ctl.put_behind = 2;
+  TEST_CHECK(nvhcq_device_check_faults(dev) == NVHCQ_ERROR_GPU_FAULT);
+  TEST_CHECK_MSG(strstr(nvhcq_last_error(),
+                        "MMU fault in a copy or the host interface: read at address 0x7000 "
+                        "(page), no page table entry (unmapped address)"),
+                 "%s", nvhcq_last_error());
+  TEST_CHECK(dev->broken && ctl.get_behind == 2 && ctl.get_ahead == 2);
+  TEST_CHECK(nvhcq_device_check_faults(dev) == NVHCQ_ERROR_GPU_FAULT); /* until recovery */
+  free(dev->fault_text);
+  dev->fault_text = NULL;
+  nvhcq_fault_watch_reset(dev);
+  memcpy(ring + 2 * UVM_TOOLS_EVENT_ENTRY_BYTES, &f, sizeof f); /* stamped before the reset */
+  ctl.put_behind = 3;
+  TEST_CHECK(nvhcq_device_check_faults(dev) == NVHCQ_SUCCESS);
+  TEST_CHECK(ctl.get_behind == 3);
+  free(dev);
+}
+
+TEST_MAIN(TEST(t_stale_handles), TEST(t_uvm_fault_events), TEST(t_method_header),
+          TEST(t_push_encoding_and_print), TEST(t_va_allocator), TEST(t_visible_devices),
+          TEST(t_branches), TEST(t_trace_format_and_status), TEST(t_ring_arithmetic),
+          TEST(t_mock_no_driver), TEST(t_mock_unknown_branch), TEST(t_null_handles))
