@@ -1,6 +1,8 @@
-/* What stopped a channel, in words. The driver writes the channel's error notifier when it stops
- * a channel (robust-channel recovery); for faults of the SMs it also saves their error registers
- * and the MMU fault record, which a debugger object of our own client may read. */
+/* What stopped a channel, in words. UVM reports the MMU faults it handles (those of kernels in our
+ * fault-capable address space) into an event ring within a millisecond. The driver writes the
+ * channel's error notifier when it has stopped a channel (robust-channel recovery, 50-150 ms
+ * later); for faults of the SMs it also saves their error registers and the MMU fault record,
+ * which a debugger object of our own client may read. */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
