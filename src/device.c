@@ -320,15 +320,24 @@ static nvhcq_status alloc_gpu_objects(nvhcq_device *dev, const nv_ioctl_card_inf
                         dev->rm.branch->vaspace_params_size, &dev->h_vaspace);
 }
 
-/* The usermode page holds the doorbell; it is mapped write-only, as CUDA does. */
-static nvhcq_status map_usermode(nvhcq_device *dev) {
+nvhcq_status nvhcq_device_open_fd(nvhcq_device *dev, int *fd) {
   char path[32];
   snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
-  dev->usermode_fd = nvhcq_door->open(path, O_RDWR | O_CLOEXEC);
-  if (dev->usermode_fd < 0)
+  *fd = nvhcq_door->open(path, O_RDWR | O_CLOEXEC);
+  if (*fd < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
   nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
-  NVHCQ_TRY(nvhcq_rm_escape(dev->usermode_fd, NV_ESC_REGISTER_FD, &reg, sizeof reg, "register fd"));
+  nvhcq_status s = nvhcq_rm_escape(*fd, NV_ESC_REGISTER_FD, &reg, sizeof reg, "register fd");
+  if (s) {
+    nvhcq_door->close(*fd);
+    *fd = -1;
+  }
+  return s;
+}
+
+/* The usermode page holds the doorbell; it is mapped write-only, as CUDA does. */
+static nvhcq_status map_usermode(nvhcq_device *dev) {
+  NVHCQ_TRY(nvhcq_device_open_fd(dev, &dev->usermode_fd));
   nv_ioctl_nvos33_parameters_with_fd p = {.params = {.hClient = dev->rm.root,
                                                      .hDevice = dev->h_device,
                                                      .hMemory = dev->h_usermode,
@@ -456,12 +465,6 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
 static void unregister_channel(nvhcq_device *dev, nvhcq_channel *ch);
 static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch);
 
-static int popcount(uint32_t v) {
-  int n = 0;
-  for (; v; v &= v - 1) n++;
-  return n;
-}
-
 /* Copies run in the graphics channel group unless NVHCQ_COPY_ENGINE names an asynchronous copy
  * engine, or says "auto": the one with the most physical engines behind it. On the H200 that is
  * LCE 4 (12 of them); pinned copies there measured 51-53.5 GB/s, no better than in the group. */
@@ -480,7 +483,8 @@ static void pick_copy_engine(nvhcq_device *dev) {
       if (nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK, &m,
                            sizeof m))
         continue;
-      if (popcount(m.pceMask) > best_pces) best = (int)n, best_pces = popcount(m.pceMask);
+      int pces = __builtin_popcount(m.pceMask);
+      if (pces > best_pces) best = (int)n, best_pces = pces;
     }
   if (best < 0 || best >= (int)NV2080_CTRL_MAX_CES) return;
   dev->info.copy_engine = best;
@@ -619,13 +623,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, 0, NV01_ROOT_CLIENT, NULL, 0, &dev->rm.root));
   NVHCQ_TRY(detect_driver(dev));
   NVHCQ_TRY(open_uvm(dev));
-  char path[32];
-  snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
-  dev->fd_dev = nvhcq_door->open(path, O_RDWR | O_CLOEXEC);
-  if (dev->fd_dev < 0)
-    return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
-  nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
-  NVHCQ_TRY(nvhcq_rm_escape(dev->fd_dev, NV_ESC_REGISTER_FD, &reg, sizeof reg, "register fd"));
+  NVHCQ_TRY(nvhcq_device_open_fd(dev, &dev->fd_dev));
   NVHCQ_TRY(alloc_gpu_objects(dev, card));
   NVHCQ_TRY(map_usermode(dev));
   NVHCQ_TRY(register_uvm(dev));
@@ -761,12 +759,6 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
-/* The driver has written the compute channel's error notifier: it has stopped the group. */
-static int channel_stopped(const nvhcq_device *dev) {
-  const nvhcq_buffer *n = dev->notifiers[0];
-  return n && *(const volatile uint16_t *)((const char *)n->host_pointer + 14) != 0;
-}
-
 /* A fault or a stop kills the channel group, not the address space: new channels in the same
  * space see all memory as it was. Work that had not completed is discarded; the internal
  * timelines are advanced past it so nothing waits for it. */
@@ -774,7 +766,7 @@ nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   /* Freeing a channel whose kernel never ends waits seconds for a preemption that cannot
    * happen; stopping it the way a fault does takes milliseconds. */
-  if (!channel_stopped(dev) && dev->compute.handle) {
+  if (!nvhcq_fault_channel_stopped(dev, 0) && dev->compute.handle) {
     NV906F_CTRL_CMD_RESET_CHANNEL_PARAMS r = {.engineID = NV2080_ENGINE_TYPE_GRAPHICS};
     (void)!nvhcq_rm_control(&dev->rm, dev->compute.handle, NV906F_CTRL_CMD_RESET_CHANNEL, &r,
                             sizeof r);

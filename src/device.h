@@ -95,6 +95,8 @@ nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) NVHCQ_MUST_CHECK;
  * it (the driver may refuse) faults are still reported, with less detail. */
 void nvhcq_fault_attach(nvhcq_device *dev);
 void nvhcq_fault_detach(nvhcq_device *dev);
+/* The driver has written channel `copy`'s error notifier: it has stopped the channel's group. */
+int nvhcq_fault_channel_stopped(const nvhcq_device *dev, int copy);
 /* UVM's event ring for the faults it sees; without it (no /dev/nvidia-uvm-tools) faults are
  * reported when the driver stops the channel. */
 void nvhcq_fault_watch_open(nvhcq_device *dev);
@@ -103,6 +105,8 @@ void nvhcq_fault_watch_close(nvhcq_device *dev);
 void nvhcq_fault_watch_reset(nvhcq_device *dev);
 /* "; last kernel submitted: ..., completed: compute N of M, copy N of M" for messages. */
 const char *nvhcq_device_progress(const nvhcq_device *dev);
+/* Opens /dev/nvidiaN and registers it with the control fd; *fd is -1 on failure. */
+nvhcq_status nvhcq_device_open_fd(nvhcq_device *dev, int *fd) NVHCQ_MUST_CHECK;
 /* Points the compute engine at the device's local memory, if it has any yet. */
 void nvhcq_push_local_memory(nvhcq_device *dev, nvhcq_push *p);
 /* The channel for a queue kind. */

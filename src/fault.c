@@ -96,6 +96,7 @@ static int next_fatal_fault(nvhcq_device *dev, UVM_EVENT_FATAL_FAULT *out) {
   if (!dev->tools_ctl) return 0;
   volatile UVM_TOOLS_EVENT_CONTROL *c = dev->tools_ctl;
   uint32_t put = __atomic_load_n(&c->put_behind, __ATOMIC_ACQUIRE), get = c->get_behind;
+  if (get == put) return 0; /* the common case, on every check of a wait */
   int found = 0;
   for (; get != put && !found; get = (get + 1) & (TOOLS_ENTRIES - 1)) {
     const uint8_t *e = dev->tools_ring + (size_t)get * UVM_TOOLS_EVENT_ENTRY_BYTES;
@@ -133,7 +134,7 @@ static const char *mmu_fault_type(uint32_t t) {
       "pitch mask violation",
       "work creation",
       "unsupported aperture",
-      "compression failure",
+      "compression failure or confidential-computing violation",
       "unsupported kind",
       "region violation",
       "poisoned memory",
@@ -142,28 +143,10 @@ static const char *mmu_fault_type(uint32_t t) {
   return t < sizeof names / sizeof *names ? names[t] : "unknown fault type";
 }
 
-/* UVM's own numbering of fault types and accesses. */
+/* UVM numbers fault types its own way: the hardware's type for each. */
 static const char *uvm_fault_type(uint32_t t) {
-  static const char *const names[] = {
-      "unknown fault type",
-      "no page directory entry (unmapped address)",
-      "no page table entry (unmapped address)",
-      "write to read-only memory",
-      "atomic on memory that does not allow it",
-      "page directory entry of the wrong size",
-      "address beyond the address space",
-      "unbound instance block",
-      "privilege violation",
-      "pitch mask violation",
-      "work creation",
-      "unsupported aperture",
-      "compression failure",
-      "unsupported kind",
-      "region violation",
-      "poisoned memory",
-      "confidential-computing violation",
-  };
-  return t < sizeof names / sizeof *names ? names[t] : "unknown fault type";
+  static const uint8_t hardware[] = {0xff, 0, 2, 6, 15, 1, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14, 11};
+  return mmu_fault_type(t < sizeof hardware ? hardware[t] : 0xff);
 }
 
 static const char *uvm_access(uint32_t a) {
@@ -364,6 +347,11 @@ static void describe_uvm_fault(nvhcq_device *dev, const UVM_EVENT_FATAL_FAULT *f
       nvhcq_device_progress(dev));
 }
 
+int nvhcq_fault_channel_stopped(const nvhcq_device *dev, int copy) {
+  const nvhcq_buffer *n = dev->notifiers[copy];
+  return n && *(const volatile uint16_t *)((const char *)n->host_pointer + NOTIFIER_STATUS) != 0;
+}
+
 nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) {
   if (dev->fault_text) return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "%s", dev->fault_text);
   UVM_EVENT_FATAL_FAULT f;
@@ -378,9 +366,8 @@ nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) {
     return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "%s", dev->fault_text);
   }
   for (int c = 0; c < 2; c++) {
-    if (!dev->notifiers[c]) continue;
+    if (!nvhcq_fault_channel_stopped(dev, c)) continue;
     const volatile uint8_t *n = dev->notifiers[c]->host_pointer;
-    if (!*(const volatile uint16_t *)(n + NOTIFIER_STATUS)) continue;
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
     uint32_t xid = *(const volatile uint32_t *)(n + NOTIFIER_XID);
     uint16_t engine = *(const volatile uint16_t *)(n + NOTIFIER_ENGINE);

@@ -92,19 +92,6 @@ static uint64_t page_size_for(nvhcq_memory_kind kind, size_t size) {
   return !sysmem && size >= (8u << 20) ? 2u << 20 : 4u << 10;
 }
 
-/* Opens /dev/nvidiaN again and registers it: each CPU mapping needs an fd of its own. */
-static nvhcq_status new_device_fd(nvhcq_device *dev, int *fd) {
-  char path[32];
-  snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
-  *fd = nvhcq_door->open(path, O_RDWR | O_CLOEXEC);
-  if (*fd < 0)
-    return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
-  nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
-  nvhcq_status s = nvhcq_rm_escape(*fd, NV_ESC_REGISTER_FD, &reg, sizeof reg, "register fd");
-  if (s) nvhcq_door->close(*fd);
-  return s;
-}
-
 static nvhcq_status map_to_cpu(nvhcq_device *dev, nvhcq_buffer *b, uint32_t flags, int sysmem) {
   int fd;
   if (sysmem) {
@@ -112,7 +99,8 @@ static nvhcq_status map_to_cpu(nvhcq_device *dev, nvhcq_buffer *b, uint32_t flag
     if (fd < 0)
       return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open /dev/nvidiactl: %s", strerror(errno));
   } else {
-    NVHCQ_TRY(new_device_fd(dev, &fd));
+    /* Each CPU mapping needs an fd of its own. */
+    NVHCQ_TRY(nvhcq_device_open_fd(dev, &fd));
   }
   nv_ioctl_nvos33_parameters_with_fd p = {.params = {.hClient = dev->rm.root,
                                                      .hDevice = dev->h_device,
