@@ -39,10 +39,37 @@ static nvhcq_status submit_copy(nvhcq_device *dev, uint64_t dst, uint64_t src, u
   return nvhcq_channel_submit(&dev->copy, p->words, p->len);
 }
 
-static nvhcq_status copy_sync(nvhcq_device *dev, uint64_t dst, uint64_t src, uint64_t size) {
-  uint64_t v;
-  NVHCQ_TRY(submit_copy(dev, dst, src, size, &v));
-  return nvhcq_device_wait_timeline(dev, 1, v);
+/* Where a copy goes: index of nvhcq_device.copy_rate. */
+enum { TO_DEVICE, FROM_DEVICE, ON_DEVICE };
+
+/* Copies shorter than this end within the wait's spin: they are not timed. */
+#define TIMED_COPY_BYTES (4u << 20)
+
+/* One copy, waited for. A long one is timed on the GPU, and the best speed seen sets how long the
+ * next such copy's wait sleeps before it spins: a copy at full bus speed is seen to end at once,
+ * without a core spinning through all of it. */
+static nvhcq_status copy_sync(nvhcq_device *dev, uint64_t dst, uint64_t src, uint64_t size,
+                              int path) {
+  if (size < TIMED_COPY_BYTES) {
+    uint64_t v;
+    NVHCQ_TRY(submit_copy(dev, dst, src, size, &v));
+    return nvhcq_device_wait_timeline(dev, 1, v);
+  }
+  nvhcq_push *p = &dev->scratch;
+  nvhcq_push_reset(p);
+  nvhcq_push_copy_signal(p, dev->copy_stamp->gpu_address, 0, dev->copy_payload64);
+  nvhcq_push_copy(p, dst, src, size);
+  uint64_t v = nvhcq_device_push_timeline(dev, 1, p);
+  NVHCQ_TRY(p->error);
+  NVHCQ_TRY(nvhcq_channel_submit(&dev->copy, p->words, p->len));
+  double *rate = &dev->copy_rate[path];
+  NVHCQ_TRY(nvhcq_device_wait_timeline_for(dev, 1, v, *rate > 0 ? (uint64_t)(size / *rate) : 0));
+  uint64_t t0 = nvhcq_signal_timestamp_ns(dev->copy_stamp),
+           t1 = nvhcq_signal_timestamp_ns(dev->timeline[1]);
+  /* A later release (another thread's copy) may have stamped the timeline since: that only
+   * makes this copy look slower, and only the best speed is kept. */
+  if (t1 > t0 && size / (double)(t1 - t0) > *rate) *rate = size / (double)(t1 - t0);
+  return NVHCQ_SUCCESS;
 }
 
 static nvhcq_status ensure_staging(nvhcq_device *dev) {
@@ -143,7 +170,7 @@ nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const vo
   if (size == 0) return NVHCQ_SUCCESS;
   nvhcq_device *dev = dst->dev;
   if (is_gpu_visible(src, size))
-    return copy_sync(dev, dst->gpu_address + dst_offset, (uint64_t)(uintptr_t)src, size);
+    return copy_sync(dev, dst->gpu_address + dst_offset, (uint64_t)(uintptr_t)src, size, TO_DEVICE);
   return upload_staged(dev, dst->gpu_address + dst_offset, src, size);
 }
 
@@ -154,7 +181,8 @@ nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_off
   if (size == 0) return NVHCQ_SUCCESS;
   nvhcq_device *dev = src->dev;
   if (is_gpu_visible(dst, size))
-    return copy_sync(dev, (uint64_t)(uintptr_t)dst, src->gpu_address + src_offset, size);
+    return copy_sync(dev, (uint64_t)(uintptr_t)dst, src->gpu_address + src_offset, size,
+                     FROM_DEVICE);
   return download_staged(dev, dst, src->gpu_address + src_offset, size);
 }
 
@@ -171,7 +199,7 @@ nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffe
   nvhcq_kernel *k;
   if (use_copy_kernel(dst, src, d, s, size) && (k = copy_kernel(dst->dev)))
     return kernel_copy(dst->dev, k, d, s, size);
-  return copy_sync(dst->dev, d, s, size);
+  return copy_sync(dst->dev, d, s, size, ON_DEVICE);
 }
 
 /* ---- buffers ---- */

@@ -543,7 +543,8 @@ static nvhcq_status create_signals(nvhcq_device *dev) {
   for (uint32_t i = 0; i < NVHCQ_SIGNAL_SLOTS; i++) dev->free_slots[i] = NVHCQ_SIGNAL_SLOTS - 1 - i;
   dev->free_slot_count = NVHCQ_SIGNAL_SLOTS;
   NVHCQ_TRY(nvhcq_signal_create(dev, 0, &dev->timeline[0]));
-  return nvhcq_signal_create(dev, 0, &dev->timeline[1]);
+  NVHCQ_TRY(nvhcq_signal_create(dev, 0, &dev->timeline[1]));
+  return nvhcq_signal_create(dev, 0, &dev->copy_stamp);
 }
 
 /* Binds the engine objects to their subchannels and sets the shader windows, then waits for
@@ -591,9 +592,14 @@ uint64_t nvhcq_device_push_timeline(nvhcq_device *dev, int copy, nvhcq_push *p) 
 }
 
 nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy, uint64_t value) {
+  return nvhcq_device_wait_timeline_for(dev, copy, value, 0);
+}
+
+nvhcq_status nvhcq_device_wait_timeline_for(nvhcq_device *dev, int copy, uint64_t value,
+                                            uint64_t expect_ns) {
   char what[64];
   snprintf(what, sizeof what, "GPU %d %s channel", dev->index, copy ? "copy" : "compute");
-  return nvhcq_wait_value(dev, dev->timeline[copy]->cpu, value, dev->timeout_ms, what);
+  return nvhcq_wait_value(dev, dev->timeline[copy]->cpu, value, dev->timeout_ms, expect_ns, what);
 }
 
 /* ---- open / close ---- */
@@ -718,6 +724,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
     if (dev->timeline[i]) nvhcq_signal_destroy(dev->timeline[i]);
     free_buffer(&dev->notifiers[i]);
   }
+  if (dev->copy_stamp) nvhcq_signal_destroy(dev->copy_stamp);
   if (dev->sync_queue) nvhcq_queue_destroy(dev->sync_queue);
   for (int i = 0; i < 2; i++)
     if (dev->sync_signal[i]) nvhcq_signal_destroy(dev->sync_signal[i]);

@@ -55,6 +55,12 @@ struct nvhcq_device {
   uint64_t timeline_value[2];
   nvhcq_push scratch; /* reused for internal submissions: no allocation once warm */
 
+  /* The copy engine's best speed so far, in bytes per GPU nanosecond, for copies to the GPU, from
+   * it and within it; measured between two releases of the copy engine, at copy_stamp and the
+   * copy timeline, so a long copy's wait knows how much of it to sleep through. */
+  nvhcq_signal *copy_stamp;
+  double copy_rate[3];
+
   /* Pinned staging for copies from and to pageable memory. */
   nvhcq_buffer *staging;
 
@@ -116,6 +122,9 @@ uint64_t nvhcq_device_push_timeline(nvhcq_device *dev, int copy, nvhcq_push *p);
 /* Waits for a channel's timeline to reach `value`. */
 nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy,
                                         uint64_t value) NVHCQ_MUST_CHECK;
+/* The same, for work that takes at least `expect_ns`: see nvhcq_wait_value. */
+nvhcq_status nvhcq_device_wait_timeline_for(nvhcq_device *dev, int copy, uint64_t value,
+                                            uint64_t expect_ns) NVHCQ_MUST_CHECK;
 
 /* Parses a visible-devices list ("0,2", "GPU-uuid-prefix", "-1") against `count` physical GPUs
  * whose UUID strings are given (may be NULL when unknown). Writes up to `max` physical indexes to

@@ -29,16 +29,32 @@ static nvhcq_status check_faults(nvhcq_device *dev, volatile uint64_t *value_ptr
   return NVHCQ_SUCCESS;
 }
 
+static void sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  nanosleep(&ts, NULL);
+}
+
+/* A sleep ends about 50 us late (the kernel's default timer slack): sleeps that should end on time
+ * stop this much short of the mark. */
+#define SLACK_MS 0.1
+
 nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
-                              uint32_t timeout_ms, const char *what) {
-  /* Spin first: most waits end within microseconds and a sleep would cost more than that. */
-  for (int i = 0; i < 20000; i++) {
+                              uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
+  if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
+  double start = now_ms(), expect_ms = expect_ns / 1e6;
+  /* Work known to take a while is slept through, all but its last eighth; spinning from there
+   * sees the end within a microsecond, where a sleep would overshoot it by up to a sleep step. */
+  if (expect_ms * 7 / 8 > 2 * SLACK_MS) sleep_ns((uint64_t)((expect_ms * 7 / 8 - SLACK_MS) * 1e6));
+  /* Spin next: most waits end within microseconds, and a sleep costs more than that. */
+  double spin_ms = 2.0 + expect_ms * 5 / 4;
+  for (uint32_t i = 1;; i++) {
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
-    if (dev && (i & 1023) == 1023) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
+    if ((i & 1023) == 0) {
+      if (dev) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
+      if (now_ms() - start > spin_ms) break;
+    }
     cpu_relax();
   }
-  double start = now_ms();
-  long sleep_ns = 1000;
   for (;;) {
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
     if (dev) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
@@ -51,13 +67,10 @@ nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, u
                         what, timeout_ms, (unsigned long long)value, (unsigned long long)*value_ptr,
                         dev ? nvhcq_device_progress(dev) : "");
     }
-    if (waited > 2.0) {
-      struct timespec ts = {0, sleep_ns};
-      nanosleep(&ts, NULL);
-      if (sleep_ns < 1000000) sleep_ns *= 2;
-    } else {
-      cpu_relax();
-    }
+    /* Back off in steps of 1/32 of the time waited: the end is seen at most ~3% late, and a long
+     * wait wakes at most once a millisecond. */
+    double step_ms = waited / 32;
+    sleep_ns((uint64_t)((step_ms < 0.01 ? 0.01 : step_ms > 1.0 ? 1.0 : step_ms) * 1e6));
   }
 }
 
@@ -122,5 +135,5 @@ nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeo
   char what[64];
   snprintf(what, sizeof what, "GPU %d signal %u", sig->dev->index, sig->slot);
   return nvhcq_wait_value(sig->dev, sig->cpu, value, timeout_ms ? timeout_ms : sig->dev->timeout_ms,
-                          what);
+                          0, what);
 }

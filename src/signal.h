@@ -16,10 +16,12 @@ struct nvhcq_signal {
   uint64_t gpu_address;
 };
 
-/* Waits for *value_ptr >= value: spins briefly, then sleeps in growing steps. `check` (may be
- * NULL) is called while sleeping and can end the wait with an error (e.g. a channel fault). */
+/* Waits for *value_ptr >= value: spins briefly, then sleeps in growing steps. With `dev`, a
+ * channel fault ends the wait with its report. `expect_ns` (0 if unknown) is the least time the
+ * work can take: most of it is slept through before spinning. */
 nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
-                              uint32_t timeout_ms, const char *what) NVHCQ_MUST_CHECK;
+                              uint32_t timeout_ms, uint64_t expect_ns,
+                              const char *what) NVHCQ_MUST_CHECK;
 
 nvhcq_status nvhcq_signal_check(const nvhcq_signal *sig) NVHCQ_MUST_CHECK;
 

@@ -1,8 +1,10 @@
 /* Unit tests that need no GPU: encodings, allocators, parsing, messages, and device opening
  * against a mock driver behind the kernel door. */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 #include "channel.h"
 #include "device.h"
@@ -253,7 +255,45 @@ static void t_uvm_fault_events(void) {
   free(dev);
 }
 
-TEST_MAIN(TEST(t_stale_handles), TEST(t_uvm_fault_events), TEST(t_method_header),
-          TEST(t_push_encoding_and_print), TEST(t_va_allocator), TEST(t_visible_devices),
-          TEST(t_branches), TEST(t_trace_format_and_status), TEST(t_ring_arithmetic),
-          TEST(t_mock_no_driver), TEST(t_mock_unknown_branch), TEST(t_null_handles))
+static volatile uint64_t wait_word;
+
+static void *set_word_later(void *arg) {
+  (void)arg;
+  struct timespec ts = {0, 3000000};
+  nanosleep(&ts, NULL);
+  __atomic_store_n(&wait_word, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+static void t_wait_value(void) {
+  /* Reached already: no sleep, even when the work was expected to take 10 s. */
+  wait_word = 1;
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  TEST_CHECK(nvhcq_wait_value(NULL, &wait_word, 1, 1000, 10000000000ull, "w") == NVHCQ_SUCCESS);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  TEST_CHECK(b.tv_sec - a.tv_sec < 1);
+  /* Set by another thread during the expected time, during the spin, and during the back-off. */
+  uint64_t expect_ns[3] = {20000000, 1000000, 0};
+  for (int i = 0; i < 3; i++) {
+    wait_word = 0;
+    pthread_t t;
+    TEST_CHECK(pthread_create(&t, NULL, set_word_later, NULL) == 0);
+    TEST_CHECK(nvhcq_wait_value(NULL, &wait_word, 1, 5000, expect_ns[i], "w") == NVHCQ_SUCCESS);
+    TEST_CHECK(wait_word == 1);
+    pthread_join(t, NULL);
+  }
+  /* Never set: the timeout ends the wait, whatever was expected. */
+  wait_word = 0;
+  TEST_CHECK(nvhcq_wait_value(NULL, &wait_word, 2, 20, 5000000, "test word") ==
+             NVHCQ_ERROR_TIMEOUT);
+  TEST_CHECK_MSG(
+      strstr(nvhcq_last_error(), "test word: waited 20 ms for value 2, the signal holds 0"), "%s",
+      nvhcq_last_error());
+}
+
+TEST_MAIN(TEST(t_stale_handles), TEST(t_wait_value), TEST(t_uvm_fault_events),
+          TEST(t_method_header), TEST(t_push_encoding_and_print), TEST(t_va_allocator),
+          TEST(t_visible_devices), TEST(t_branches), TEST(t_trace_format_and_status),
+          TEST(t_ring_arithmetic), TEST(t_mock_no_driver), TEST(t_mock_unknown_branch),
+          TEST(t_null_handles))
