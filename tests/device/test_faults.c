@@ -2,8 +2,9 @@
  * device must work again after nvhcq_device_recover, with the memory it held intact. A process
  * killed in the middle of work must leave no GPU memory behind.
  *
- * MMU faults must be reported within 100 ms (UVM reports them within a millisecond); SM
- * exceptions within NVHCQ_FAULT_LIMIT_MS (default 150: the driver takes 50-100 ms). And
+ * MMU faults, from the SMs or the copy engine, must be reported within 100 ms (UVM reports them
+ * within a millisecond); SM exceptions within NVHCQ_FAULT_LIMIT_MS (default 150: the driver
+ * takes 50-100 ms). And
  * NVHCQ_FAULT_CYCLES (default 20) and NVHCQ_REOPEN_CYCLES (default 5) set the number of
  * fault-and-recover and fault-close-open cycles. */
 #include <poll.h>
@@ -164,6 +165,46 @@ static void t_hang_times_out_and_recovers(void) {
   nvhcq_device_set_timeout(dev, 10000);
   recover_and_check();
   nvhcq_free(flag);
+}
+
+/* The copy engine writes to an address nothing is mapped at: reported with the address, and a
+ * copy after recovery moves the right bytes. */
+static void t_copy_engine_fault(void) {
+  NEED_GPU();
+  nvhcq_queue *q;
+  nvhcq_signal *sig;
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &sig) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_copy(q, 0x40000000ull, nvhcq_buffer_gpu_address(keep), 4096) ==
+             NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, sig, 1) == NVHCQ_SUCCESS);
+  double t0 = now_ms();
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  nvhcq_status s = nvhcq_signal_wait(sig, 1, 0);
+  double took = now_ms() - t0;
+  printf("  copy to 0x40000000: %s after %.1f ms: %s\n", nvhcq_status_name(s), took,
+         nvhcq_last_error());
+  TEST_CHECK_MSG(s == NVHCQ_ERROR_GPU_FAULT, "gave %s: %s", nvhcq_status_name(s),
+                 nvhcq_last_error());
+  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "0x40000000") != NULL, "no address in the message");
+  TEST_CHECK_MSG(took < 100, "took %.1f ms", took);
+  nvhcq_queue_destroy(q);
+  nvhcq_signal_destroy(sig);
+  recover_and_check();
+  nvhcq_buffer *b;
+  TEST_CHECK(nvhcq_alloc(dev, 4096, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_copy(q, nvhcq_buffer_gpu_address(b), nvhcq_buffer_gpu_address(keep),
+                              4096) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_synchronize(dev) == NVHCQ_SUCCESS);
+  uint32_t out[1024];
+  TEST_CHECK(nvhcq_copy_from_device(out, b, 0, sizeof out) == NVHCQ_SUCCESS);
+  int bad = 0;
+  for (uint32_t i = 0; i < 1024; i++) bad += out[i] != i * 2654435761u;
+  TEST_CHECK_MSG(bad == 0, "%d words wrong after a copy following recovery", bad);
+  nvhcq_queue_destroy(q);
+  nvhcq_free(b);
 }
 
 /* A recorded queue made before a fault replays correctly after recovery. */
@@ -344,6 +385,7 @@ static void t_teardown(void) {
 }
 
 TEST_MAIN(TEST(t_out_of_bounds_store), TEST(t_misaligned_load), TEST(t_trap),
-          TEST(t_hang_times_out_and_recovers), TEST(t_recorded_queue_survives),
-          TEST(t_fault_recover_cycles), TEST(t_close_and_reopen_after_fault),
-          TEST(t_fault_reopen_cycles), TEST(t_killed_process_leaves_no_memory), TEST(t_teardown))
+          TEST(t_hang_times_out_and_recovers), TEST(t_copy_engine_fault),
+          TEST(t_recorded_queue_survives), TEST(t_fault_recover_cycles),
+          TEST(t_close_and_reopen_after_fault), TEST(t_fault_reopen_cycles),
+          TEST(t_killed_process_leaves_no_memory), TEST(t_teardown))
