@@ -66,8 +66,8 @@ static nvhcq_status copy_sync(nvhcq_device *dev, uint64_t dst, uint64_t src, uin
   NVHCQ_TRY(nvhcq_device_wait_timeline_for(dev, 1, v, *rate > 0 ? (uint64_t)(size / *rate) : 0));
   uint64_t t0 = nvhcq_signal_timestamp_ns(dev->copy_stamp),
            t1 = nvhcq_signal_timestamp_ns(dev->timeline[1]);
-  /* A later release (another thread's copy) may have stamped the timeline since: that only
-   * makes this copy look slower, and only the best speed is kept. */
+  /* Only the best speed is kept: a copy slowed by other traffic on the bus does not lengthen the
+   * sleep of the next one, which would then oversleep. */
   if (t1 > t0 && size / (double)(t1 - t0) > *rate) *rate = size / (double)(t1 - t0);
   return NVHCQ_SUCCESS;
 }
