@@ -42,6 +42,7 @@ nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, u
                               uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
   if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
   double start = now_ms(), expect_ms = expect_ns / 1e6;
+  if (expect_ms > timeout_ms) expect_ms = timeout_ms; /* the timeout still ends the wait */
   /* Work known to take a while is slept through, all but its last eighth; spinning from there
    * sees the end within a microsecond, where a sleep would overshoot it by up to a sleep step. */
   if (expect_ms * 7 / 8 > 2 * SLACK_MS) sleep_ns((uint64_t)((expect_ms * 7 / 8 - SLACK_MS) * 1e6));
