@@ -335,6 +335,24 @@ static int toolkit_include(char *opt, size_t size) {
   return 1;
 }
 
+/* A compiler's log (size call, then copy call on handle `h`): malloc'd, or NULL. */
+static char *take_log(fn size_of, fn copy, void *h) {
+  size_t size = 0;
+  size_of(h, &size);
+  char *log = malloc(size + 1);
+  if (log) log[0] = '\0', copy(h, log);
+  return log;
+}
+
+/* A compiler's cubin, the same way, into a buffer the caller frees. */
+static nvhcq_status take_cubin(fn size_of, fn copy, void *h, void **bin, size_t *bin_size) {
+  size_of(h, bin_size);
+  *bin = malloc(*bin_size ? *bin_size : 1);
+  if (!*bin) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  copy(h, *bin);
+  return NVHCQ_SUCCESS;
+}
+
 static nvhcq_status nvrtc_compile(const char *src, size_t size, const char *arch,
                                   const char *const *options, int num_options, void **bin,
                                   size_t *bin_size) {
@@ -359,22 +377,14 @@ static nvhcq_status nvrtc_compile(const char *src, size_t size, const char *arch
   if (!s) {
     stats.compiles++;
     r = nvrtc.f[RTC_COMPILE](prog, n, opts);
-    size_t log_size = 0;
-    nvrtc.f[RTC_LOGSIZE](prog, &log_size);
-    char *log = malloc(log_size + 1);
-    if (log) log[0] = '\0', nvrtc.f[RTC_LOG](prog, log);
+    char *log = take_log(nvrtc.f[RTC_LOGSIZE], nvrtc.f[RTC_LOG], prog);
     if (r)
       s = nvhcq_fail(NVHCQ_ERROR_COMPILE, "CUDA C did not compile for %s (NVRTC %s):\n%s", arch,
                      nvrtc.version, log ? log : "(no log)");
     free(log);
   }
   if (!s) {
-    nvrtc.f[RTC_CUBINSIZE](prog, bin_size);
-    *bin = malloc(*bin_size ? *bin_size : 1);
-    if (!*bin)
-      s = nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
-    else
-      nvrtc.f[RTC_CUBIN](prog, *bin);
+    s = take_cubin(nvrtc.f[RTC_CUBINSIZE], nvrtc.f[RTC_CUBIN], prog, bin, bin_size);
     if (!s && *bin_size == 0)
       s = nvhcq_fail(NVHCQ_ERROR_COMPILE,
                      "NVRTC produced no cubin for %s (a virtual architecture?)", arch);
@@ -404,22 +414,12 @@ static nvhcq_status jit_compile(const char *ptx, size_t size, const char *arch,
   stats.compiles++;
   if (!s && (nvjitlink.f[JIT_ADD](h, 2 /* PTX */, ptx, size, "kernel.ptx") ||
              nvjitlink.f[JIT_COMPLETE](h))) {
-    size_t log_size = 0;
-    nvjitlink.f[JIT_LOGSIZE](h, &log_size);
-    char *log = malloc(log_size + 1);
-    if (log) log[0] = '\0', nvjitlink.f[JIT_LOG](h, log);
+    char *log = take_log(nvjitlink.f[JIT_LOGSIZE], nvjitlink.f[JIT_LOG], h);
     s = nvhcq_fail(NVHCQ_ERROR_COMPILE, "PTX did not assemble for %s (nvJitLink %s):\n%s", arch,
                    nvjitlink.version, log ? log : "(no log)");
     free(log);
   }
-  if (!s) {
-    nvjitlink.f[JIT_CUBINSIZE](h, bin_size);
-    *bin = malloc(*bin_size ? *bin_size : 1);
-    if (!*bin)
-      s = nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
-    else
-      nvjitlink.f[JIT_CUBIN](h, *bin);
-  }
+  if (!s) s = take_cubin(nvjitlink.f[JIT_CUBINSIZE], nvjitlink.f[JIT_CUBIN], h, bin, bin_size);
   if (h) nvjitlink.f[JIT_DESTROY](&h);
   free(opts);
   return s;
