@@ -29,12 +29,7 @@ static double now_ms(void) {
 }
 
 nvhcq_status nvhcq_device_check(const nvhcq_device *dev) {
-  if (!dev) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "device is NULL");
-  if (dev->magic != NVHCQ_DEVICE_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "device %p %s", (const void *)dev,
-                      dev->magic == NVHCQ_DEAD_MAGIC ? "was closed already"
-                                                     : nvhcq_handle_problem(dev->magic));
-  return NVHCQ_SUCCESS;
+  return nvhcq_handle_check(dev, NVHCQ_DEVICE_MAGIC, "device", "was closed already");
 }
 
 nvhcq_channel *nvhcq_device_channel(nvhcq_device *dev, int copy) {

@@ -41,10 +41,7 @@ struct nvhcq_graph {
 };
 
 static nvhcq_status check_graph(const nvhcq_graph *g, int want_instantiated) {
-  if (!g) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "graph is NULL");
-  if (g->magic != NVHCQ_GRAPH_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "graph %p %s", (const void *)g,
-                      nvhcq_handle_problem(g->magic));
+  NVHCQ_TRY(nvhcq_handle_check(g, NVHCQ_GRAPH_MAGIC, "graph", NULL));
   if (want_instantiated >= 0 && g->instantiated != want_instantiated)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, want_instantiated
                                                         ? "the graph must be instantiated first"

@@ -6,15 +6,17 @@
 
 #include <stdint.h>
 
+#include "error.h"
+
 #define NVHCQ_DEAD_MAGIC 0x64656164u /* "dead" */
 
 /* `object` starts with its uint32_t magic; it is marked dead and freed later. */
 void nvhcq_retire(void *object);
 
-/* For messages: "freed already (use after free or double free)" or "not made by nvhcq". */
-static inline const char *nvhcq_handle_problem(uint32_t magic) {
-  return magic == NVHCQ_DEAD_MAGIC ? "was freed already (a use after free or a double free)"
-                                   : "was not made by nvhcq";
-}
+/* NVHCQ_SUCCESS if `object` is a live `kind` ("device") with magic `want`. Otherwise
+ * NVHCQ_ERROR_INVALID_ARGUMENT, saying it is NULL, was not made by nvhcq, or is dead: `dead_text`
+ * says how such an object dies ("was closed already"), NULL for "was freed already". */
+nvhcq_status nvhcq_handle_check(const void *object, uint32_t want, const char *kind,
+                                const char *dead_text) NVHCQ_MUST_CHECK;
 
 #endif

@@ -75,11 +75,8 @@ void nvhcq_low_unmap(uint64_t addr, uint64_t size) {
 }
 
 nvhcq_status nvhcq_buffer_check(const nvhcq_buffer *buf, const char *what) {
-  if (!buf) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%s: buffer is NULL", what);
-  if (buf->magic != NVHCQ_BUFFER_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%s: buffer %p %s", what, (const void *)buf,
-                      nvhcq_handle_problem(buf->magic));
-  return NVHCQ_SUCCESS;
+  nvhcq_status s = nvhcq_handle_check(buf, NVHCQ_BUFFER_MAGIC, "buffer", NULL);
+  return s ? nvhcq_fail_context(s, "%s", what) : s;
 }
 
 static const char *kind_name(nvhcq_memory_kind kind) {

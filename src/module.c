@@ -10,21 +10,12 @@
 #define CODE_GUARD_BYTES 4096u
 
 static nvhcq_status check_module(const nvhcq_module *m) {
-  if (!m) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "module is NULL");
-  if (m->magic != NVHCQ_MODULE_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "module %p %s", (const void *)m,
-                      m->magic == NVHCQ_DEAD_MAGIC ? "was unloaded already"
-                                                   : nvhcq_handle_problem(m->magic));
-  return NVHCQ_SUCCESS;
+  return nvhcq_handle_check(m, NVHCQ_MODULE_MAGIC, "module", "was unloaded already");
 }
 
 nvhcq_status nvhcq_kernel_check(const nvhcq_kernel *k) {
-  if (!k) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "kernel is NULL");
-  if (k->magic != NVHCQ_KERNEL_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "kernel %p %s", (const void *)k,
-                      k->magic == NVHCQ_DEAD_MAGIC ? "belongs to a module that was unloaded"
-                                                   : nvhcq_handle_problem(k->magic));
-  return NVHCQ_SUCCESS;
+  return nvhcq_handle_check(k, NVHCQ_KERNEL_MAGIC, "kernel",
+                            "belongs to a module that was unloaded");
 }
 
 /* Registers are allocated per warp in units of 256, warps in groups of 4, from 64 Ki. */

@@ -57,11 +57,7 @@ void nvhcq_push_copy_signal(nvhcq_push *p, uint64_t address, uint64_t value, int
 /* ---- user queues ---- */
 
 nvhcq_status nvhcq_queue_check(const nvhcq_queue *q) {
-  if (!q) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "queue is NULL");
-  if (q->magic != NVHCQ_QUEUE_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "queue %p %s", (const void *)q,
-                      nvhcq_handle_problem(q->magic));
-  return NVHCQ_SUCCESS;
+  return nvhcq_handle_check(q, NVHCQ_QUEUE_MAGIC, "queue", NULL);
 }
 
 static nvhcq_status check_signal_for(const nvhcq_queue *q, const nvhcq_signal *sig) {

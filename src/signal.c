@@ -76,11 +76,7 @@ nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, u
 }
 
 nvhcq_status nvhcq_signal_check(const nvhcq_signal *sig) {
-  if (!sig) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "signal is NULL");
-  if (sig->magic != NVHCQ_SIGNAL_MAGIC)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "signal %p %s", (const void *)sig,
-                      nvhcq_handle_problem(sig->magic));
-  return NVHCQ_SUCCESS;
+  return nvhcq_handle_check(sig, NVHCQ_SIGNAL_MAGIC, "signal", NULL);
 }
 
 nvhcq_status nvhcq_signal_create(nvhcq_device *dev, uint64_t initial, nvhcq_signal **out) {
