@@ -1,4 +1,5 @@
 #include "channel.h"
+#include "clock.h"
 
 #include <string.h>
 #include <time.h>
@@ -13,12 +14,6 @@ uint64_t nvhcq_channel_fetched(uint64_t submitted, uint32_t entries, uint32_t gp
   uint32_t put_slot = (uint32_t)(submitted % entries);
   uint32_t pending = (put_slot + entries - gp_get % entries) % entries;
   return submitted - pending;
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
 /* An entry's commands may still be read until the GPU has fetched the entry after it, so only
@@ -42,8 +37,8 @@ static nvhcq_status wait_for_room(nvhcq_channel *ch, uint64_t end) {
   for (unsigned spins = 0;; spins++) {
     refresh_retired(ch);
     if (has_room(ch, end)) return NVHCQ_SUCCESS;
-    if (spins == 0) deadline = now_ms() + ch->timeout_ms;
-    if (now_ms() > deadline)
+    if (spins == 0) deadline = nvhcq_now_ms() + ch->timeout_ms;
+    if (nvhcq_now_ms() > deadline)
       return nvhcq_fail(NVHCQ_ERROR_TIMEOUT,
                         "%s channel: the GPU has not consumed earlier commands for %u ms (%llu "
                         "entries pending); the channel may be hung or faulted",

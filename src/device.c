@@ -1,4 +1,5 @@
 #include "device.h"
+#include "clock.h"
 #include "handle.h"
 
 #include <errno.h>
@@ -7,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 
 #include "door.h"
 #include "queue.h"
@@ -21,12 +21,6 @@
 /* Shader windows for shared and local memory, on 4 GiB boundaries above every allocation. */
 #define SHARED_WINDOW 0x729400000000ull
 #define LOCAL_WINDOW  0x729300000000ull
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 nvhcq_status nvhcq_device_check(const nvhcq_device *dev) {
   return nvhcq_handle_check(dev, NVHCQ_DEVICE_MAGIC, "device", "was closed already");
@@ -639,7 +633,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
 nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_open: out is NULL");
   *out = NULL;
-  double t0 = now_ms();
+  double t0 = nvhcq_now_ms();
   nvhcq_device *dev = calloc(1, sizeof *dev);
   if (!dev) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   dev->magic = NVHCQ_DEVICE_MAGIC;
@@ -657,7 +651,7 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
     nvhcq_device_close(dev);
     return nvhcq_fail(s, "%s", saved);
   }
-  dev->info.open_ms = now_ms() - t0;
+  dev->info.open_ms = nvhcq_now_ms() - t0;
   *out = dev;
   return NVHCQ_SUCCESS;
 }

@@ -1,9 +1,9 @@
 #include "rm.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "door.h"
 
@@ -36,12 +36,6 @@ int nvhcq_trace_enabled(void) {
   return cached;
 }
 
-static double now_us(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
 void nvhcq_trace_format(char *buf, size_t size, const char *call, const char *what, uint32_t status,
                         double micros) {
   snprintf(buf, size, "nvhcq: %-22s %s -> %s (0x%x) %.1f us", call, what,
@@ -50,7 +44,7 @@ void nvhcq_trace_format(char *buf, size_t size, const char *call, const char *wh
 
 static void trace(const char *call, const char *what, uint32_t status, double t0) {
   char line[512];
-  nvhcq_trace_format(line, sizeof line, call, what, status, now_us() - t0);
+  nvhcq_trace_format(line, sizeof line, call, what, status, (nvhcq_now_ms() - t0) * 1e3);
   fprintf(stderr, "%s\n", line);
 }
 
@@ -93,7 +87,7 @@ nvhcq_status nvhcq_rm_alloc(nvhcq_rm *rm, uint32_t parent, uint32_t hclass, void
                          .paramsSize = params_size};
   char what[128];
   snprintf(what, sizeof what, "%s (0x%x) under 0x%x", nvhcq_class_name(hclass), hclass, parent);
-  double t0 = now_us();
+  double t0 = nvhcq_now_ms();
   NVHCQ_TRY(nvhcq_rm_escape(rm->fd_ctl, NV_ESC_RM_ALLOC, &p, sizeof p, "RM alloc"));
   if (nvhcq_trace_enabled()) {
     char w2[160];
@@ -114,7 +108,7 @@ nvhcq_status nvhcq_rm_control(nvhcq_rm *rm, uint32_t object, uint32_t cmd, void 
                          .paramsSize = params_size};
   char what[128];
   snprintf(what, sizeof what, "%s (0x%x) on 0x%x", nvhcq_control_name(cmd), cmd, object);
-  double t0 = now_us();
+  double t0 = nvhcq_now_ms();
   NVHCQ_TRY(nvhcq_rm_escape(rm->fd_ctl, NV_ESC_RM_CONTROL, &p, sizeof p, "RM control"));
   if (nvhcq_trace_enabled()) trace("RM_CONTROL", what, p.status, t0);
   return rm_result("control", what, p.status);
@@ -124,7 +118,7 @@ nvhcq_status nvhcq_rm_free(nvhcq_rm *rm, uint32_t parent, uint32_t handle) {
   NVOS00_PARAMETERS p = {.hRoot = rm->root, .hObjectParent = parent, .hObjectOld = handle};
   char what[64];
   snprintf(what, sizeof what, "0x%x under 0x%x", handle, parent);
-  double t0 = now_us();
+  double t0 = nvhcq_now_ms();
   NVHCQ_TRY(nvhcq_rm_escape(rm->fd_ctl, NV_ESC_RM_FREE, &p, sizeof p, "RM free"));
   if (nvhcq_trace_enabled()) trace("RM_FREE", what, p.status, t0);
   return rm_result("freeing", what, p.status);
@@ -132,7 +126,7 @@ nvhcq_status nvhcq_rm_free(nvhcq_rm *rm, uint32_t parent, uint32_t handle) {
 
 nvhcq_status nvhcq_uvm_call(nvhcq_rm *rm, unsigned long cmd, const char *name, void *params,
                             size_t status_offset) {
-  double t0 = now_us();
+  double t0 = nvhcq_now_ms();
   int r = nvhcq_door->ioctl(rm->fd_uvm, cmd, params);
   if (r < 0) return nvhcq_fail(NVHCQ_ERROR_DRIVER, "UVM %s: ioctl failed: %s", name, strerror(-r));
   uint32_t status;

@@ -1,4 +1,5 @@
 #include "signal.h"
+#include "clock.h"
 #include "handle.h"
 
 #include <stdio.h>
@@ -6,12 +7,6 @@
 #include <time.h>
 
 #include "device.h"
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -41,7 +36,7 @@ static void sleep_ns(uint64_t ns) {
 nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
                               uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
   if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
-  double start = now_ms(), expect_ms = expect_ns / 1e6;
+  double start = nvhcq_now_ms(), expect_ms = expect_ns / 1e6;
   if (expect_ms > timeout_ms) expect_ms = timeout_ms; /* the timeout still ends the wait */
   /* Work known to take a while is slept through, all but its last eighth; spinning from there
    * sees the end within a microsecond, where a sleep would overshoot it by up to a sleep step. */
@@ -52,14 +47,14 @@ nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, u
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
     if ((i & 1023) == 0) {
       if (dev) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
-      if (now_ms() - start > spin_ms) break;
+      if (nvhcq_now_ms() - start > spin_ms) break;
     }
     cpu_relax();
   }
   for (;;) {
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
     if (dev) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
-    double waited = now_ms() - start;
+    double waited = nvhcq_now_ms() - start;
     if (waited > timeout_ms) {
       if (dev) dev->broken = 1;
       return nvhcq_fail(NVHCQ_ERROR_TIMEOUT,
