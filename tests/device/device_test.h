@@ -12,11 +12,22 @@
 static nvhcq_device *dev;
 static nvhcq_module *mod;
 
-static int setup(void) {
+static inline int have_gpu(void) {
+  return access("/dev/nvidiactl", F_OK) == 0;
+}
+
+/* Opens device 0 if it is not open yet; 1 (with a failed check) if it cannot be opened. */
+static inline int open_device(void) {
   if (!dev && nvhcq_device_open(0, &dev)) {
     TEST_CHECK_MSG(0, "open: %s", nvhcq_last_error());
     return 1;
   }
+  return 0;
+}
+
+/* Opens the device and loads the test kernels for its architecture. */
+static inline int setup(void) {
+  if (open_device()) return 1;
   nvhcq_device_info info;
   nvhcq_device_get_info(dev, &info);
   const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
@@ -29,14 +40,34 @@ static int setup(void) {
   return 0;
 }
 
+/* Unloads the test kernels and closes the device; the next NEED_* opens them again. */
+static inline void teardown(void) {
+  if (mod) TEST_CHECK(nvhcq_module_unload(mod) == NVHCQ_SUCCESS);
+  if (dev)
+    TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
+  mod = NULL, dev = NULL;
+}
+
+#define SKIP_WITHOUT_GPU()                                                                         \
+  do {                                                                                             \
+    if (!have_gpu()) TEST_SKIP("needs an NVIDIA GPU (no /dev/nvidiactl on this machine)");         \
+  } while (0)
+
+/* The device only. */
+#define NEED_DEVICE()                                                                              \
+  do {                                                                                             \
+    SKIP_WITHOUT_GPU();                                                                            \
+    if (open_device()) return;                                                                     \
+  } while (0)
+
+/* The device and the test kernels. */
 #define NEED_GPU()                                                                                 \
   do {                                                                                             \
-    if (access("/dev/nvidiactl", F_OK) != 0)                                                       \
-      TEST_SKIP("needs an NVIDIA GPU (no /dev/nvidiactl on this machine)");                        \
+    SKIP_WITHOUT_GPU();                                                                            \
     if (!mod && setup()) return;                                                                   \
   } while (0)
 
-static nvhcq_kernel *kernel(const char *name) {
+static inline nvhcq_kernel *kernel(const char *name) {
   nvhcq_kernel *k = NULL;
   if (nvhcq_module_get_kernel(mod, name, &k)) fprintf(stderr, "  %s\n", nvhcq_last_error());
   return k;

@@ -309,8 +309,6 @@ static void t_launch_checks(void) {
                    "case %zu: %s", i, nvhcq_last_error());
     printf("  %s\n", nvhcq_last_error());
   }
-  nvhcq_kernel *bounded = kernel("fma_loop");
-  (void)bounded;
 }
 
 static void t_wrong_arch(void) {
@@ -327,9 +325,7 @@ static void t_wrong_arch(void) {
 
 static void t_teardown(void) {
   NEED_GPU();
-  TEST_CHECK(nvhcq_module_unload(mod) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_device_close(dev) == NVHCQ_SUCCESS);
-  mod = NULL, dev = NULL;
+  teardown();
 }
 
 TEST_MAIN(TEST(t_list_kernels), TEST(t_vector_add), TEST(t_atomic_100k),

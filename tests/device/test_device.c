@@ -5,23 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "nvhcq.h"
-#include "test.h"
-
-static nvhcq_device *dev;
-
-static int have_gpu(void) {
-  return access("/dev/nvidiactl", F_OK) == 0;
-}
-#define NEED_GPU()                                                                                 \
-  do {                                                                                             \
-    if (!have_gpu()) TEST_SKIP("needs an NVIDIA GPU (no /dev/nvidiactl on this machine)");         \
-    if (!dev && nvhcq_device_open(0, &dev)) {                                                      \
-      fprintf(stderr, "  open failed: %s\n", nvhcq_last_error());                                  \
-      TEST_CHECK(0);                                                                               \
-      return;                                                                                      \
-    }                                                                                              \
-  } while (0)
+#include "device_test.h"
 
 static int count_fds(void) {
   DIR *d = opendir("/proc/self/fd");
@@ -51,7 +35,7 @@ static void fill(uint8_t *p, size_t n, uint32_t seed) {
 }
 
 static void t_info(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   nvhcq_device_info info;
   TEST_CHECK(nvhcq_device_get_info(dev, &info) == NVHCQ_SUCCESS);
   printf("  %s %s %s, %u SMs, %.1f GiB, driver %s, opened in %.1f ms\n", info.name, info.arch,
@@ -65,7 +49,7 @@ static void t_info(void) {
 }
 
 static void t_open_close_loop(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   uint64_t free_before = 0, free_after = 0;
   TEST_CHECK(nvhcq_device_free_memory(dev, &free_before) == NVHCQ_SUCCESS);
   int fds = count_fds();
@@ -90,7 +74,7 @@ static void t_open_close_loop(void) {
 }
 
 static void t_alloc_big_and_too_big(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   nvhcq_buffer *b = NULL;
   TEST_CHECK(nvhcq_alloc(dev, 1ull << 30, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
   nvhcq_device_info info;
@@ -135,7 +119,7 @@ static void round_trip(size_t size, size_t offset, int pinned) {
 }
 
 static void t_round_trips(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   static const size_t sizes[] = {
       1, 3, 4096, 4097, (1 << 20) + 7, (16 << 20) + 5, (64 << 20) + 13, 1ull << 30};
   static const size_t offsets[] = {0, 1, 4093};
@@ -144,7 +128,7 @@ static void t_round_trips(void) {
 }
 
 static void t_mapped_memory(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   nvhcq_buffer *m, *u;
   TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_DEVICE_MAPPED, &m) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST_UNCACHED, &u) == NVHCQ_SUCCESS);
@@ -158,7 +142,7 @@ static void t_mapped_memory(void) {
 }
 
 static void t_big_copy_over_4gib(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   size_t size = (4ull << 30) + 4096 * 3;
   nvhcq_buffer *a, *b;
   TEST_CHECK(nvhcq_alloc(dev, size, NVHCQ_MEMORY_DEVICE, &a) == NVHCQ_SUCCESS);
@@ -179,7 +163,7 @@ static void t_big_copy_over_4gib(void) {
 
 /* The compute channel waits for a signal the copy channel releases after its copy. */
 static void t_cross_channel_order(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   nvhcq_signal *copied, *done;
   nvhcq_queue *cq, *xq;
   TEST_CHECK(nvhcq_signal_create(dev, 0, &copied) == NVHCQ_SUCCESS);
@@ -217,7 +201,7 @@ static void t_cross_channel_order(void) {
 
 /* Many small submissions wrap both rings: back-pressure keeps every command intact. */
 static void t_ring_wraps(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   nvhcq_signal *s;
   nvhcq_queue *q;
   TEST_CHECK(nvhcq_signal_create(dev, 0, &s) == NVHCQ_SUCCESS);
@@ -237,7 +221,7 @@ static void t_ring_wraps(void) {
 }
 
 static void t_wait_times_out(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   nvhcq_signal *s;
   TEST_CHECK(nvhcq_signal_create(dev, 3, &s) == NVHCQ_SUCCESS);
   nvhcq_status st = nvhcq_signal_wait(s, 4, 50);
@@ -248,7 +232,7 @@ static void t_wait_times_out(void) {
 }
 
 static void t_bad_input(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   nvhcq_device *d = NULL;
   TEST_CHECK(nvhcq_device_open(99, &d) == NVHCQ_ERROR_NO_DEVICE && d == NULL);
   printf("  index 99 says: %s\n", nvhcq_last_error());
@@ -272,7 +256,7 @@ static void t_bad_input(void) {
 
 /* NVHCQ_COPY_ENGINE=auto moves copies to an asynchronous copy engine; bytes must not change. */
 static void t_async_copy_engine(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   nvhcq_device *main_dev = dev;
   setenv("NVHCQ_COPY_ENGINE", "auto", 1);
   nvhcq_status s = nvhcq_device_open(0, &dev);
@@ -293,9 +277,8 @@ static void t_async_copy_engine(void) {
 }
 
 static void t_close(void) {
-  NEED_GPU();
-  TEST_CHECK(nvhcq_device_close(dev) == NVHCQ_SUCCESS);
-  dev = NULL;
+  NEED_DEVICE();
+  teardown();
 }
 
 TEST_MAIN(TEST(t_info), TEST(t_open_close_loop), TEST(t_alloc_big_and_too_big), TEST(t_round_trips),

@@ -13,17 +13,10 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 
 #include "device_test.h"
 
 extern char **environ;
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static long env_long(const char *name, long fallback) {
   const char *v = getenv(name);
@@ -75,9 +68,9 @@ static int step_works(void) {
 }
 
 static void recover_and_check(void) {
-  double t0 = now_ms();
+  double t0 = test_now_ms();
   nvhcq_status s = nvhcq_device_recover(dev);
-  double took = now_ms() - t0;
+  double took = test_now_ms() - t0;
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "recover: %s", nvhcq_last_error());
   TEST_CHECK_MSG(step_works(), "a kernel after recovery gave a wrong result");
   TEST_CHECK_MSG(keep_intact(), "device memory changed across the fault");
@@ -95,10 +88,10 @@ static double expect_error(const char *name, const void *args, size_t size, nvhc
   TEST_CHECK(nvhcq_queue_launch(q, kernel(name), (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){32, 1, 1}, 0,
                                 args, size) == NVHCQ_SUCCESS);
   nvhcq_queue_signal(q, sig, 1);
-  double t0 = now_ms();
+  double t0 = test_now_ms();
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
   nvhcq_status s = nvhcq_signal_wait(sig, 1, 0);
-  double took = now_ms() - t0;
+  double took = test_now_ms() - t0;
   if (!quiet)
     printf("  %s: %s after %.1f ms: %s\n", name, nvhcq_status_name(s), took, nvhcq_last_error());
   TEST_CHECK_MSG(s == want, "%s gave %s: %s", name, nvhcq_status_name(s), nvhcq_last_error());
@@ -106,10 +99,11 @@ static double expect_error(const char *name, const void *args, size_t size, nvhc
   if (want == NVHCQ_ERROR_GPU_FAULT) TEST_CHECK(strstr(nvhcq_last_error(), name) != NULL);
   TEST_CHECK_MSG(strstr(nvhcq_last_error(), want_text) != NULL, "no \"%s\" in the message",
                  want_text);
-  t0 = now_ms();
+  t0 = test_now_ms();
   TEST_CHECK(nvhcq_device_synchronize(dev) != NVHCQ_SUCCESS);
   TEST_CHECK(strstr(nvhcq_last_error(), "nvhcq_device_recover") != NULL);
-  TEST_CHECK_MSG(now_ms() - t0 < 10, "a broken device refused work after %.1f ms", now_ms() - t0);
+  TEST_CHECK_MSG(test_now_ms() - t0 < 10, "a broken device refused work after %.1f ms",
+                 test_now_ms() - t0);
   nvhcq_queue_destroy(q);
   nvhcq_signal_destroy(sig);
   return took;
@@ -178,10 +172,10 @@ static void t_copy_engine_fault(void) {
   TEST_CHECK(nvhcq_queue_copy(q, 0x40000000ull, nvhcq_buffer_gpu_address(keep), 4096) ==
              NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_signal(q, sig, 1) == NVHCQ_SUCCESS);
-  double t0 = now_ms();
+  double t0 = test_now_ms();
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
   nvhcq_status s = nvhcq_signal_wait(sig, 1, 0);
-  double took = now_ms() - t0;
+  double took = test_now_ms() - t0;
   printf("  copy to 0x40000000: %s after %.1f ms: %s\n", nvhcq_status_name(s), took,
          nvhcq_last_error());
   TEST_CHECK_MSG(s == NVHCQ_ERROR_GPU_FAULT, "gave %s: %s", nvhcq_status_name(s),
@@ -279,9 +273,7 @@ static void t_close_and_reopen_after_fault(void) {
   expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "address 0x40000000", 100, 1);
   nvhcq_free(keep);
   keep = NULL;
-  nvhcq_module_unload(mod);
-  TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
-  dev = NULL, mod = NULL;
+  teardown();
   if (setup()) return;
   TEST_CHECK(step_works());
   uint64_t now_free = 0;
@@ -301,9 +293,7 @@ static void t_fault_reopen_cycles(void) {
   long done = 0;
   for (; done < cycles && test_failed_checks == 0; done++) {
     expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "address 0x40000000", 100, 1);
-    nvhcq_module_unload(mod);
-    TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
-    dev = NULL, mod = NULL;
+    teardown();
     if (setup()) return;
   }
   TEST_CHECK(step_works());
@@ -361,16 +351,16 @@ static void t_killed_process_leaves_no_memory(void) {
   int status = 0;
   waitpid(pid, &status, 0);
   close(out[0]);
-  double t0 = now_ms();
+  double t0 = test_now_ms();
   do {
     nvhcq_device_free_memory(dev, &after);
     if (after >= before) break;
     usleep(10000);
-  } while (now_ms() - t0 < 10000);
+  } while (test_now_ms() - t0 < 10000);
   printf("  child killed holding %llu MiB and a running kernel: GPU free memory back to "
          "%llu KiB (before %llu KiB) %.0f ms after it died\n",
          (unsigned long long)((before - during) >> 20), (unsigned long long)(after >> 10),
-         (unsigned long long)(before >> 10), now_ms() - t0);
+         (unsigned long long)(before >> 10), test_now_ms() - t0);
   TEST_CHECK_MSG(before - during >= (1ull << 30), "the child's 1 GiB did not show");
   TEST_CHECK_MSG(after >= before, "%lld KiB stayed allocated", (long long)(before - after) / 1024);
   TEST_CHECK_MSG(step_works(), "this process's device stopped working");
@@ -379,9 +369,7 @@ static void t_killed_process_leaves_no_memory(void) {
 static void t_teardown(void) {
   NEED_GPU();
   nvhcq_free(keep);
-  nvhcq_module_unload(mod);
-  TEST_CHECK(nvhcq_device_close(dev) == NVHCQ_SUCCESS);
-  mod = NULL, dev = NULL;
+  teardown();
 }
 
 TEST_MAIN(TEST(t_out_of_bounds_store), TEST(t_misaligned_load), TEST(t_trap),

@@ -3,29 +3,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "nvhcq.h"
-#include "test.h"
-
-static nvhcq_device *dev;
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-#define NEED_GPU()                                                                                 \
-  do {                                                                                             \
-    if (access("/dev/nvidiactl", F_OK) != 0)                                                       \
-      TEST_SKIP("needs an NVIDIA GPU (no /dev/nvidiactl on this machine)");                        \
-    if (!dev && nvhcq_device_open(0, &dev)) {                                                      \
-      TEST_CHECK_MSG(0, "open: %s", nvhcq_last_error());                                           \
-      return;                                                                                      \
-    }                                                                                              \
-  } while (0)
+#include "device_test.h"
 
 static const char square_cu[] = "extern \"C\" __global__ void square(int *x, int n) {\n"
                                 "  int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
@@ -60,22 +40,22 @@ static int run_int_kernel(nvhcq_module *m, const char *name, int *data, int n, i
 }
 
 static void t_cuda_c(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   setenv("XDG_CACHE_HOME", "/tmp/nvhcq-jit-test", 1);
   if (system("rm -rf /tmp/nvhcq-jit-test")) {
   }
   nvhcq_module *m = NULL;
-  double t0 = now_ms();
+  double t0 = test_now_ms();
   nvhcq_status s = nvhcq_module_load_any(dev, square_cu, sizeof square_cu - 1, NULL, 0, &m);
-  double t1 = now_ms();
+  double t1 = test_now_ms();
   if (s == NVHCQ_ERROR_NOT_FOUND) TEST_SKIP("needs NVRTC (the CUDA toolkit)");
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   if (s) return;
   nvhcq_module_unload(m);
-  double t2 = now_ms();
+  double t2 = test_now_ms();
   TEST_CHECK(nvhcq_module_load_any(dev, square_cu, sizeof square_cu - 1, NULL, 0, &m) ==
              NVHCQ_SUCCESS);
-  double t3 = now_ms();
+  double t3 = test_now_ms();
   printf("  CUDA C module: %.1f ms compiled, %.2f ms from the cache\n", t1 - t0, t3 - t2);
   TEST_CHECK(t3 - t2 < t1 - t0);
   int data[256];
@@ -88,7 +68,7 @@ static void t_cuda_c(void) {
 }
 
 static void t_ptx(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   nvhcq_module *m = NULL;
   nvhcq_status s = nvhcq_module_load_any(dev, add_one_ptx, sizeof add_one_ptx - 1, NULL, 0, &m);
   if (s == NVHCQ_ERROR_NOT_FOUND) TEST_SKIP("needs nvJitLink (the CUDA toolkit)");
@@ -104,7 +84,7 @@ static void t_ptx(void) {
 }
 
 static void t_wgmma_sm90a(void) {
-  NEED_GPU();
+  NEED_DEVICE();
   nvhcq_device_info info;
   nvhcq_device_get_info(dev, &info);
   if (strcmp(info.arch, "sm_90")) TEST_SKIP("wgmma needs a Hopper GPU");
@@ -133,9 +113,8 @@ static void t_wgmma_sm90a(void) {
 }
 
 static void t_close(void) {
-  NEED_GPU();
-  TEST_CHECK(nvhcq_device_close(dev) == NVHCQ_SUCCESS);
-  dev = NULL;
+  NEED_DEVICE();
+  teardown();
 }
 
 TEST_MAIN(TEST(t_cuda_c), TEST(t_ptx), TEST(t_wgmma_sm90a), TEST(t_close))

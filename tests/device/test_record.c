@@ -206,9 +206,7 @@ static void t_diamond_graph(void) {
 
 static void t_teardown(void) {
   NEED_GPU();
-  TEST_CHECK(nvhcq_module_unload(mod) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_device_close(dev) == NVHCQ_SUCCESS);
-  mod = NULL, dev = NULL;
+  teardown();
 }
 
 TEST_MAIN(TEST(t_replay_1000_with_variables), TEST(t_replay_while_running), TEST(t_diamond_graph),
