@@ -131,7 +131,7 @@ static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, 
 static nvhcq_kernel *copy_kernel(nvhcq_device *dev) {
   if (dev->builtin_tried) return dev->copy_kernel;
   dev->builtin_tried = 1;
-  unsigned sm = (dev->info.sm_version >> 8) * 10 + (dev->info.sm_version & 0xf);
+  unsigned sm = nvhcq_sm_number(dev->info.sm_version);
   const nvhcq_builtin_cubin *best = NULL;
   for (const nvhcq_builtin_cubin *b = nvhcq_builtin_cubins; b->sm; b++)
     if (b->sm / 10 == sm / 10 && b->sm <= sm && (!best || b->sm > best->sm)) best = b;

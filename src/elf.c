@@ -999,7 +999,6 @@ nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t *image, uint64_t
 
 nvhcq_status nvhcq_cubin_check_arch(const nvhcq_cubin *c, unsigned gpu_sm) {
   if (!c) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_check_arch: cubin is NULL");
-  if (gpu_sm >= 0x100) gpu_sm = (gpu_sm >> 8) * 10 + ((gpu_sm >> 4) & 0xf); /* 0x900 -> 90 */
   bool ok =
       c->arch_specific ? c->sm == gpu_sm : c->sm / 10 == gpu_sm / 10 && c->sm % 10 <= gpu_sm % 10;
   if (ok) return NVHCQ_SUCCESS;

@@ -144,4 +144,9 @@ NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t
  * arch-specific cubin (sm_90a) runs only on exactly its SM. */
 NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_check_arch(const nvhcq_cubin *c, unsigned gpu_sm);
 
+/* RM's SM version (major in bits 15:8, minor in 7:0: 0x809) as the number in its name (89). */
+static inline unsigned nvhcq_sm_number(uint32_t rm_sm_version) {
+  return (rm_sm_version >> 8) * 10 + (rm_sm_version & 0xff);
+}
+
 #endif

@@ -131,7 +131,7 @@ nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *data, size_t size,
   m->magic = NVHCQ_MODULE_MAGIC;
   m->dev = dev;
   nvhcq_status s = nvhcq_cubin_parse(data, size, &m->cubin);
-  if (!s) s = nvhcq_cubin_check_arch(m->cubin, dev->info.sm_version);
+  if (!s) s = nvhcq_cubin_check_arch(m->cubin, nvhcq_sm_number(dev->info.sm_version));
   if (!s) s = upload(m);
   if (!s) s = invalidate_caches(dev);
   if (!s) {

@@ -505,7 +505,11 @@ static void test_wrong_arch(void) {
   TEST_CHECK(check_arch_of("sm_80", 86) == NVHCQ_SUCCESS); /* same major, newer minor */
   TEST_CHECK(check_arch_of("sm_89", 80) == NVHCQ_ERROR_INVALID_IMAGE);
   TEST_CHECK(check_arch_of("sm_90", 90) == NVHCQ_SUCCESS);
-  TEST_CHECK(check_arch_of("sm_90", 0x900) == NVHCQ_SUCCESS); /* RM's SM_VERSION encoding */
+  /* RM's SM_VERSION encoding: the minor is the low byte */
+  TEST_CHECK(check_arch_of("sm_90", nvhcq_sm_number(0x900)) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_sm_number(0x809) == 89 && nvhcq_sm_number(0xa03) == 103);
+  TEST_CHECK(check_arch_of("sm_89", nvhcq_sm_number(0x809)) == NVHCQ_SUCCESS);
+  TEST_CHECK(check_arch_of("sm_80", nvhcq_sm_number(0x809)) == NVHCQ_SUCCESS);
   TEST_CHECK(check_arch_of("sm_90", 100) == NVHCQ_ERROR_INVALID_IMAGE);
   TEST_CHECK(check_arch_of("sm_100", 90) == NVHCQ_ERROR_INVALID_IMAGE);
   TEST_CHECK(strstr(nvhcq_last_error(), "cubin is for sm_100, this GPU needs sm_90") != NULL);
