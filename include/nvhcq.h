@@ -135,7 +135,9 @@ NVHCQ_API uint64_t nvhcq_signal_value(const nvhcq_signal *sig);
 NVHCQ_API void nvhcq_signal_set(nvhcq_signal *sig, uint64_t value);
 /* GPU time at which the signal was last released by the GPU, in nanoseconds. */
 NVHCQ_API uint64_t nvhcq_signal_timestamp_ns(const nvhcq_signal *sig);
-/* Waits until value >= `value`. timeout_ms 0 uses the device timeout. Spins for 2 ms, then sleeps
+/* Waits until value >= `value`. timeout_ms 0 uses the device timeout; running out of it means the
+ * GPU is stuck, and the device refuses work until nvhcq_device_recover (a timeout the caller gave
+ * leaves the device as it was). Spins for 2 ms, then sleeps
  * in steps of 1/32 of the time waited (at most 1 ms), so a long wait does not burn a core and its
  * end is seen at most about 3% late. */
 NVHCQ_API nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms);

@@ -586,9 +586,13 @@ nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy, uint64_t va
 
 nvhcq_status nvhcq_device_wait_timeline_for(nvhcq_device *dev, int copy, uint64_t value,
                                             uint64_t expect_ns) {
+  if (nvhcq_signal_value(dev->timeline[copy]) >= value) return NVHCQ_SUCCESS;
   char what[64];
   snprintf(what, sizeof what, "GPU %d %s channel", dev->index, copy ? "copy" : "compute");
-  return nvhcq_wait_value(dev, dev->timeline[copy]->cpu, value, dev->timeout_ms, expect_ns, what);
+  nvhcq_status s =
+      nvhcq_wait_value(dev, dev->timeline[copy]->cpu, value, dev->timeout_ms, expect_ns, what);
+  if (s == NVHCQ_ERROR_TIMEOUT) dev->broken = 1; /* the device's own work is stuck */
+  return s;
 }
 
 /* ---- open / close ---- */

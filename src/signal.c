@@ -55,14 +55,12 @@ nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, u
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
     if (dev) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
     double waited = nvhcq_now_ms() - start;
-    if (waited > timeout_ms) {
-      if (dev) dev->broken = 1;
+    if (waited > timeout_ms)
       return nvhcq_fail(NVHCQ_ERROR_TIMEOUT,
                         "%s: waited %u ms for value %llu, the signal holds %llu; the GPU work "
                         "before it has not completed (raise NVHCQ_TIMEOUT_MS if it is slow)%s",
                         what, timeout_ms, (unsigned long long)value, (unsigned long long)*value_ptr,
                         dev ? nvhcq_device_progress(dev) : "");
-    }
     /* Back off in steps of 1/32 of the time waited: the end is seen at most ~3% late, and a long
      * wait wakes at most once a millisecond. */
     double step_ms = waited / 32;
@@ -124,8 +122,12 @@ uint64_t nvhcq_signal_gpu_address(const nvhcq_signal *sig) {
 
 nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms) {
   NVHCQ_TRY(nvhcq_signal_check(sig));
+  if (nvhcq_signal_value(sig) >= value) return NVHCQ_SUCCESS;
   char what[64];
   snprintf(what, sizeof what, "GPU %d signal %u", sig->dev->index, sig->slot);
-  return nvhcq_wait_value(sig->dev, sig->cpu, value, timeout_ms ? timeout_ms : sig->dev->timeout_ms,
-                          0, what);
+  nvhcq_status s = nvhcq_wait_value(sig->dev, sig->cpu, value,
+                                    timeout_ms ? timeout_ms : sig->dev->timeout_ms, 0, what);
+  /* Only the device timeout means the GPU is stuck; a wait the caller bounded is just a poll. */
+  if (s == NVHCQ_ERROR_TIMEOUT && !timeout_ms) sig->dev->broken = 1;
+  return s;
 }
