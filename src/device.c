@@ -388,8 +388,8 @@ static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
       nvhcq_low_unmap(at, CHANNEL_VA_BYTES);
       (void)!nvhcq_va_free(nvhcq_va_low(), at, CHANNEL_VA_BYTES);
       ch->channel_va = 0;
-      return nvhcq_fail_context(s, "registering the %s channel's range 0x%llx with UVM",
-                                ch->name ? ch->name : "new", (unsigned long long)at);
+      return nvhcq_fail_context(s, "registering the %s channel's range 0x%llx with UVM", ch->name,
+                                (unsigned long long)at);
     }
     nvhcq_low_unmap(ch->channel_va, CHANNEL_VA_BYTES);
     dev->stuck_va = grown;
@@ -427,6 +427,7 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
   NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS tok = {.workSubmitToken = ~0u};
   NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
                              &tok, sizeof tok));
+  ch->name = copy ? "copy" : "compute";
   NVHCQ_TRY(register_channel(dev, ch));
   if (async) {
     NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
@@ -434,7 +435,6 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
                                dev->rm.branch->schedule_params_size));
   }
   char *area = dev->gpfifo_area->host_pointer;
-  ch->name = copy ? "copy" : "compute";
   ch->token = tok.workSubmitToken;
   ch->ring = (uint64_t *)(area + ring_offset);
   ch->gp_get = (volatile uint32_t *)(area + p.userdOffset[0] + NVHCQ_USERD_GP_GET);
@@ -456,12 +456,21 @@ static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch);
 
 /* Copies run in the graphics channel group unless NVHCQ_COPY_ENGINE names an asynchronous copy
  * engine, or says "auto": the one with the most physical engines behind it. On the H200 that is
- * LCE 4 (12 of them); pinned copies there measured 51-53.5 GB/s, no better than in the group. */
-static void pick_copy_engine(nvhcq_device *dev) {
+ * LCE 4 (12 of them); pinned copies there were no faster than in the group. */
+static nvhcq_status pick_copy_engine(nvhcq_device *dev) {
   dev->info.copy_engine = -1;
   const char *env = getenv("NVHCQ_COPY_ENGINE");
-  if (!env || !strcmp(env, "gr")) return;
-  int best = strcmp(env, "auto") ? atoi(env) : -1, best_pces = 0;
+  if (!env || !strcmp(env, "gr")) return NVHCQ_SUCCESS;
+  int best = -1, best_pces = 0;
+  if (strcmp(env, "auto")) {
+    char *end;
+    long asked = strtol(env, &end, 10);
+    if (end == env || *end || asked < 0 || asked >= (long)NV2080_CTRL_MAX_CES)
+      return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                        "NVHCQ_COPY_ENGINE=%s: say gr, auto or a copy engine number (0-%d)", env,
+                        (int)NV2080_CTRL_MAX_CES - 1);
+    best = (int)asked;
+  }
   NV2080_CTRL_CE_GET_ALL_CAPS_PARAMS caps;
   memset(&caps, 0, sizeof caps);
   if (best < 0 && !nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_CE_GET_ALL_CAPS,
@@ -475,9 +484,10 @@ static void pick_copy_engine(nvhcq_device *dev) {
       int pces = __builtin_popcount(m.pceMask);
       if (pces > best_pces) best = (int)n, best_pces = pces;
     }
-  if (best < 0 || best >= (int)NV2080_CTRL_MAX_CES) return;
+  if (best < 0) return NVHCQ_SUCCESS;
   dev->info.copy_engine = best;
   dev->copy_engine_type = NV2080_ENGINE_TYPE_COPY((uint32_t)best);
+  return NVHCQ_SUCCESS;
 }
 
 static nvhcq_status create_async_copy(nvhcq_device *dev) {
@@ -629,7 +639,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   nvhcq_fault_watch_open(dev);
   NVHCQ_TRY(nvhcq_va_ranges_init());
   NVHCQ_TRY(create_signals(dev));
-  pick_copy_engine(dev);
+  NVHCQ_TRY(pick_copy_engine(dev));
   NVHCQ_TRY(create_channels(dev));
   return setup_channels(dev);
 }

@@ -149,11 +149,6 @@ static const char *uvm_fault_type(uint32_t t) {
   return mmu_fault_type(t < sizeof hardware ? hardware[t] : 0xff);
 }
 
-static const char *uvm_access(uint32_t a) {
-  static const char *const names[] = {"access", "read", "write", "atomic", "prefetch"};
-  return a < sizeof names / sizeof *names ? names[a] : "access";
-}
-
 static const char *mmu_access(uint32_t a) {
   switch (a) {
   case 0:
@@ -175,6 +170,11 @@ static const char *mmu_access(uint32_t a) {
   default:
     return "unknown access";
   }
+}
+
+/* UVM numbers accesses from 1 in the hardware's order (0 is "none"). */
+static const char *uvm_access(uint32_t a) {
+  return a ? mmu_access(a - 1) : "access";
 }
 
 /* The warp error code in bits 15:0 of the warp ESR. */
@@ -286,7 +286,7 @@ static void describe_sm_errors(nvhcq_device *dev, text *t) {
   describe_pc(dev, t, first.hwwWarpEsrPc64);
   if (code && first.hwwEsrAddr) add(t, ", address 0x%llx", (unsigned long long)first.hwwEsrAddr);
   if (count > 1) add(t, "; %u SMs reported errors", count);
-  if (getenv("NVHCQ_TRACE"))
+  if (nvhcq_trace_enabled())
     add(t, " [raw: global 0x%x warp 0x%x pc 0x%llx addr 0x%llx cga 0x%x]", first.hwwGlobalEsr,
         first.hwwWarpEsr, (unsigned long long)first.hwwWarpEsrPc64,
         (unsigned long long)first.hwwEsrAddr, first.hwwCgaEsr);

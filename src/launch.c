@@ -168,11 +168,9 @@ static nvhcq_status fill_qmd(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t 
 
 static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, const uint32_t *qmd) {
   nvhcq_device *dev = q->dev;
-  if (q->last_qmd) {
+  if (q->last_qmd && !nvhcq_qmd_set_dependent(dev->qmd_version, q->last_qmd_shadow, qmd_gpu)) {
     /* Chained: the previous grid schedules this one when it completes. */
-    uint32_t *shadow = q->last_qmd_shadow;
-    if (!nvhcq_qmd_set_dependent(dev->qmd_version, shadow, qmd_gpu))
-      memcpy(q->last_qmd, shadow, nvhcq_qmd_size(dev->qmd_version));
+    memcpy(q->last_qmd, q->last_qmd_shadow, nvhcq_qmd_size(dev->qmd_version));
   } else {
     /* Grids sent one by one may overlap: wait for the previous one first. */
     if (q->launch_pending) nvhcq_push_method1(&q->push, NVHCQ_SUBC_HOST, NVC56F_WFI, 0);

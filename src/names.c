@@ -293,7 +293,6 @@ static const number_name xids[] = {
     {171, "UNCORRECTABLE_DRAM_ERROR"},
     {172, "UNCORRECTABLE_SRAM_ERROR"},
     {173, "C2C_FATAL_LINK_FAILURE"},
-    {173, "ROBUST_CHANNEL_LAST_ERROR"},
 };
 
 static const number_name classes[] = {
