@@ -696,6 +696,15 @@ static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
   memset(ch, 0, sizeof *ch);
 }
 
+/* Freeing a channel whose kernel never ends waits seconds for a preemption that cannot happen;
+ * stopping it the way a fault does takes milliseconds. */
+static void stop_compute(nvhcq_device *dev) {
+  if (nvhcq_fault_channel_stopped(dev, 0) || !dev->compute.handle) return;
+  NV906F_CTRL_CMD_RESET_CHANNEL_PARAMS r = {.engineID = NV2080_ENGINE_TYPE_GRAPHICS};
+  (void)!nvhcq_rm_control(&dev->rm, dev->compute.handle, NV906F_CTRL_CMD_RESET_CHANNEL, &r,
+                          sizeof r);
+}
+
 static void destroy_channels(nvhcq_device *dev) {
   nvhcq_fault_detach(dev);
   unregister_channel(dev, &dev->compute);
@@ -722,6 +731,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   char saved[2048];
   snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
+  if (dev->broken) stop_compute(dev);
   destroy_channels(dev);
   for (int i = 0; i < 2; i++) {
     if (dev->timeline[i]) nvhcq_signal_destroy(dev->timeline[i]);
@@ -774,13 +784,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
  * timelines are advanced past it so nothing waits for it. */
 nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_check(dev));
-  /* Freeing a channel whose kernel never ends waits seconds for a preemption that cannot
-   * happen; stopping it the way a fault does takes milliseconds. */
-  if (!nvhcq_fault_channel_stopped(dev, 0) && dev->compute.handle) {
-    NV906F_CTRL_CMD_RESET_CHANNEL_PARAMS r = {.engineID = NV2080_ENGINE_TYPE_GRAPHICS};
-    (void)!nvhcq_rm_control(&dev->rm, dev->compute.handle, NV906F_CTRL_CMD_RESET_CHANNEL, &r,
-                            sizeof r);
-  }
+  stop_compute(dev);
   destroy_channels(dev);
   nvhcq_fault_watch_reset(dev);
   free(dev->fault_text);

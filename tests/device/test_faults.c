@@ -284,6 +284,25 @@ static void t_close_and_reopen_after_fault(void) {
                  (long long)(first_free - now_free) / 1024);
 }
 
+/* Closing a device whose kernel never ends stops that kernel instead of waiting for it. */
+static void t_close_after_hang(void) {
+  NEED_GPU();
+  nvhcq_buffer *flag;
+  TEST_CHECK(nvhcq_alloc(dev, 4, NVHCQ_MEMORY_DEVICE, &flag) == NVHCQ_SUCCESS);
+  int zero = 0;
+  TEST_CHECK(nvhcq_copy_to_device(flag, 0, &zero, 4) == NVHCQ_SUCCESS);
+  nvhcq_device_set_timeout(dev, 300);
+  uint64_t address = nvhcq_buffer_gpu_address(flag);
+  expect_error("spin_forever", &address, 8, NVHCQ_ERROR_TIMEOUT, "waited 300 ms", 1000, 1);
+  double t0 = test_now_ms();
+  teardown();
+  double took = test_now_ms() - t0;
+  printf("  closed a device with a kernel still running in %.1f ms\n", took);
+  TEST_CHECK_MSG(took < 1000, "close took %.1f ms", took);
+  if (setup()) return;
+  TEST_CHECK(step_works());
+}
+
 /* The other way back: fault, close, open again. Nothing may stay behind, cycle after cycle. */
 static void t_fault_reopen_cycles(void) {
   NEED_GPU();
@@ -375,5 +394,5 @@ static void t_teardown(void) {
 TEST_MAIN(TEST(t_out_of_bounds_store), TEST(t_misaligned_load), TEST(t_trap),
           TEST(t_hang_times_out_and_recovers), TEST(t_copy_engine_fault),
           TEST(t_recorded_queue_survives), TEST(t_fault_recover_cycles),
-          TEST(t_close_and_reopen_after_fault), TEST(t_fault_reopen_cycles),
-          TEST(t_killed_process_leaves_no_memory), TEST(t_teardown))
+          TEST(t_close_and_reopen_after_fault), TEST(t_close_after_hang),
+          TEST(t_fault_reopen_cycles), TEST(t_killed_process_leaves_no_memory), TEST(t_teardown))
