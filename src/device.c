@@ -652,6 +652,7 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   if (!dev) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   dev->magic = NVHCQ_DEVICE_MAGIC;
   dev->index = index;
+  pthread_mutex_init(&dev->fault_lock, NULL);
   dev->rm.fd_ctl = dev->rm.fd_uvm = dev->fd_uvm2 = dev->fd_dev = dev->usermode_fd = -1;
   dev->tools_fd = -1;
   dev->timeout_ms = default_timeout();
@@ -770,7 +771,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   close_fd(&dev->rm.fd_uvm);
   close_fd(&dev->rm.fd_ctl);
   nvhcq_push_finish(&dev->scratch);
-  free(dev->fault_text);
+  pthread_mutex_destroy(&dev->fault_lock);
   for (uint32_t i = 0; i < dev->stuck_va_count; i++)
     (void)!nvhcq_va_free(nvhcq_va_low(), dev->stuck_va[i], CHANNEL_VA_BYTES);
   free(dev->stuck_va);
@@ -787,8 +788,7 @@ nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   stop_compute(dev);
   destroy_channels(dev);
   nvhcq_fault_watch_reset(dev);
-  free(dev->fault_text);
-  dev->fault_text = NULL;
+  dev->fault_text[0] = '\0';
   for (int c = 0; c < 2; c++) nvhcq_signal_set(dev->timeline[c], dev->timeline_value[c]);
   dev->generation++;
   dev->broken = 1; /* until the new channels answer */

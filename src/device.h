@@ -65,10 +65,11 @@ struct nvhcq_device {
   nvhcq_buffer *staging;
 
   uint32_t next_host_handle;
-  int broken;           /* a channel faulted or a wait timed out: recover or close */
-  uint32_t generation;  /* channel generation: each recovery starts a new one */
-  char last_kernel[64]; /* the kernel most recently submitted on the compute channel */
-  char *fault_text;     /* what stopped the channels, once read (cleared by recovery) */
+  int broken;            /* a channel faulted or a wait timed out: recover or close */
+  uint32_t generation;   /* channel generation: each recovery starts a new one */
+  char last_kernel[64];  /* the kernel most recently submitted on the compute channel */
+  char fault_text[1536]; /* what stopped the channels, once read ("" before; cleared by recovery) */
+  pthread_mutex_t fault_lock; /* signal waits on any thread read faults: one at a time */
   /* UVM's fault events for this process: they arrive well before the driver stops a channel. */
   int tools_fd;
   uint8_t *tools_ring;

@@ -352,33 +352,33 @@ int nvhcq_fault_channel_stopped(const nvhcq_device *dev, int copy) {
   return n && *(const volatile uint16_t *)((const char *)n->host_pointer + NOTIFIER_STATUS) != 0;
 }
 
-nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) {
-  if (dev->fault_text) return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "%s", dev->fault_text);
+/* Writes what stopped the channels into dev->fault_text, if anything did and it is not there yet;
+ * 1 if the device has faulted. */
+static int read_fault(nvhcq_device *dev) {
+  if (dev->fault_text[0]) return 1;
+  text t = {dev->fault_text, sizeof dev->fault_text, 0};
   UVM_EVENT_FATAL_FAULT f;
   if (next_fatal_fault(dev, &f)) {
-    dev->broken = 1;
-    text t = {malloc(1536), 1536, 0};
-    if (!t.buf)
-      return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "GPU %d: MMU fault at 0x%llx", dev->index,
-                        (unsigned long long)f.address);
     describe_uvm_fault(dev, &f, &t);
-    dev->fault_text = t.buf;
-    return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "%s", dev->fault_text);
+  } else {
+    for (int c = 0; c < 2 && !t.len; c++) {
+      if (!nvhcq_fault_channel_stopped(dev, c)) continue;
+      const volatile uint8_t *n = dev->notifiers[c]->host_pointer;
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      describe(dev, c, *(const volatile uint32_t *)(n + NOTIFIER_XID),
+               *(const volatile uint16_t *)(n + NOTIFIER_ENGINE), &t);
+    }
   }
-  for (int c = 0; c < 2; c++) {
-    if (!nvhcq_fault_channel_stopped(dev, c)) continue;
-    const volatile uint8_t *n = dev->notifiers[c]->host_pointer;
-    __atomic_thread_fence(__ATOMIC_ACQUIRE);
-    uint32_t xid = *(const volatile uint32_t *)(n + NOTIFIER_XID);
-    uint16_t engine = *(const volatile uint16_t *)(n + NOTIFIER_ENGINE);
-    dev->broken = 1;
-    text t = {malloc(1536), 1536, 0};
-    if (!t.buf)
-      return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "GPU %d: the driver stopped the %s channel: Xid %u",
-                        dev->index, c ? "copy" : "compute", xid);
-    describe(dev, c, xid, engine, &t);
-    dev->fault_text = t.buf;
-    return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "%s", dev->fault_text);
-  }
-  return NVHCQ_SUCCESS;
+  if (!t.len) return 0;
+  dev->broken = 1;
+  return 1;
+}
+
+nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) {
+  /* Signal waits may run on any thread: one of them reads the event ring and the records. */
+  pthread_mutex_lock(&dev->fault_lock);
+  nvhcq_status s =
+      read_fault(dev) ? nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "%s", dev->fault_text) : NVHCQ_SUCCESS;
+  pthread_mutex_unlock(&dev->fault_lock);
+  return s;
 }
