@@ -84,6 +84,8 @@ struct nvhcq_device {
   uint32_t cbank0_prefix[12]; /* driver words: shared and local windows, stack top */
   nvhcq_buffer *args;         /* ring of kernel arguments and QMDs, CPU-visible */
   uint64_t args_head;         /* monotonic byte position of the next chunk */
+  uint64_t args_lap_start;    /* where the current lap began: all work before it had completed */
+  uint64_t args_sync_at;      /* wait for the GPU before the ring reaches this (0: nothing to) */
   nvhcq_buffer *local_memory; /* shader local memory (stacks) for every SM */
   uint32_t local_per_thread;  /* bytes of local memory each thread may use */
   uint64_t local_per_tpc;     /* bytes of it each TPC gets */

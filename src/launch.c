@@ -134,7 +134,11 @@ static nvhcq_status args_alloc(nvhcq_device *dev, uint32_t bytes, uint64_t *pos)
     start += ARGS_RING_BYTES - start % ARGS_RING_BYTES;
   int new_lap =
       dev->args_head > 0 && start / ARGS_RING_BYTES != (dev->args_head - 1) / ARGS_RING_BYTES;
-  if (new_lap) NVHCQ_TRY(nvhcq_device_synchronize(dev));
+  if (new_lap || (dev->args_sync_at && start + bytes > dev->args_sync_at)) {
+    NVHCQ_TRY(nvhcq_device_synchronize(dev));
+    dev->args_sync_at = 0;
+  }
+  if (new_lap) dev->args_lap_start = start;
   dev->args_head = start + bytes;
   *pos = start;
   return NVHCQ_SUCCESS;
@@ -323,12 +327,19 @@ int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value) 
   return 0;
 }
 
-nvhcq_status nvhcq_queue_check_args(const nvhcq_queue *q) {
-  if (q->args_first != ~0ull && q->dev->args_head - q->args_first > ARGS_RING_BYTES)
+nvhcq_status nvhcq_queue_submit_args(const nvhcq_queue *q) {
+  nvhcq_device *dev = q->dev;
+  if (q->args_first == ~0ull) return NVHCQ_SUCCESS;
+  if (dev->args_head - q->args_first > ARGS_RING_BYTES)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "this queue's kernel arguments were recycled by %llu MiB of later launches; "
                       "reset and record it again (or submit it sooner)",
-                      (unsigned long long)((q->dev->args_head - q->args_first) >> 20));
+                      (unsigned long long)((dev->args_head - q->args_first) >> 20));
+  /* Arguments from before the current lap's wait are not covered by it: the ring must wait for
+   * this work before it comes round to them again. */
+  uint64_t reuse = q->args_first + ARGS_RING_BYTES;
+  if (q->args_first < dev->args_lap_start && (!dev->args_sync_at || reuse < dev->args_sync_at))
+    dev->args_sync_at = reuse;
   return NVHCQ_SUCCESS;
 }
 

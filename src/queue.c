@@ -156,7 +156,7 @@ nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
   if (q->dev->broken) return nvhcq_device_synchronize(q->dev); /* says why */
   if (q->last_kernel[0]) memcpy(q->dev->last_kernel, q->last_kernel, sizeof q->last_kernel);
   if (q->recorded) return nvhcq_queue_submit_recorded(q);
-  NVHCQ_TRY(nvhcq_queue_check_args(q));
+  NVHCQ_TRY(nvhcq_queue_submit_args(q));
   /* The GPU may be running the last QMD now: a later launch must not chain onto it. */
   nvhcq_queue_end_chain(q);
   return nvhcq_channel_submit(nvhcq_device_channel(q->dev, q->kind == NVHCQ_QUEUE_COPY),

@@ -75,8 +75,9 @@ uint64_t nvhcq_queue_replays_pending(nvhcq_queue *q);
 
 /* Breaks the launch chain: the next launch starts with its own PCAS. */
 void nvhcq_queue_end_chain(nvhcq_queue *q);
-/* Refuses a submission whose launch arguments the argument ring has since reused. */
-nvhcq_status nvhcq_queue_check_args(const nvhcq_queue *q);
+/* At submission: refuses a queue whose launch arguments the argument ring has since reused, and
+ * keeps the ring from reusing them before this work completes. */
+nvhcq_status nvhcq_queue_submit_args(const nvhcq_queue *q) NVHCQ_MUST_CHECK;
 void nvhcq_compute_init(nvhcq_device *dev);
 /* Puts a signal into the last launch's QMD if it has a free release; 1 when it did. */
 int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value);
