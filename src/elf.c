@@ -949,8 +949,10 @@ const nvhcq_cubin_kernel *nvhcq_cubin_find_kernel(const nvhcq_cubin *c, const ch
     if (!strcmp(c->kernels[i].name, name)) return &c->kernels[i];
   char names[512];
   nvhcq_kernel_names(c, names, sizeof names);
-  nvhcq_fail(NVHCQ_ERROR_NOT_FOUND, "no kernel named %s in the cubin (it has: %s)", name,
-             c->kernel_count ? names : "no kernels");
+  nvhcq_fail(NVHCQ_ERROR_NOT_FOUND,
+             "no kernel named %s in the cubin (it has: %s; C++ kernels have mangled names unless "
+             "declared extern \"C\")",
+             name, c->kernel_count ? names : "no kernels");
   return NULL;
 }
 

@@ -221,20 +221,10 @@ nvhcq_status nvhcq_module_get_kernel(nvhcq_module *m, const char *name, nvhcq_ke
   NVHCQ_TRY(check_module(m));
   if (!name || !out)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_get_kernel: NULL argument");
-  for (uint32_t i = 0; i < m->kernel_count; i++)
-    if (!strcmp(m->kernels[i].cubin->name, name)) {
-      *out = &m->kernels[i];
-      return NVHCQ_SUCCESS;
-    }
-  char names[1024] = "";
-  for (uint32_t i = 0; i < m->kernel_count && strlen(names) < 900; i++)
-    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
-             m->kernels[i].cubin->name);
-  return nvhcq_fail(
-      NVHCQ_ERROR_NOT_FOUND,
-      "the module has no kernel named '%s'; it has: %s (C++ kernels have mangled names "
-      "unless declared extern \"C\")",
-      name, names[0] ? names : "none");
+  const nvhcq_cubin_kernel *k = nvhcq_cubin_find_kernel(m->cubin, name);
+  if (!k) return NVHCQ_ERROR_NOT_FOUND; /* its message lists the kernels there are */
+  *out = &m->kernels[k - m->cubin->kernels];
+  return NVHCQ_SUCCESS;
 }
 
 nvhcq_status nvhcq_module_get_global(nvhcq_module *m, const char *name, uint64_t *gpu_address,
@@ -243,9 +233,7 @@ nvhcq_status nvhcq_module_get_global(nvhcq_module *m, const char *name, uint64_t
   if (!name)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_get_global: name is NULL");
   const nvhcq_cubin_global *g = nvhcq_cubin_find_global(m->cubin, name);
-  if (!g)
-    return nvhcq_fail(NVHCQ_ERROR_NOT_FOUND,
-                      "the module has no __device__ or __constant__ variable '%s'", name);
+  if (!g) return NVHCQ_ERROR_NOT_FOUND; /* with its message */
   if (gpu_address) *gpu_address = m->image->gpu_address + g->offset;
   if (size) *size = g->size;
   return NVHCQ_SUCCESS;
