@@ -975,26 +975,15 @@ nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t *image, uint64_t
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_relocate: NULL argument");
   for (uint32_t i = 0; i < c->reloc_count; i++) {
     const nvhcq_cubin_reloc *r = &c->relocs[i];
-    uint64_t v = gpu_base + r->symbol_offset + (uint64_t)r->addend;
-    switch (r->type) {
-    case NVHCQ_R_CUDA_32:
-    case NVHCQ_R_CUDA_G32:
-      nvhcq_wr32(image + r->offset, (uint32_t)v);
-      break;
-    case NVHCQ_R_CUDA_64:
-    case NVHCQ_R_CUDA_G64:
-      nvhcq_wr64(image + r->offset, v);
-      break;
-    case NVHCQ_R_CUDA_ABS32_LO_32:
-      nvhcq_wr32(image + r->offset + 4, (uint32_t)v);
-      break;
-    case NVHCQ_R_CUDA_ABS32_HI_32:
-      nvhcq_wr32(image + r->offset + 4, (uint32_t)(v >> 32));
-      break;
-    default:
+    uint64_t v = gpu_base + r->symbol_offset + (uint64_t)r->addend, at, bytes;
+    if (!nvhcq_reloc_field(r->type, &at, &bytes))
       return nvhcq_fail(NVHCQ_ERROR_INVALID_IMAGE, "relocation %u has unsupported type 0x%x", i,
                         r->type);
-    }
+    if (r->type == NVHCQ_R_CUDA_ABS32_HI_32) v >>= 32;
+    if (bytes == 8)
+      nvhcq_wr64(image + r->offset + at, v);
+    else
+      nvhcq_wr32(image + r->offset + at, (uint32_t)v);
   }
   return NVHCQ_SUCCESS;
 }
