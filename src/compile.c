@@ -273,10 +273,7 @@ static int cache_read(const char *path, void **out, size_t *out_size) {
   close(fd);
   if (ok) {
     uint8_t d[32];
-    nvhcq_sha256 h;
-    nvhcq_sha256_init(&h);
-    nvhcq_sha256_update(&h, data, n);
-    nvhcq_sha256_final(&h, d);
+    nvhcq_sha256_of(data, n, d);
     ok = !memcmp(d, header + 16, 32);
   }
   if (!ok) {
@@ -300,10 +297,7 @@ static void cache_write(const char *dir, const char *path, const void *data, siz
   uint64_t n = size;
   memcpy(header, CACHE_MAGIC, 8);
   memcpy(header + 8, &n, 8);
-  nvhcq_sha256 h;
-  nvhcq_sha256_init(&h);
-  nvhcq_sha256_update(&h, data, size);
-  nvhcq_sha256_final(&h, header + 16);
+  nvhcq_sha256_of(data, size, header + 16);
   int ok = fchmod(fd, 0600) == 0 && write(fd, header, sizeof header) == (ssize_t)sizeof header &&
            write(fd, data, size) == (ssize_t)size && fsync(fd) == 0;
   close(fd);

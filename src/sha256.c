@@ -71,3 +71,10 @@ void nvhcq_sha256_final(nvhcq_sha256 *h, uint8_t digest[32]) {
 void nvhcq_sha256_hex(const uint8_t digest[32], char out[65]) {
   for (int i = 0; i < 32; i++) snprintf(out + 2 * i, 3, "%02x", digest[i]);
 }
+
+void nvhcq_sha256_of(const void *data, size_t size, uint8_t digest[32]) {
+  nvhcq_sha256 h;
+  nvhcq_sha256_init(&h);
+  nvhcq_sha256_update(&h, data, size);
+  nvhcq_sha256_final(&h, digest);
+}
