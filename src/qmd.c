@@ -114,8 +114,12 @@ uint64_t nvhcq_qmd_get(nvhcq_qmd_version v, const uint32_t *qmd, nvhcq_qmd_field
 }
 
 static nvhcq_status apply(nvhcq_qmd_version v, uint32_t *qmd, const qmd_write *w, size_t n) {
+  /* All checked before any is written: a bad value leaves the QMD as it was. */
   for (size_t i = 0; i < n; i++) NVHCQ_TRY(check_write(v, w[i].field, w[i].value));
-  for (size_t i = 0; i < n; i++) NVHCQ_TRY(nvhcq_qmd_set(v, qmd, w[i].field, w[i].value));
+  for (size_t i = 0; i < n; i++) {
+    const nvhcq_qmd_bits *b = bits_of(v, w[i].field);
+    nvhcq_qmd_write_bits(qmd, b->hi, b->lo, w[i].value);
+  }
   return NVHCQ_SUCCESS;
 }
 
