@@ -63,8 +63,8 @@ static const char *visible_list(void) {
   return v ? v : getenv("CUDA_VISIBLE_DEVICES");
 }
 
-static nvhcq_status open_ctl(int *fd) {
-  *fd = nvhcq_door->open("/dev/nvidiactl", O_RDWR | O_CLOEXEC);
+nvhcq_status nvhcq_open_ctl(int *fd) {
+  *fd = nvhcq_door->open("/dev/nvidiactl", O_RDWR);
   if (*fd < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER,
                       "cannot open /dev/nvidiactl: %s; is the NVIDIA kernel driver loaded "
@@ -95,7 +95,7 @@ nvhcq_status nvhcq_device_count(int *count) {
   if (!count) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_count: count is NULL");
   *count = 0;
   int fd;
-  NVHCQ_TRY(open_ctl(&fd));
+  NVHCQ_TRY(nvhcq_open_ctl(&fd));
   static nv_ioctl_card_info_t cards[NV_MAX_CARDS];
   int visible[NV_MAX_CARDS];
   nvhcq_status s = list_cards(fd, cards, visible, count);
@@ -126,8 +126,8 @@ static nvhcq_status detect_driver(nvhcq_device *dev) {
 }
 
 static nvhcq_status open_uvm(nvhcq_device *dev) {
-  dev->rm.fd_uvm = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR | O_CLOEXEC);
-  dev->fd_uvm2 = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR | O_CLOEXEC);
+  dev->rm.fd_uvm = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR);
+  dev->fd_uvm2 = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR);
   if (dev->rm.fd_uvm < 0 || dev->fd_uvm2 < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER,
                       "cannot open /dev/nvidia-uvm: %s; load the nvidia-uvm module "
@@ -312,7 +312,7 @@ static nvhcq_status alloc_gpu_objects(nvhcq_device *dev, const nv_ioctl_card_inf
 nvhcq_status nvhcq_device_open_fd(nvhcq_device *dev, int *fd) {
   char path[32];
   snprintf(path, sizeof path, "/dev/nvidia%u", dev->minor);
-  *fd = nvhcq_door->open(path, O_RDWR | O_CLOEXEC);
+  *fd = nvhcq_door->open(path, O_RDWR);
   if (*fd < 0)
     return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open %s: %s", path, strerror(errno));
   nv_ioctl_register_fd_t reg = {.ctl_fd = dev->rm.fd_ctl};
@@ -383,15 +383,14 @@ static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
     uint64_t *grown = rc.rmStatus == NV_ERR_INVALID_ADDRESS
                           ? realloc(dev->stuck_va, (dev->stuck_va_count + 1) * sizeof *grown)
                           : NULL;
+    nvhcq_low_unmap(ch->channel_va, CHANNEL_VA_BYTES);
     if (!grown) {
       uint64_t at = ch->channel_va;
-      nvhcq_low_unmap(at, CHANNEL_VA_BYTES);
       (void)!nvhcq_va_free(nvhcq_va_low(), at, CHANNEL_VA_BYTES);
       ch->channel_va = 0;
       return nvhcq_fail_context(s, "registering the %s channel's range 0x%llx with UVM", ch->name,
                                 (unsigned long long)at);
     }
-    nvhcq_low_unmap(ch->channel_va, CHANNEL_VA_BYTES);
     dev->stuck_va = grown;
     dev->stuck_va[dev->stuck_va_count++] = ch->channel_va;
     ch->channel_va = 0;
@@ -614,7 +613,7 @@ static uint32_t default_timeout(void) {
 }
 
 static nvhcq_status open_steps(nvhcq_device *dev, int index) {
-  NVHCQ_TRY(open_ctl(&dev->rm.fd_ctl));
+  NVHCQ_TRY(nvhcq_open_ctl(&dev->rm.fd_ctl));
   static nv_ioctl_card_info_t cards[NV_MAX_CARDS];
   int visible[NV_MAX_CARDS], count;
   NVHCQ_TRY(list_cards(dev->rm.fd_ctl, cards, visible, &count));

@@ -114,6 +114,8 @@ void nvhcq_fault_watch_close(nvhcq_device *dev);
 void nvhcq_fault_watch_reset(nvhcq_device *dev);
 /* "; last kernel submitted: ..., completed: compute N of M, copy N of M" for messages. */
 const char *nvhcq_device_progress(const nvhcq_device *dev);
+/* Opens /dev/nvidiactl, or says why it cannot. */
+nvhcq_status nvhcq_open_ctl(int *fd) NVHCQ_MUST_CHECK;
 /* Opens /dev/nvidiaN and registers it with the control fd; *fd is -1 on failure. */
 nvhcq_status nvhcq_device_open_fd(nvhcq_device *dev, int *fd) NVHCQ_MUST_CHECK;
 /* Points the compute engine at the device's local memory, if it has any yet. */

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* Every driver fd is close-on-exec: a child process must not keep the GPU's objects alive. */
 static int real_open(const char *path, int flags) {
   return open(path, flags | O_CLOEXEC);
 }

@@ -54,7 +54,7 @@ static uint64_t monotonic_raw_ns(void) {
 }
 
 void nvhcq_fault_watch_open(nvhcq_device *dev) {
-  dev->tools_fd = nvhcq_door->open("/dev/nvidia-uvm-tools", O_RDWR | O_CLOEXEC);
+  dev->tools_fd = nvhcq_door->open("/dev/nvidia-uvm-tools", O_RDWR);
   if (dev->tools_fd < 0) return;
   size_t ring_bytes = TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES;
   void *ring =

@@ -92,9 +92,7 @@ static uint64_t page_size_for(nvhcq_memory_kind kind, size_t size) {
 static nvhcq_status map_to_cpu(nvhcq_device *dev, nvhcq_buffer *b, uint32_t flags, int sysmem) {
   int fd;
   if (sysmem) {
-    fd = nvhcq_door->open("/dev/nvidiactl", O_RDWR | O_CLOEXEC);
-    if (fd < 0)
-      return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER, "cannot open /dev/nvidiactl: %s", strerror(errno));
+    NVHCQ_TRY(nvhcq_open_ctl(&fd));
   } else {
     /* Each CPU mapping needs an fd of its own. */
     NVHCQ_TRY(nvhcq_device_open_fd(dev, &fd));
