@@ -182,6 +182,11 @@ nvhcq_status nvhcq_queue_finish(nvhcq_queue *q) {
                       "only recorded queues are finished (nvhcq_queue_create_recorded)");
   NVHCQ_TRY(q->push.error);
   if (q->push.len == 0) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "the queue is empty");
+  if (q->push.len > NVHCQ_GPFIFO_MAX_WORDS)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "the queue holds %u command words; one submission holds at most %u: "
+                      "record it as several queues",
+                      q->push.len, NVHCQ_GPFIFO_MAX_WORDS);
   for (nvhcq_var v = 0; v < q->var_count; v++) NVHCQ_TRY(apply_var(q, v, q->vars[v].value));
   static const nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
   NVHCQ_TRY(

@@ -39,6 +39,8 @@ enum { NVHCQ_SUBC_HOST = 0, NVHCQ_SUBC_COMPUTE = 1, NVHCQ_SUBC_COPY = 4 };
 /* GPFIFO entry: address (dword aligned) in 39:2 / 63:32 upper bits, length in dwords 62:42. */
 #define NVHCQ_GPFIFO_ENTRY(addr, words)                                                            \
   (((uint64_t)(addr) & ~3ull) | ((uint64_t)(words) << 42) | (1ull << 41))
+/* The entry's length field is 21 bits wide. */
+#define NVHCQ_GPFIFO_MAX_WORDS ((1u << 21) - 1)
 
 /* Copy engine (c6b5 .. cab5, same offsets). */
 #define NVC6B5_SET_SEMAPHORE_A             0x240
