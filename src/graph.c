@@ -61,13 +61,19 @@ nvhcq_status nvhcq_graph_create(nvhcq_device *dev, nvhcq_graph **out) {
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_graph_destroy(nvhcq_graph *g) {
-  if (!g) return NVHCQ_SUCCESS;
-  NVHCQ_TRY(check_graph(g, -1));
+/* The recorded queues of an instance (or of an instantiation that failed half way). */
+static void drop_queues(nvhcq_graph *g) {
   for (int c = 0; c < 2; c++) {
     if (g->queue[c]) nvhcq_queue_destroy(g->queue[c]);
     free(g->var_map[c]);
+    g->queue[c] = NULL, g->var_map[c] = NULL;
   }
+}
+
+nvhcq_status nvhcq_graph_destroy(nvhcq_graph *g) {
+  if (!g) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(check_graph(g, -1));
+  drop_queues(g);
   for (uint32_t i = 0; i < g->node_count; i++) {
     graph_node *n = &g->nodes[i];
     free(n->args), free(n->arg_vars), free(n->deps);
@@ -215,9 +221,7 @@ static nvhcq_status record_node(nvhcq_graph *g, graph_node *n) {
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_graph_instantiate(nvhcq_graph *g) {
-  NVHCQ_TRY(check_graph(g, 0));
-  if (!g->node_count) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "the graph has no nodes");
+static nvhcq_status instantiate(nvhcq_graph *g) {
   /* Nodes another channel waits for get a signal. */
   for (uint32_t i = 0; i < g->node_count; i++)
     for (uint32_t j = 0; j < g->nodes[i].dep_count; j++) {
@@ -242,6 +246,17 @@ nvhcq_status nvhcq_graph_instantiate(nvhcq_graph *g) {
       nvhcq_queue_destroy(g->queue[c]);
       g->queue[c] = NULL;
     }
+  }
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_graph_instantiate(nvhcq_graph *g) {
+  NVHCQ_TRY(check_graph(g, 0));
+  if (!g->node_count) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "the graph has no nodes");
+  nvhcq_status s = instantiate(g);
+  if (s) {
+    drop_queues(g); /* a later try starts afresh */
+    return s;
   }
   g->instantiated = 1;
   return NVHCQ_SUCCESS;
