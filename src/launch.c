@@ -34,7 +34,7 @@ void nvhcq_compute_init(nvhcq_device *dev) {
   p[10] = 0xfffdc0; /* top of the per-thread stack in the local window */
 }
 
-static nvhcq_status check_dims(const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_dim3 b) {
+nvhcq_status nvhcq_launch_check_dims(const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_dim3 b) {
   const char *n = k->cubin->name;
   uint64_t threads = (uint64_t)b.x * b.y * b.z;
   if (!g.x || !g.y || !g.z || !b.x || !b.y || !b.z)
@@ -212,7 +212,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
     return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK, "kernel %s takes %u bytes of arguments, got %zu%s",
                       k->cubin->name, k->cubin->param_size, args_size,
                       !args && args_size ? " (args is NULL)" : "");
-  NVHCQ_TRY(check_dims(k, grid, block));
+  NVHCQ_TRY(nvhcq_launch_check_dims(k, grid, block));
   NVHCQ_TRY(check_shared(dev, k, dynamic_shared));
   NVHCQ_TRY(ensure_local_memory(dev, k->local_bytes));
   uint32_t qmd_size = (uint32_t)nvhcq_qmd_size(dev->qmd_version);
@@ -304,7 +304,7 @@ nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3
     NVHCQ_TRY(nvhcq_queue_add_patch(q, a->var, a->size == 4 ? NVHCQ_PATCH_U32 : NVHCQ_PATCH_U64, 0,
                                     0, cbank + k->cubin->param_offset + a->offset, a->add));
   }
-  return NVHCQ_SUCCESS;
+  return nvhcq_queue_add_var_launch(q, k, grid, block, vars);
 }
 
 void nvhcq_queue_end_chain(nvhcq_queue *q) {

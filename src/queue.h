@@ -30,6 +30,8 @@ struct nvhcq_queue {
   uint32_t var_count, var_capacity;
   struct nvhcq_patch *patches;
   uint32_t patch_count, patch_capacity;
+  struct nvhcq_var_launch *var_launches; /* launches whose grid or block come from variables */
+  uint32_t var_launch_count, var_launch_capacity;
   nvhcq_signal *done;
   uint64_t replays;
   uint32_t generation; /* the device's channel generation at the last replay */
@@ -56,6 +58,13 @@ typedef struct nvhcq_patch {
   int64_t add;
 } nvhcq_patch;
 
+/* A launch whose grid or block come from variables: checked again whenever one of them changes. */
+typedef struct nvhcq_var_launch {
+  const nvhcq_kernel *kernel;
+  nvhcq_dim3 grid, block; /* as recorded, where no variable stands */
+  nvhcq_var grid_var[3], block_var[3];
+} nvhcq_var_launch;
+
 typedef struct nvhcq_var_slot {
   char name[32];
   uint64_t value;
@@ -65,6 +74,11 @@ typedef struct nvhcq_var_slot {
 nvhcq_status nvhcq_queue_check(const nvhcq_queue *q);
 nvhcq_status nvhcq_queue_add_patch(nvhcq_queue *q, nvhcq_var var, nvhcq_patch_kind kind,
                                    int in_commands, uint32_t word, void *ptr, int64_t add);
+/* Remembers a launch's grid and block variables so that new values get the launch checks. */
+nvhcq_status nvhcq_queue_add_var_launch(nvhcq_queue *q, const nvhcq_kernel *k, nvhcq_dim3 grid,
+                                        nvhcq_dim3 block, const nvhcq_launch_vars *vars);
+/* The grid and block limits of kernel `k` (NVHCQ_ERROR_LAUNCH_CHECK and why). */
+nvhcq_status nvhcq_launch_check_dims(const nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block);
 /* Memory for one launch's bank 0 and QMD: the device ring, or a recorded queue's arena. */
 nvhcq_status nvhcq_queue_launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t **cpu,
                                        uint64_t *gpu);

@@ -50,7 +50,9 @@ void nvhcq_queue_free_recording(nvhcq_queue *q) {
   if (q->done) nvhcq_signal_destroy(q->done);
   free(q->vars);
   free(q->patches);
+  free(q->var_launches);
   q->arena = NULL, q->cmds = NULL, q->done = NULL, q->vars = NULL, q->patches = NULL;
+  q->var_launches = NULL, q->var_launch_count = q->var_launch_capacity = 0;
   q->arena_count = 0, q->arena_used = 0, q->var_count = q->var_capacity = 0;
   q->patch_count = q->patch_capacity = 0, q->finished = 0, q->replays = 0;
 }
@@ -97,6 +99,53 @@ nvhcq_status nvhcq_queue_add_patch(nvhcq_queue *q, nvhcq_var var, nvhcq_patch_ki
   return NVHCQ_SUCCESS;
 }
 
+nvhcq_status nvhcq_queue_add_var_launch(nvhcq_queue *q, const nvhcq_kernel *k, nvhcq_dim3 grid,
+                                        nvhcq_dim3 block, const nvhcq_launch_vars *vars) {
+  int any = 0;
+  for (int d = 0; d < 3; d++)
+    any |= vars->grid[d] != NVHCQ_NO_VAR || vars->block[d] != NVHCQ_NO_VAR;
+  if (!any) return NVHCQ_SUCCESS;
+  if (q->var_launch_count == q->var_launch_capacity) {
+    uint32_t cap = q->var_launch_capacity ? 2 * q->var_launch_capacity : 16;
+    nvhcq_var_launch *grown = realloc(q->var_launches, cap * sizeof *grown);
+    if (!grown) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+    q->var_launches = grown, q->var_launch_capacity = cap;
+  }
+  nvhcq_var_launch *l = &q->var_launches[q->var_launch_count++];
+  *l = (nvhcq_var_launch){.kernel = k, .grid = grid, .block = block};
+  memcpy(l->grid_var, vars->grid, sizeof l->grid_var);
+  memcpy(l->block_var, vars->block, sizeof l->block_var);
+  return NVHCQ_SUCCESS;
+}
+
+/* One dimension of a launch: its variable's value (`value` for `var`), else as recorded. Returns
+ * whether `var` is the one. */
+static int dim_of(const nvhcq_queue *q, nvhcq_var from, nvhcq_var var, uint64_t value,
+                  uint32_t *dim) {
+  if (from == NVHCQ_NO_VAR) return 0;
+  uint64_t v = from == var ? value : q->vars[from].value;
+  *dim = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+  return from == var;
+}
+
+/* Every launch whose grid or block use `var` stays within its kernel's limits with `value`. */
+static nvhcq_status check_var_launches(const nvhcq_queue *q, nvhcq_var var, uint64_t value) {
+  for (uint32_t i = 0; i < q->var_launch_count; i++) {
+    const nvhcq_var_launch *l = &q->var_launches[i];
+    nvhcq_dim3 g = l->grid, b = l->block;
+    uint32_t *gd[3] = {&g.x, &g.y, &g.z}, *bd[3] = {&b.x, &b.y, &b.z};
+    int uses = 0;
+    for (int d = 0; d < 3; d++)
+      uses |= dim_of(q, l->grid_var[d], var, value, gd[d]) |
+              dim_of(q, l->block_var[d], var, value, bd[d]);
+    nvhcq_status s = uses ? nvhcq_launch_check_dims(l->kernel, g, b) : NVHCQ_SUCCESS;
+    if (s)
+      return nvhcq_fail_context(s, "variable '%s' = %llu", q->vars[var].name,
+                                (unsigned long long)value);
+  }
+  return NVHCQ_SUCCESS;
+}
+
 static const uint64_t patch_max[] = {0xff,  0xffff, 0xffffffffu, ~0ull,
                                      ~0ull, ~0ull,  ~0ull,       0x7fffffffu};
 
@@ -136,6 +185,7 @@ static void write_patch(void *at, nvhcq_patch_kind kind, uint64_t v) {
 
 /* Checks every site of `var` takes `value` before writing any: a refused value changes nothing. */
 static nvhcq_status apply_var(nvhcq_queue *q, nvhcq_var var, uint64_t value) {
+  NVHCQ_TRY(check_var_launches(q, var, value));
   for (uint32_t i = 0; i < q->patch_count; i++) {
     const nvhcq_patch *p = &q->patches[i];
     uint64_t v = value + (uint64_t)p->add;

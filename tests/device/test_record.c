@@ -80,6 +80,11 @@ static void t_replay_1000_with_variables(void) {
   }
   TEST_CHECK_MSG(bad_iters == 0, "%d of 1000 replays gave wrong results", bad_iters);
   TEST_CHECK(nvhcq_signal_value(kdone) == 1000 && nvhcq_signal_value(cdone) == 1000);
+  /* A grid or block variable gets the launch checks: no zero-block grid is ever recorded. */
+  TEST_CHECK(nvhcq_queue_set_var(cq, blocks, 0) == NVHCQ_ERROR_LAUNCH_CHECK);
+  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "variable 'blocks' = 0: kernel affine: grid (0,1,1)"),
+                 "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_queue_set_var(cq, blocks, 1u << 31) == NVHCQ_ERROR_LAUNCH_CHECK);
   nvhcq_queue_destroy(cq), nvhcq_queue_destroy(xq);
   nvhcq_signal_destroy(kdone), nvhcq_signal_destroy(cdone);
   nvhcq_free(buf[0]), nvhcq_free(buf[1]), nvhcq_free(out);
