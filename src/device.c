@@ -828,7 +828,7 @@ nvhcq_status nvhcq_device_synchronize(nvhcq_device *dev) {
                       "GPU %d stopped working after an earlier fault or hang; call "
                       "nvhcq_device_recover (memory stays valid) or close the device",
                       dev->index);
-  uint64_t v[2];
+  uint64_t v[2] = {0, 0};
   for (int c = 0; c < 2; c++) {
     nvhcq_push *p = &dev->scratch;
     nvhcq_push_reset(p);
