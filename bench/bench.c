@@ -1,7 +1,6 @@
 /* Foundation benchmark: nvhcq and (when present) libcuda measured in the same run.
  * usage: nvhcq_bench [size_MiB]   (default 256) */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,35 +9,6 @@
 
 #include "bench_util.h"
 #include "nvhcq.h"
-
-/* ---- libcuda through dlopen: the benchmark must run without it ---- */
-
-typedef int (*cu_fn)();
-static struct {
-  void *lib;
-  cu_fn init, device_get, primary_retain, ctx_set, mem_alloc, mem_free, host_alloc, host_free, htod,
-      dtoh, dtod, sync;
-} cu;
-
-static int cuda_load(void) {
-  cu.lib = dlopen("libcuda.so.1", RTLD_NOW);
-  if (!cu.lib) return 0;
-#define SYM(f, n) cu.f = (cu_fn)dlsym(cu.lib, n)
-  SYM(init, "cuInit");
-  SYM(device_get, "cuDeviceGet");
-  SYM(primary_retain, "cuDevicePrimaryCtxRetain");
-  SYM(ctx_set, "cuCtxSetCurrent");
-  SYM(mem_alloc, "cuMemAlloc_v2");
-  SYM(mem_free, "cuMemFree_v2");
-  SYM(host_alloc, "cuMemAllocHost_v2");
-  SYM(host_free, "cuMemFreeHost");
-  SYM(htod, "cuMemcpyHtoD_v2");
-  SYM(dtoh, "cuMemcpyDtoH_v2");
-  SYM(dtod, "cuMemcpyDtoD_v2");
-  SYM(sync, "cuCtxSynchronize");
-#undef SYM
-  return cu.init && cu.htod && cu.sync;
-}
 
 typedef struct results {
   double open_ms, h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, d2d, small_d2h_us;
@@ -63,11 +33,10 @@ static void bench_nvhcq(size_t size, results *r) {
   double t0 = now_s();
   CHECK_NV(nvhcq_device_open(0, &dev));
   r->open_ms = (now_s() - t0) * 1e3;
-  nvhcq_buffer *a, *b, *host, *tiny;
+  nvhcq_buffer *a, *b, *host;
   CHECK_NV(nvhcq_alloc(dev, size, NVHCQ_MEMORY_DEVICE, &a));
   CHECK_NV(nvhcq_alloc(dev, size, NVHCQ_MEMORY_DEVICE, &b));
   CHECK_NV(nvhcq_alloc(dev, size, NVHCQ_MEMORY_HOST, &host));
-  CHECK_NV(nvhcq_alloc(dev, 4096, NVHCQ_MEMORY_HOST, &tiny));
   char *pageable = malloc(size);
   memset(pageable, 1, size);
   memset(nvhcq_buffer_host_pointer(host), 2, size);
@@ -102,7 +71,6 @@ static void bench_nvhcq(size_t size, results *r) {
   }
   r->small_d2h_us = median(lat, 1000) * 1e6;
   free(pageable);
-  nvhcq_free(tiny);
   nvhcq_free(host);
   nvhcq_free(b);
   nvhcq_free(a);
@@ -110,13 +78,8 @@ static void bench_nvhcq(size_t size, results *r) {
 }
 
 static void bench_cuda(size_t size, results *r) {
-  int devnum;
-  void *ctx;
   double t0 = now_s();
-  CHECK_CU(cu.init(0));
-  CHECK_CU(cu.device_get(&devnum, 0));
-  CHECK_CU(cu.primary_retain(&ctx, devnum));
-  CHECK_CU(cu.ctx_set(ctx));
+  cuda_context();
   uint64_t probe;
   CHECK_CU(cu.mem_alloc(&probe, (size_t)4096));
   CHECK_CU(cu.sync());

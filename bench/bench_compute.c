@@ -1,7 +1,6 @@
 /* Compute benchmark: nvhcq and (when present) libcuda in the same run, on the same cubin.
  * usage: nvhcq_bench_compute CUBIN   (tests/device/kernels.cu built for this GPU) */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,9 +60,7 @@ static void nv_rest(results *r) {
   r->roundtrip_us = median(t + 100, 1900) * 1e6;
   /* Host submit cost: one launch recorded and submitted per call. */
   nvhcq_queue *q;
-  nvhcq_signal *sig;
   CHECK_NV(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q));
-  CHECK_NV(nvhcq_signal_create(dev, 0, &sig));
   const int n = 20000;
   double s0 = now_s();
   for (int i = 0; i < n; i++) {
@@ -148,50 +145,14 @@ static void nv_rest(results *r) {
   r->replay_us = (now_s() - s0) / (REPLAYS * REPLAY_KERNELS) * 1e6;
   nvhcq_queue_destroy(rq);
   nvhcq_free(a), nvhcq_free(b), nvhcq_free(counter);
-  nvhcq_queue_destroy(q), nvhcq_signal_destroy(sig);
+  nvhcq_queue_destroy(q);
   nvhcq_module_unload(mod);
   nvhcq_device_close(dev);
 }
 
 /* ---- libcuda ---- */
 
-typedef int (*cu_fn)();
-static struct {
-  cu_fn init, device_get, primary_retain, ctx_set, module_load, get_function, launch, sync,
-      mem_alloc, htod, dtoh, event_create, event_record, event_sync, event_elapsed, attr,
-      stream_create, begin_capture, end_capture, instantiate, graph_launch, stream_sync;
-} cu;
-static void *cu_ctx, *cu_mod;
-
-static int cuda_load(void) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW);
-  if (!lib) return 0;
-#define SYM(f, n) cu.f = (cu_fn)dlsym(lib, n)
-  SYM(init, "cuInit");
-  SYM(device_get, "cuDeviceGet");
-  SYM(primary_retain, "cuDevicePrimaryCtxRetain");
-  SYM(ctx_set, "cuCtxSetCurrent");
-  SYM(module_load, "cuModuleLoadData");
-  SYM(get_function, "cuModuleGetFunction");
-  SYM(launch, "cuLaunchKernel");
-  SYM(sync, "cuCtxSynchronize");
-  SYM(mem_alloc, "cuMemAlloc_v2");
-  SYM(htod, "cuMemcpyHtoD_v2");
-  SYM(dtoh, "cuMemcpyDtoH_v2");
-  SYM(event_create, "cuEventCreate");
-  SYM(event_record, "cuEventRecord");
-  SYM(event_sync, "cuEventSynchronize");
-  SYM(event_elapsed, "cuEventElapsedTime");
-  SYM(attr, "cuDeviceGetAttribute");
-  SYM(stream_create, "cuStreamCreate");
-  SYM(begin_capture, "cuStreamBeginCapture_v2");
-  SYM(end_capture, "cuStreamEndCapture");
-  SYM(instantiate, "cuGraphInstantiateWithFlags");
-  SYM(graph_launch, "cuGraphLaunch");
-  SYM(stream_sync, "cuStreamSynchronize");
-#undef SYM
-  return cu.init && cu.launch;
-}
+static void *cu_mod;
 
 static void *cu_kernel(const char *name) {
   void *f;
@@ -201,11 +162,7 @@ static void *cu_kernel(const char *name) {
 
 static double cu_init(void) {
   double t0 = now_s();
-  int d;
-  CHECK_CU(cu.init(0));
-  CHECK_CU(cu.device_get(&d, 0));
-  CHECK_CU(cu.primary_retain(&cu_ctx, d));
-  CHECK_CU(cu.ctx_set(cu_ctx));
+  cuda_context();
   CHECK_CU(cu.module_load(&cu_mod, file_data));
   CHECK_CU(cu.launch(cu_kernel("empty"), 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
   CHECK_CU(cu.sync());
@@ -222,6 +179,7 @@ static double cu_time(void *f, unsigned grid, unsigned block, void **params) {
   CHECK_CU(cu.event_record(e1, NULL));
   CHECK_CU(cu.event_sync(e1));
   CHECK_CU(cu.event_elapsed(&ms, e0, e1));
+  cu.event_destroy(e0), cu.event_destroy(e1);
   return ms * 1e-3;
 }
 

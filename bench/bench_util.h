@@ -2,6 +2,7 @@
 #ifndef NVHCQ_BENCH_UTIL_H
 #define NVHCQ_BENCH_UTIL_H
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -42,5 +43,70 @@ static inline double median(double *v, int n) {
       exit(1);                                                                                     \
     }                                                                                              \
   } while (0)
+
+/* ---- libcuda through dlopen: the benchmarks run without it ---- */
+
+typedef int (*cu_fn)();
+static struct {
+  cu_fn init, device_get, primary_retain, ctx_set, mem_alloc, mem_free, host_alloc, host_free, htod,
+      dtoh, dtod, sync, module_load, get_function, launch, event_create, event_destroy,
+      event_record, event_sync, event_elapsed, attr, stream_create, begin_capture, end_capture,
+      instantiate, graph_launch, stream_sync;
+} cu;
+
+/* 1 when libcuda and every function the benchmarks call were found. */
+static inline int cuda_load(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!lib) return 0;
+  static const struct {
+    cu_fn *f;
+    const char *name;
+  } syms[] = {
+      {&cu.init, "cuInit"},
+      {&cu.device_get, "cuDeviceGet"},
+      {&cu.primary_retain, "cuDevicePrimaryCtxRetain"},
+      {&cu.ctx_set, "cuCtxSetCurrent"},
+      {&cu.mem_alloc, "cuMemAlloc_v2"},
+      {&cu.mem_free, "cuMemFree_v2"},
+      {&cu.host_alloc, "cuMemAllocHost_v2"},
+      {&cu.host_free, "cuMemFreeHost"},
+      {&cu.htod, "cuMemcpyHtoD_v2"},
+      {&cu.dtoh, "cuMemcpyDtoH_v2"},
+      {&cu.dtod, "cuMemcpyDtoD_v2"},
+      {&cu.sync, "cuCtxSynchronize"},
+      {&cu.module_load, "cuModuleLoadData"},
+      {&cu.get_function, "cuModuleGetFunction"},
+      {&cu.launch, "cuLaunchKernel"},
+      {&cu.event_create, "cuEventCreate"},
+      {&cu.event_destroy, "cuEventDestroy_v2"},
+      {&cu.event_record, "cuEventRecord"},
+      {&cu.event_sync, "cuEventSynchronize"},
+      {&cu.event_elapsed, "cuEventElapsedTime"},
+      {&cu.attr, "cuDeviceGetAttribute"},
+      {&cu.stream_create, "cuStreamCreate"},
+      {&cu.begin_capture, "cuStreamBeginCapture_v2"},
+      {&cu.end_capture, "cuStreamEndCapture"},
+      {&cu.instantiate, "cuGraphInstantiateWithFlags"},
+      {&cu.graph_launch, "cuGraphLaunch"},
+      {&cu.stream_sync, "cuStreamSynchronize"},
+  };
+  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
+    if (!(*syms[i].f = (cu_fn)dlsym(lib, syms[i].name))) {
+      fprintf(stderr, "libcuda has no %s: its figures are left out\n", syms[i].name);
+      return 0;
+    }
+  return 1;
+}
+
+/* GPU 0's primary context, made current. */
+static inline void *cuda_context(void) {
+  int d;
+  void *ctx;
+  CHECK_CU(cu.init(0));
+  CHECK_CU(cu.device_get(&d, 0));
+  CHECK_CU(cu.primary_retain(&ctx, d));
+  CHECK_CU(cu.ctx_set(ctx));
+  return ctx;
+}
 
 #endif
