@@ -28,15 +28,15 @@ static nvhcq_status check_range(const nvhcq_buffer *b, size_t offset, size_t siz
   return NVHCQ_SUCCESS;
 }
 
-/* Submits copy + timeline signal on the copy channel; returns the value to wait for. */
+/* Submits a copy and the copy timeline's release (after a timestamp release at copy_stamp when
+ * `stamp`); *value is what to wait for. */
 static nvhcq_status submit_copy(nvhcq_device *dev, uint64_t dst, uint64_t src, uint64_t size,
-                                uint64_t *value) {
+                                int stamp, uint64_t *value) {
   nvhcq_push *p = &dev->scratch;
   nvhcq_push_reset(p);
+  if (stamp) nvhcq_push_copy_signal(p, dev->copy_stamp->gpu_address, 0, dev->copy_payload64);
   nvhcq_push_copy(p, dst, src, size);
-  *value = nvhcq_device_push_timeline(dev, 1, p);
-  NVHCQ_TRY(p->error);
-  return nvhcq_channel_submit(&dev->copy, p->words, p->len);
+  return nvhcq_device_submit_scratch(dev, 1, value);
 }
 
 /* Where a copy goes: index of nvhcq_device.copy_rate. */
@@ -50,18 +50,10 @@ enum { TO_DEVICE, FROM_DEVICE, ON_DEVICE };
  * without a core spinning through all of it. */
 static nvhcq_status copy_sync(nvhcq_device *dev, uint64_t dst, uint64_t src, uint64_t size,
                               int path) {
-  if (size < TIMED_COPY_BYTES) {
-    uint64_t v;
-    NVHCQ_TRY(submit_copy(dev, dst, src, size, &v));
-    return nvhcq_device_wait_timeline(dev, 1, v);
-  }
-  nvhcq_push *p = &dev->scratch;
-  nvhcq_push_reset(p);
-  nvhcq_push_copy_signal(p, dev->copy_stamp->gpu_address, 0, dev->copy_payload64);
-  nvhcq_push_copy(p, dst, src, size);
-  uint64_t v = nvhcq_device_push_timeline(dev, 1, p);
-  NVHCQ_TRY(p->error);
-  NVHCQ_TRY(nvhcq_channel_submit(&dev->copy, p->words, p->len));
+  uint64_t v;
+  int timed = size >= TIMED_COPY_BYTES;
+  NVHCQ_TRY(submit_copy(dev, dst, src, size, timed, &v));
+  if (!timed) return nvhcq_device_wait_timeline(dev, 1, v);
   double *rate = &dev->copy_rate[path];
   NVHCQ_TRY(nvhcq_device_wait_timeline_for(dev, 1, v, *rate > 0 ? (uint64_t)(size / *rate) : 0));
   uint64_t t0 = nvhcq_signal_timestamp_ns(dev->copy_stamp),
@@ -94,7 +86,7 @@ static nvhcq_status upload_staged(nvhcq_device *dev, uint64_t dst, const char *s
     size_t n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
     if (done_value[s]) NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 1, done_value[s]));
     nvhcq_parallel_memcpy(slot_cpu(dev, s), src + off, n);
-    NVHCQ_TRY(submit_copy(dev, dst + off, slot_gpu(dev, s), n, &last));
+    NVHCQ_TRY(submit_copy(dev, dst + off, slot_gpu(dev, s), n, 0, &last));
     done_value[s] = last;
   }
   return nvhcq_device_wait_timeline(dev, 1, last);
@@ -108,7 +100,7 @@ static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, 
   for (size_t i = 0; i < chunks && i < STAGING_SLOTS; i++) {
     size_t off = i * STAGING_SLOT_BYTES,
            n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
-    NVHCQ_TRY(submit_copy(dev, slot_gpu(dev, (unsigned)i), src + off, n, &value[i]));
+    NVHCQ_TRY(submit_copy(dev, slot_gpu(dev, (unsigned)i), src + off, n, 0, &value[i]));
   }
   for (size_t i = 0; i < chunks; i++) {
     unsigned s = i % STAGING_SLOTS;
@@ -120,7 +112,7 @@ static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, 
     if (next < chunks) {
       size_t noff = next * STAGING_SLOT_BYTES;
       size_t nn = size - noff < STAGING_SLOT_BYTES ? size - noff : STAGING_SLOT_BYTES;
-      NVHCQ_TRY(submit_copy(dev, slot_gpu(dev, s), src + noff, nn, &value[s]));
+      NVHCQ_TRY(submit_copy(dev, slot_gpu(dev, s), src + noff, nn, 0, &value[s]));
     }
   }
   return NVHCQ_SUCCESS;

@@ -556,14 +556,11 @@ static nvhcq_status setup_channels(nvhcq_device *dev) {
   nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A, shared, 2);
   nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A, local, 2);
   nvhcq_push_local_memory(dev, p);
-  uint64_t v0 = nvhcq_device_push_timeline(dev, 0, p);
-  NVHCQ_TRY(p->error);
-  NVHCQ_TRY(nvhcq_channel_submit(&dev->compute, p->words, p->len));
+  uint64_t v0, v1;
+  NVHCQ_TRY(nvhcq_device_submit_scratch(dev, 0, &v0));
   nvhcq_push_reset(p);
   nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6C0_SET_OBJECT, dev->classes.copy);
-  uint64_t v1 = nvhcq_device_push_timeline(dev, 1, p);
-  NVHCQ_TRY(p->error);
-  NVHCQ_TRY(nvhcq_channel_submit(&dev->copy, p->words, p->len));
+  NVHCQ_TRY(nvhcq_device_submit_scratch(dev, 1, &v1));
   NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 0, v0));
   return nvhcq_device_wait_timeline(dev, 1, v1);
 }
@@ -587,6 +584,13 @@ uint64_t nvhcq_device_push_timeline(nvhcq_device *dev, int copy, nvhcq_push *p) 
   else
     nvhcq_push_host_signal(p, dev->timeline[copy]->gpu_address, v);
   return v;
+}
+
+nvhcq_status nvhcq_device_submit_scratch(nvhcq_device *dev, int copy, uint64_t *value) {
+  nvhcq_push *p = &dev->scratch;
+  *value = nvhcq_device_push_timeline(dev, copy, p);
+  NVHCQ_TRY(p->error);
+  return nvhcq_channel_submit(nvhcq_device_channel(dev, copy), p->words, p->len);
 }
 
 nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy, uint64_t value) {
@@ -830,11 +834,8 @@ nvhcq_status nvhcq_device_synchronize(nvhcq_device *dev) {
                       dev->index);
   uint64_t v[2] = {0, 0};
   for (int c = 0; c < 2; c++) {
-    nvhcq_push *p = &dev->scratch;
-    nvhcq_push_reset(p);
-    v[c] = nvhcq_device_push_timeline(dev, c, p);
-    NVHCQ_TRY(p->error);
-    NVHCQ_TRY(nvhcq_channel_submit(nvhcq_device_channel(dev, c), p->words, p->len));
+    nvhcq_push_reset(&dev->scratch);
+    NVHCQ_TRY(nvhcq_device_submit_scratch(dev, c, &v[c]));
   }
   NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 0, v[0]));
   return nvhcq_device_wait_timeline(dev, 1, v[1]);

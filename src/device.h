@@ -124,6 +124,10 @@ void nvhcq_push_local_memory(nvhcq_device *dev, nvhcq_push *p);
 nvhcq_channel *nvhcq_device_channel(nvhcq_device *dev, int copy);
 /* Appends "signal timeline[ch] = ++value" to `p`, returning the value to wait for. */
 uint64_t nvhcq_device_push_timeline(nvhcq_device *dev, int copy, nvhcq_push *p);
+/* Ends dev->scratch with channel `copy`'s timeline release and submits it; *value is the timeline
+ * value to wait for. */
+nvhcq_status nvhcq_device_submit_scratch(nvhcq_device *dev, int copy,
+                                         uint64_t *value) NVHCQ_MUST_CHECK;
 /* Waits for a channel's timeline to reach `value`. */
 nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy,
                                         uint64_t value) NVHCQ_MUST_CHECK;

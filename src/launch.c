@@ -116,9 +116,8 @@ static nvhcq_status ensure_local_memory(nvhcq_device *dev, uint32_t bytes) {
   nvhcq_push *p = &dev->scratch;
   nvhcq_push_reset(p);
   nvhcq_push_local_memory(dev, p);
-  uint64_t v = nvhcq_device_push_timeline(dev, 0, p);
-  NVHCQ_TRY(p->error);
-  NVHCQ_TRY(nvhcq_channel_submit(&dev->compute, p->words, p->len));
+  uint64_t v;
+  NVHCQ_TRY(nvhcq_device_submit_scratch(dev, 0, &v));
   return nvhcq_device_wait_timeline(dev, 0, v);
 }
 
