@@ -193,7 +193,9 @@ nvhcq_status nvhcq_module_load_file(nvhcq_device *dev, const char *path, nvhcq_m
 nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
   if (!m) return NVHCQ_SUCCESS;
   NVHCQ_TRY(check_module(m));
-  nvhcq_status s = nvhcq_device_synchronize(m->dev);
+  /* The GPU may still run its kernels: let queued work finish first (a broken device runs
+   * nothing any more, as for nvhcq_free). */
+  nvhcq_status s = m->dev->broken ? NVHCQ_SUCCESS : nvhcq_device_synchronize(m->dev);
   for (nvhcq_module **at = &m->dev->modules; *at; at = &(*at)->next)
     if (*at == m) {
       *at = m->next;
