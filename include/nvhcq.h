@@ -206,6 +206,44 @@ NVHCQ_API nvhcq_status nvhcq_module_get_global(nvhcq_module *mod, const char *na
                                                uint64_t *gpu_address, size_t *size);
 NVHCQ_API nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *info);
 
+/* What stops an SM from holding more blocks of a launch shape. */
+#define NVHCQ_LIMIT_WARPS     1u /* resident threads (warps) per SM */
+#define NVHCQ_LIMIT_REGISTERS 2u /* the SM's registers */
+#define NVHCQ_LIMIT_BLOCKS    3u /* resident blocks per SM */
+#define NVHCQ_LIMIT_SHARED    4u /* shared memory (at the configuration the launch asks for) */
+#define NVHCQ_LIMIT_GRID      5u /* the grid has no more blocks per SM than this */
+
+/* The occupancy a launch shape gets and the shared-memory configuration it asks the SMs for.
+ * nvhcq picks, for every launch, the smallest configuration that reaches the best occupancy
+ * the kernel's threads, registers and shared memory allow (the rest of the SM's 256 KiB stays
+ * L1 cache), unless the kernel has a carveout preference. */
+typedef struct nvhcq_occupancy {
+  uint32_t blocks_per_sm;       /* resident blocks */
+  uint32_t warps_per_sm;        /* resident warps: blocks x warps per block */
+  uint32_t max_warps_per_sm;    /* the SM's limit: warps_per_sm / this is the occupancy */
+  uint32_t limiter;             /* NVHCQ_LIMIT_*: what stops more blocks */
+  uint32_t shared_per_block;    /* bytes, the 1 KiB system reserve included */
+  uint32_t shared_config_bytes; /* configuration asked for */
+  uint32_t shared_config_min;   /* the smallest configuration the SMs may run it in */
+  uint32_t shared_config_max;   /* the largest */
+} nvhcq_occupancy;
+
+/* The occupancy of blocks of `block` threads with `dynamic_shared` bytes. `grid_blocks` (0 when
+ * unknown) caps it at the blocks per SM the grid can fill, as launches do. */
+NVHCQ_API nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
+                                                  uint32_t dynamic_shared, uint64_t grid_blocks,
+                                                  nvhcq_occupancy *out);
+
+/* Kernel attributes (nvhcq_kernel_set_attribute / _get_attribute). */
+/* Shared-memory carveout hint in percent of the largest configuration (0: most L1 cache, 100:
+ * most shared memory), or -1 (the default) for the occupancy-driven choice. A hint, as CUDA's
+ * preferred carveout is: a launch always gets a configuration that holds one block. */
+#define NVHCQ_KERNEL_CARVEOUT_PREFERENCE 1u
+NVHCQ_API nvhcq_status nvhcq_kernel_set_attribute(nvhcq_kernel *k, uint32_t attribute,
+                                                  int64_t value);
+NVHCQ_API nvhcq_status nvhcq_kernel_get_attribute(const nvhcq_kernel *k, uint32_t attribute,
+                                                  int64_t *value);
+
 /* Records a launch on a compute queue. `args` is the kernel's parameter block laid out as in C
  * (pointers as 64-bit GPU addresses); `args_size` must equal the kernel's parameter size. The
  * arguments are copied: `args` may be reused at once. Everything is checked before anything is

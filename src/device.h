@@ -7,6 +7,7 @@
 
 #include "channel.h"
 #include "memory.h"
+#include "occupancy.h"
 #include "push.h"
 #include "rm.h"
 #include "signal.h"
@@ -18,6 +19,14 @@
 typedef struct nvhcq_classes {
   uint32_t usermode, gpfifo, compute, copy;
 } nvhcq_classes;
+
+/* NVHCQ_DEBUG_FENCE values (launch.c says what each does). */
+enum {
+  NVHCQ_DEBUG_FENCE_OFF,
+  NVHCQ_DEBUG_FENCE_UNORDERED,
+  NVHCQ_DEBUG_FENCE_NOMEMBAR,
+  NVHCQ_DEBUG_FENCE_SYSTEM,
+};
 
 struct nvhcq_device {
   uint32_t magic;
@@ -78,18 +87,20 @@ struct nvhcq_device {
   uint64_t events_after_ns;  /* events before this time belong to channels already gone */
 
   /* Compute. */
-  int qmd_version;            /* nvhcq_qmd_version for the compute class, 0 if unknown */
-  uint32_t max_shared;        /* bytes of shared memory one block may use */
-  const uint16_t *carveouts;  /* shared-memory configurations (KiB), ascending, 0-terminated */
-  uint32_t cbank0_prefix[12]; /* driver words: shared and local windows, stack top */
-  nvhcq_buffer *args;         /* ring of kernel arguments and QMDs, CPU-visible */
-  uint64_t args_head;         /* monotonic byte position of the next chunk */
-  uint64_t args_lap_start;    /* where the current lap began: all work before it had completed */
-  uint64_t args_sync_at;      /* wait for the GPU before the ring reaches this (0: nothing to) */
-  nvhcq_buffer *local_memory; /* shader local memory (stacks) for every SM */
-  uint32_t local_per_thread;  /* bytes of local memory each thread may use */
-  uint64_t local_per_tpc;     /* bytes of it each TPC gets */
-  nvhcq_queue *sync_queue;    /* for nvhcq_launch_sync */
+  int qmd_version;              /* nvhcq_qmd_version for the compute class, 0 if unknown */
+  uint32_t max_shared;          /* bytes of shared memory one block may use */
+  nvhcq_sm_limits sm_limits;    /* per-SM occupancy limits and shared-memory configurations */
+  int debug_fence;              /* NVHCQ_DEBUG_FENCE_*: weaker or older ordering, for tests */
+  int debug_one_block_carveout; /* NVHCQ_DEBUG_CARVEOUT=one-block */
+  uint32_t cbank0_prefix[12];   /* driver words: shared and local windows, stack top */
+  nvhcq_buffer *args;           /* ring of kernel arguments and QMDs, CPU-visible */
+  uint64_t args_head;           /* monotonic byte position of the next chunk */
+  uint64_t args_lap_start;      /* where the current lap began: all work before it had completed */
+  uint64_t args_sync_at;        /* wait for the GPU before the ring reaches this (0: nothing to) */
+  nvhcq_buffer *local_memory;   /* shader local memory (stacks) for every SM */
+  uint32_t local_per_thread;    /* bytes of local memory each thread may use */
+  uint64_t local_per_tpc;       /* bytes of it each TPC gets */
+  nvhcq_queue *sync_queue;      /* for nvhcq_launch_sync */
   nvhcq_signal *sync_signal[2];
   nvhcq_module *builtin;     /* built-in kernels, loaded on first use */
   nvhcq_module *modules;     /* every loaded module, for naming the kernel at a faulting PC */

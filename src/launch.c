@@ -10,23 +10,28 @@
 #define ARGS_RING_BYTES (32u << 20)
 #define LOCAL_WINDOW    0x729300000000ull
 #define SHARED_WINDOW   0x729400000000ull
-#define RESERVED_SHARED 1024u /* the block's system-reserved shared memory, sm_80 and later */
 
-/* Shared-memory configurations per architecture (KiB), and a block's limit in bytes. */
-static const uint16_t carve_ampere[] = {8, 16, 32, 64, 100, 132, 164, 0};
-static const uint16_t carve_consumer[] = {8, 16, 32, 64, 100, 0};
-static const uint16_t carve_hopper[] = {8, 16, 32, 64, 100, 132, 164, 196, 228, 0};
+/* NVHCQ_DEBUG_FENCE: deliberately weaker or older ordering, for the ordering tests and for
+ * measuring what the fence policy gains. "unordered": launches in a queue are neither chained
+ * nor separated by a wait for idle (they may overlap: wrong on purpose); "nomembar": no
+ * end-of-grid membar at all (not proven safe); "system": every grid ends with the system-scope
+ * membar (the policy before 0.1.x's chained fences). NVHCQ_DEBUG_CARVEOUT=one-block: the
+ * smallest configuration that holds one block (the policy before occupancy-driven carveouts). */
+static void read_debug_knobs(nvhcq_device *dev) {
+  const char *f = getenv("NVHCQ_DEBUG_FENCE"), *c = getenv("NVHCQ_DEBUG_CARVEOUT");
+  dev->debug_fence = !f                        ? NVHCQ_DEBUG_FENCE_OFF
+                     : !strcmp(f, "unordered") ? NVHCQ_DEBUG_FENCE_UNORDERED
+                     : !strcmp(f, "nomembar")  ? NVHCQ_DEBUG_FENCE_NOMEMBAR
+                     : !strcmp(f, "system")    ? NVHCQ_DEBUG_FENCE_SYSTEM
+                                               : NVHCQ_DEBUG_FENCE_OFF;
+  dev->debug_one_block_carveout = c && !strcmp(c, "one-block");
+}
 
 void nvhcq_compute_init(nvhcq_device *dev) {
-  uint32_t sm = dev->info.sm_version;
   dev->qmd_version = nvhcq_qmd_version_for_class(dev->classes.compute);
-  if (sm == 0x800) {
-    dev->carveouts = carve_ampere, dev->max_shared = 163u << 10;
-  } else if (sm == 0x900 || (sm >> 8) == 0xa) {
-    dev->carveouts = carve_hopper, dev->max_shared = 227u << 10;
-  } else {
-    dev->carveouts = carve_consumer, dev->max_shared = 99u << 10;
-  }
+  nvhcq_sm_limits_for(dev->info.sm_version, dev->info.warps_per_sm, &dev->sm_limits);
+  dev->max_shared = dev->sm_limits.block_shared;
+  read_debug_knobs(dev);
   uint32_t *p = dev->cbank0_prefix;
   memset(p, 0, sizeof dev->cbank0_prefix);
   p[6] = (uint32_t)SHARED_WINDOW, p[7] = (uint32_t)(SHARED_WINDOW >> 32);
@@ -66,15 +71,15 @@ nvhcq_status nvhcq_launch_check_dims(const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_
 }
 
 /* Shared bytes the block occupies: static (which includes the reserved window when the compiler
- * recorded any) plus dynamic. */
-static uint32_t shared_total(const nvhcq_kernel *k, uint32_t dynamic) {
-  uint32_t base = k->static_shared ? k->static_shared : RESERVED_SHARED;
+ * recorded any) plus dynamic, in the SM's 128-byte allocation unit. */
+uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic) {
+  uint32_t base = k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
   return (base + dynamic + 127) & ~127u;
 }
 
 static nvhcq_status check_shared(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t dynamic) {
-  uint64_t base = k->static_shared ? k->static_shared : RESERVED_SHARED;
-  if (base + dynamic > (uint64_t)dev->max_shared + RESERVED_SHARED)
+  uint64_t base = k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
+  if (base + dynamic > (uint64_t)dev->max_shared + NVHCQ_RESERVED_SHARED)
     return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
                       "kernel %s: %u bytes of dynamic shared memory plus "
                       "%u static exceed the %u bytes a block may use on %s",
@@ -143,19 +148,28 @@ static nvhcq_status args_alloc(nvhcq_device *dev, uint32_t bytes, uint64_t *pos)
   return NVHCQ_SUCCESS;
 }
 
-static uint32_t carveout_for(const nvhcq_device *dev, uint32_t bytes, uint32_t *max) {
-  uint32_t pick = 0, i = 0;
-  for (; dev->carveouts[i]; i++)
-    if (!pick && dev->carveouts[i] * 1024u >= bytes) pick = dev->carveouts[i] * 1024u;
-  *max = dev->carveouts[i - 1] * 1024u;
-  return pick ? pick : *max;
+/* The shared-memory configuration of a launch. Occupancy decides by default: the smallest
+ * configuration that reaches the most resident blocks the kernel's threads, registers and
+ * shared memory allow (the rest of the SM's storage stays L1 cache), and no smaller than what
+ * libcuda asks for the same shape (measured on the H200: see occupancy.c). */
+static void carveout_for(const nvhcq_device *dev, const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_dim3 b,
+                         uint32_t shared, int grid_known, uint32_t cfg[3]) {
+  const nvhcq_sm_limits *l = &dev->sm_limits;
+  nvhcq_carveout_choice c;
+  uint64_t blocks = grid_known ? (uint64_t)g.x * g.y * g.z : 0;
+  nvhcq_choose_carveout(l, b.x * b.y * b.z, k->cubin->registers, shared, k->carveout_preference,
+                        blocks, dev->info.sm_count, &c); /* check_shared made one block fit */
+  if (dev->debug_one_block_carveout) c.min_bytes = c.target_bytes = c.fits_one_bytes;
+  cfg[0] = c.min_bytes, cfg[1] = c.target_bytes, cfg[2] = c.max_bytes;
 }
 
+/* Builds a launch's QMD from the kernel's template: the checks before made every value fit. */
 static nvhcq_status fill_qmd(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t *qmd, nvhcq_dim3 g,
-                             nvhcq_dim3 b, uint32_t shared, uint64_t cbank0) {
+                             nvhcq_dim3 b, uint32_t shared, uint64_t cbank0, int grid_known) {
   nvhcq_qmd_version v = dev->qmd_version;
-  memcpy(qmd, k->qmd, sizeof k->qmd);
-  uint32_t max, cfg = carveout_for(dev, shared, &max);
+  memcpy(qmd, k->qmd, nvhcq_qmd_size(v));
+  uint32_t cfg[3];
+  carveout_for(dev, k, g, b, shared, grid_known, cfg);
 #define SET(f, val) NVHCQ_TRY(nvhcq_qmd_set(v, qmd, NVHCQ_QMD_##f, (val)))
   SET(GRID_WIDTH, g.x);
   SET(GRID_HEIGHT, g.y);
@@ -164,34 +178,68 @@ static nvhcq_status fill_qmd(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t 
   SET(CTA_THREAD_DIMENSION1, b.y);
   SET(CTA_THREAD_DIMENSION2, b.z);
 #undef SET
-  NVHCQ_TRY(nvhcq_qmd_set_shared_memory(v, qmd, shared, cfg, cfg, max));
+  NVHCQ_TRY(nvhcq_qmd_set_shared_memory(v, qmd, shared, cfg[0], cfg[1], cfg[2]));
   NVHCQ_TRY(nvhcq_qmd_set_local_memory(v, qmd, 0, dev->local_per_thread));
+  if (dev->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_NONE);
   return nvhcq_qmd_set_constant_buffer(v, qmd, 0, cbank0, k->cbank0_bytes);
 }
 
-static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, const uint32_t *qmd) {
+/* The fence a chained grid ends with. Every QMD is built ending with the system-scope membar
+ * (L1_SYSMEMBAR), which the CPU, the copy engine and a host semaphore after the grid rely on.
+ * When the next launch chains onto a grid (dependent QMD, same queue), that next grid is its
+ * only consumer, and a device-scope membar suffices: CUDA's Programming Guide (Memory
+ * Synchronization Domains) says kernel completion flushes a kernel's writes for downstream work
+ * and that within a domain device-scope fencing is sufficient. That is also what libcuda does
+ * on this hardware: in CUDA graphs captured and replayed on the H200 (driver 580.159.04), each
+ * node with a successor had CWD_MEMBAR_TYPE = L1_MEMBAR and CWD_MEMBAR_TASK_CHASING_ENABLE = 1
+ * and the last node L1_SYSMEMBAR (bench/qmd_probe.c reads libcuda's QMDs from its pushbuffer).
+ * A grid whose QMD also releases a signal keeps the system scope: the signal's reader may be
+ * the CPU. tests/device/test_order.c is the stress test of this policy. */
+static void fence_before_successor(const nvhcq_device *dev, uint32_t *qmd) {
+  nvhcq_qmd_version v = dev->qmd_version;
+  if (dev->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) return;
+  if (dev->debug_fence == NVHCQ_DEBUG_FENCE_SYSTEM) return;
+  for (unsigned slot = 0; slot < 3; slot++)
+    if (nvhcq_qmd_get(v, qmd, NVHCQ_QMD_RELEASE0_ENABLE + slot)) return;
+  nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_DEVICE);
+}
+
+/* Orders a new launch after the queue's previous one: chained when the previous QMD can name a
+ * dependent (it schedules this one when it completes), else a wait for idle and a PCAS of its
+ * own. The previous QMD sits in GPU-visible memory the GPU has not read yet: only the dwords
+ * chaining changes are written again. */
+static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu) {
   nvhcq_device *dev = q->dev;
-  if (q->last_qmd && !nvhcq_qmd_set_dependent(dev->qmd_version, q->last_qmd_shadow, qmd_gpu)) {
-    /* Chained: the previous grid schedules this one when it completes. */
-    memcpy(q->last_qmd, q->last_qmd_shadow, nvhcq_qmd_size(dev->qmd_version));
+  nvhcq_qmd_version v = dev->qmd_version;
+  int unordered = dev->debug_fence == NVHCQ_DEBUG_FENCE_UNORDERED;
+  if (q->last_qmd && !unordered && !nvhcq_qmd_set_dependent(v, q->last_qmd_shadow, qmd_gpu)) {
+    fence_before_successor(dev, q->last_qmd_shadow);
+    nvhcq_qmd_copy_chain_words(v, q->last_qmd, q->last_qmd_shadow);
   } else {
     /* Grids sent one by one may overlap: wait for the previous one first. */
-    if (q->launch_pending) nvhcq_push_method1(&q->push, NVHCQ_SUBC_HOST, NVC56F_WFI, 0);
+    if (q->launch_pending && !unordered)
+      nvhcq_push_method1(&q->push, NVHCQ_SUBC_HOST, NVC56F_WFI, 0);
     nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_PCAS_A, (uint32_t)(qmd_gpu >> 8));
     nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_SIGNALING_PCAS2_B,
                        NVC6C0_SEND_SIGNALING_PCAS2_B_PREFETCH_SCHEDULE);
   }
   q->last_qmd = qmd_cpu;
   q->last_qmd_gpu = qmd_gpu;
-  memcpy(q->last_qmd_shadow, qmd, nvhcq_qmd_size(dev->qmd_version));
   q->launch_pending = 1;
+}
+
+void nvhcq_queue_name_last_kernel(const nvhcq_queue *q) {
+  const nvhcq_kernel *k = q->last_kernel; /* unloaded kernels stay readable a while, marked dead */
+  if (k && k->magic == NVHCQ_KERNEL_MAGIC)
+    snprintf(q->dev->last_kernel, sizeof q->dev->last_kernel, "%s", k->cubin->name);
 }
 
 /* Records a launch; `cbank` and `qmd` receive where its bank 0 and QMD were written (for the
  * variables of recorded queues). */
 static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
                                   nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
-                                  size_t args_size, uint8_t **cbank, uint8_t **qmd_at) {
+                                  size_t args_size, int grid_known, uint8_t **cbank,
+                                  uint8_t **qmd_at) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(nvhcq_kernel_check(k));
   nvhcq_device *dev = q->dev;
@@ -234,11 +282,14 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
   words[3] = grid.x, words[4] = grid.y, words[5] = grid.z;
   memcpy(cpu, words, sizeof words);
   if (args_size) memcpy(cpu + k->cubin->param_offset, args, args_size);
-  uint32_t qmd[NVHCQ_QMD_MAX_WORDS];
-  NVHCQ_TRY(fill_qmd(dev, k, qmd, grid, block, shared_total(k, dynamic_shared), gpu));
+  /* Built in the spare shadow, so the previous launch's stays intact until this one is whole. */
+  uint32_t *qmd = q->qmd_shadows[q->last_qmd_shadow == q->qmd_shadows[0]];
+  uint32_t shared = nvhcq_kernel_shared_total(k, dynamic_shared);
+  NVHCQ_TRY(fill_qmd(dev, k, qmd, grid, block, shared, gpu, grid_known));
   memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
-  push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd);
-  snprintf(q->last_kernel, sizeof q->last_kernel, "%s", k->cubin->name);
+  push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes);
+  q->last_qmd_shadow = qmd;
+  q->last_kernel = k;
   *cbank = cpu;
   *qmd_at = cpu + k->cbank0_bytes;
   return q->push.error;
@@ -247,7 +298,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
 nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
                                 uint32_t dynamic_shared, const void *args, size_t args_size) {
   uint8_t *cbank, *qmd;
-  return record_launch(q, k, grid, block, dynamic_shared, args, args_size, &cbank, &qmd);
+  return record_launch(q, k, grid, block, dynamic_shared, args, args_size, 1, &cbank, &qmd);
 }
 
 /* A QMD field patched in place: byte-aligned fields of 8, 16 or 32 bits. */
@@ -285,7 +336,11 @@ nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3
                         i, a->size, a->offset, args_size);
   }
   uint8_t *cbank, *qmd;
-  NVHCQ_TRY(record_launch(q, k, grid, block, dynamic_shared, args, args_size, &cbank, &qmd));
+  /* A grid that comes from variables may grow: its carveout is not cut to the recorded grid. */
+  int grid_known = vars->grid[0] == NVHCQ_NO_VAR && vars->grid[1] == NVHCQ_NO_VAR &&
+                   vars->grid[2] == NVHCQ_NO_VAR;
+  NVHCQ_TRY(
+      record_launch(q, k, grid, block, dynamic_shared, args, args_size, grid_known, &cbank, &qmd));
   static const nvhcq_qmd_field grid_f[3] = {NVHCQ_QMD_GRID_WIDTH, NVHCQ_QMD_GRID_HEIGHT,
                                             NVHCQ_QMD_GRID_DEPTH};
   static const nvhcq_qmd_field block_f[3] = {NVHCQ_QMD_CTA_THREAD_DIMENSION0,
@@ -320,7 +375,7 @@ int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value) 
     if (nvhcq_qmd_set_release(v, q->last_qmd_shadow, slot, address, value)) return 0;
     /* Kernel writes to system memory must be visible before the signal is. */
     if (nvhcq_qmd_set(v, q->last_qmd_shadow, NVHCQ_QMD_RELEASE0_MEMBAR_TYPE + slot, 1)) return 0;
-    memcpy(q->last_qmd, q->last_qmd_shadow, nvhcq_qmd_size(v));
+    memcpy(q->last_qmd, q->last_qmd_shadow, nvhcq_qmd_size(v)); /* rare next to launches */
     return 1;
   }
   return 0;

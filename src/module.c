@@ -84,6 +84,7 @@ static nvhcq_status init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_c
   kn->local_bytes = k->min_stack_size ? k->min_stack_size + 0x240 : 0;
   kn->max_threads = max_threads_for(k);
   kn->static_shared = k->shared_size;
+  kn->carveout_preference = -1;
   return build_template(kn);
 }
 
@@ -244,15 +245,74 @@ nvhcq_status nvhcq_module_get_global(nvhcq_module *m, const char *name, uint64_t
 nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *info) {
   NVHCQ_TRY(nvhcq_kernel_check(k));
   if (!info) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "info is NULL");
-  uint32_t base = k->static_shared ? k->static_shared : 1024;
+  uint32_t base = k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
   *info = (nvhcq_kernel_info){.name = k->cubin->name,
                               .registers = k->cubin->registers,
                               .param_size = k->cubin->param_size,
                               .shared_bytes = k->static_shared,
                               .local_bytes = k->local_bytes,
                               .max_threads = k->max_threads,
-                              .max_dynamic_shared = k->module->dev->max_shared > base
-                                                        ? k->module->dev->max_shared - base
-                                                        : 0};
+                              .max_dynamic_shared =
+                                  k->module->dev->max_shared + NVHCQ_RESERVED_SHARED - base};
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
+                                        uint32_t dynamic_shared, uint64_t grid_blocks,
+                                        nvhcq_occupancy *out) {
+  NVHCQ_TRY(nvhcq_kernel_check(k));
+  if (!out)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_kernel_get_occupancy: out is NULL");
+  const nvhcq_device *dev = k->module->dev;
+  uint64_t threads = (uint64_t)block.x * block.y * block.z;
+  if (!threads || threads > k->max_threads)
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: a block of %llu threads cannot run (1 to %u for this kernel)",
+                      k->cubin->name, (unsigned long long)threads, k->max_threads);
+  uint32_t shared = nvhcq_kernel_shared_total(k, dynamic_shared);
+  nvhcq_carveout_choice c;
+  if (dynamic_shared > dev->max_shared ||
+      !nvhcq_choose_carveout(&dev->sm_limits, (uint32_t)threads, k->cubin->registers, shared,
+                             k->carveout_preference, grid_blocks, dev->info.sm_count, &c))
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: %u bytes of dynamic shared memory leave no room for one block "
+                      "(%u bytes a block at most on %s)",
+                      k->cubin->name, dynamic_shared, dev->max_shared, dev->info.arch);
+  uint32_t warps = (uint32_t)(threads + 31) / 32;
+  *out = (nvhcq_occupancy){.blocks_per_sm = c.blocks_per_sm,
+                           .warps_per_sm = c.blocks_per_sm * warps,
+                           .max_warps_per_sm = dev->sm_limits.warps,
+                           .limiter = c.limiter,
+                           .shared_per_block = shared,
+                           .shared_config_bytes = c.target_bytes,
+                           .shared_config_min = c.min_bytes,
+                           .shared_config_max = c.max_bytes};
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_kernel_set_attribute(nvhcq_kernel *k, uint32_t attribute, int64_t value) {
+  NVHCQ_TRY(nvhcq_kernel_check(k));
+  if (attribute != NVHCQ_KERNEL_CARVEOUT_PREFERENCE)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "kernel %s: attribute %u is unknown (NVHCQ_KERNEL_CARVEOUT_PREFERENCE is 1)",
+                      k->cubin->name, attribute);
+  if (value < -1 || value > 100)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "kernel %s: carveout preference %lld is not a percentage (0 to 100, or -1 "
+                      "for nvhcq's occupancy-driven choice)",
+                      k->cubin->name, (long long)value);
+  k->carveout_preference = (int)value;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_kernel_get_attribute(const nvhcq_kernel *k, uint32_t attribute, int64_t *value) {
+  NVHCQ_TRY(nvhcq_kernel_check(k));
+  if (!value)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_kernel_get_attribute: value is NULL");
+  if (attribute != NVHCQ_KERNEL_CARVEOUT_PREFERENCE)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "kernel %s: attribute %u is unknown (NVHCQ_KERNEL_CARVEOUT_PREFERENCE is 1)",
+                      k->cubin->name, attribute);
+  *value = k->carveout_preference;
   return NVHCQ_SUCCESS;
 }

@@ -20,6 +20,7 @@ struct nvhcq_kernel {
   uint32_t local_bytes;              /* per-thread local memory the kernel needs */
   uint32_t max_threads;
   uint32_t static_shared;
+  int carveout_preference; /* NVHCQ_KERNEL_CARVEOUT_PREFERENCE: percent, or -1 for none */
 };
 
 struct nvhcq_module {
@@ -34,6 +35,10 @@ struct nvhcq_module {
 
 /* The kernel whose code holds GPU address `pc`, or NULL. */
 const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc);
+
+/* Shared memory a block of `k` occupies with `dynamic` bytes more: static (the system reserve
+ * included) plus dynamic, rounded to the SM's 128-byte unit. */
+uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic);
 
 /* Refuses NULL, foreign and stale kernel handles (their module unloaded). */
 nvhcq_status nvhcq_kernel_check(const nvhcq_kernel *k) NVHCQ_MUST_CHECK;

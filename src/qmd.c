@@ -255,3 +255,28 @@ nvhcq_status nvhcq_qmd_set_dependent(nvhcq_qmd_version v, uint32_t *qmd, uint64_
   nvhcq_status s = apply(v, qmd, w, QMD_COUNT(w));
   return s ? nvhcq_fail_context(s, "dependent QMD at 0x%" PRIx64, next_qmd_addr) : s;
 }
+
+void nvhcq_qmd_set_fence(nvhcq_qmd_version v, uint32_t *qmd, nvhcq_qmd_fence fence) {
+  static const uint8_t membar[] = {
+      [NVHCQ_FENCE_SYSTEM] = NVHCQ_QMD_CWD_MEMBAR_TYPE_L1_SYSMEMBAR,
+      [NVHCQ_FENCE_DEVICE] = NVHCQ_QMD_CWD_MEMBAR_TYPE_L1_MEMBAR,
+      [NVHCQ_FENCE_NONE] = NVHCQ_QMD_CWD_MEMBAR_TYPE_L1_NONE,
+  };
+  const nvhcq_qmd_bits *b = bits_of(v, NVHCQ_QMD_CWD_MEMBAR_TYPE);
+  if (b) nvhcq_qmd_write_bits(qmd, b->hi, b->lo, membar[fence]);
+  b = bits_of(v, NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE);
+  if (b) nvhcq_qmd_write_bits(qmd, b->hi, b->lo, fence == NVHCQ_FENCE_DEVICE);
+}
+
+void nvhcq_qmd_copy_chain_words(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src) {
+  static const nvhcq_qmd_field chain[] = {
+      NVHCQ_QMD_DEPENDENT_QMD0_POINTER, NVHCQ_QMD_DEPENDENT_QMD0_ENABLE,
+      NVHCQ_QMD_DEPENDENT_QMD0_ACTION,  NVHCQ_QMD_DEPENDENT_QMD0_PREFETCH,
+      NVHCQ_QMD_CWD_MEMBAR_TYPE,        NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE,
+  };
+  for (size_t i = 0; i < QMD_COUNT(chain); i++) {
+    const nvhcq_qmd_bits *b = bits_of(v, chain[i]);
+    if (!b) continue;
+    for (unsigned w = b->lo / 32; w <= b->hi / 32u; w++) dst[w] = src[w];
+  }
+}

@@ -68,4 +68,16 @@ NVHCQ_MUST_CHECK nvhcq_status nvhcq_qmd_set_local_memory(nvhcq_qmd_version v, ui
 NVHCQ_MUST_CHECK nvhcq_status nvhcq_qmd_set_dependent(nvhcq_qmd_version v, uint32_t *qmd,
                                                       uint64_t next_qmd_addr);
 
+/* The fence a grid runs when it completes (CWD_MEMBAR_TYPE, and on V04/V05 whether the next
+ * grid may start while it drains: CWD_MEMBAR_TASK_CHASING_ENABLE). */
+typedef enum nvhcq_qmd_fence {
+  NVHCQ_FENCE_SYSTEM, /* L1 flush and a system-scope membar: the CPU and other engines see it */
+  NVHCQ_FENCE_DEVICE, /* L1 flush and a device-scope membar, with task chasing */
+  NVHCQ_FENCE_NONE,   /* no membar: for experiments only (NVHCQ_DEBUG_FENCE=nomembar) */
+} nvhcq_qmd_fence;
+void nvhcq_qmd_set_fence(nvhcq_qmd_version v, uint32_t *qmd, nvhcq_qmd_fence fence);
+/* Copies the dwords that hold the dependent-QMD and fence fields from `src` to `dst`: what
+ * chaining changes in a QMD already written to GPU-visible memory. */
+void nvhcq_qmd_copy_chain_words(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src);
+
 #endif

@@ -24,7 +24,6 @@ void nvhcq_push_host_signal(nvhcq_push *p, uint64_t address, uint64_t value) {
                       NVC56F_SEM_EXECUTE_OPERATION_RELEASE | NVC56F_SEM_EXECUTE_RELEASE_WFI |
                           NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT |
                           NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP);
-  nvhcq_push_method1(p, NVHCQ_SUBC_HOST, NVC56F_NON_STALL_INTERRUPT, 0);
 }
 
 /* One LINE_LENGTH_IN is 32 bits: larger copies go in 2 GiB pieces. */
@@ -83,6 +82,7 @@ nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind, nvhcq_
   q->kind = kind;
   q->launch_pending = 1; /* earlier submissions' grids may still run */
   q->args_first = ~0ull;
+  q->last_qmd_shadow = q->qmd_shadows[0];
   nvhcq_push_init(&q->push);
   *out = q;
   return NVHCQ_SUCCESS;
@@ -154,7 +154,7 @@ nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(q->push.error);
   if (q->dev->broken) return nvhcq_device_synchronize(q->dev); /* says why */
-  if (q->last_kernel[0]) memcpy(q->dev->last_kernel, q->last_kernel, sizeof q->last_kernel);
+  nvhcq_queue_name_last_kernel(q);
   if (q->recorded) return nvhcq_queue_submit_recorded(q);
   NVHCQ_TRY(nvhcq_queue_submit_args(q));
   /* The GPU may be running the last QMD now: a later launch must not chain onto it. */

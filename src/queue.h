@@ -10,14 +10,16 @@ struct nvhcq_queue {
   nvhcq_device *dev;
   nvhcq_queue_kind kind;
   nvhcq_push push;
-  /* Launch state: the last QMD (to chain the next launch to), its CPU shadow, and whether a
-   * kernel may still run when the next unchained launch starts. */
+  /* Launch state: the last QMD (to chain the next launch to), its CPU shadow (one of two: the
+   * next launch is built in the other), and whether a kernel may still run when the next
+   * unchained launch starts. */
   uint32_t *last_qmd;
   uint64_t last_qmd_gpu;
-  uint32_t last_qmd_shadow[96];
+  uint32_t *last_qmd_shadow;
+  uint32_t qmd_shadows[2][96];
   int launch_pending;
-  uint64_t args_first;  /* first argument-ring position this recording uses, ~0 if none */
-  char last_kernel[64]; /* name of the last kernel recorded, for fault reports */
+  uint64_t args_first; /* first argument-ring position this recording uses, ~0 if none */
+  const nvhcq_kernel *last_kernel; /* the last kernel recorded, named in fault reports */
 
   /* Recorded queues: arguments and QMDs in arena chunks of their own, commands uploaded at
    * finish, variables and the places they patch, and a counter of completed replays. */
@@ -93,6 +95,8 @@ void nvhcq_queue_end_chain(nvhcq_queue *q);
  * keeps the ring from reusing them before this work completes. */
 nvhcq_status nvhcq_queue_submit_args(const nvhcq_queue *q) NVHCQ_MUST_CHECK;
 void nvhcq_compute_init(nvhcq_device *dev);
+/* At submission: names the queue's last kernel as the device's, for fault reports. */
+void nvhcq_queue_name_last_kernel(const nvhcq_queue *q);
 /* Puts a signal into the last launch's QMD if it has a free release; 1 when it did. */
 int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value);
 

@@ -61,6 +61,7 @@
   X(API_VISIBLE_CALL_LIMIT)                                                                        \
   X(SAMPLER_INDEX)                                                                                 \
   X(CWD_MEMBAR_TYPE)                                                                               \
+  X(CWD_MEMBAR_TASK_CHASING_ENABLE)                                                                \
   X(DEPENDENT_QMD0_POINTER)                                                                        \
   X(DEPENDENT_QMD0_ENABLE)                                                                         \
   X(DEPENDENT_QMD0_ACTION)                                                                         \
@@ -248,6 +249,7 @@ static const nvhcq_qmd_bits nvhcq_qmd_v04_bits[NVHCQ_QMD_FIELD_COUNT] = {
     [NVHCQ_QMD_API_VISIBLE_CALL_LIMIT] = NVHCQ_QMD_BITS(568, 568),
     [NVHCQ_QMD_SAMPLER_INDEX] = NVHCQ_QMD_BITS(569, 569),
     [NVHCQ_QMD_CWD_MEMBAR_TYPE] = NVHCQ_QMD_BITS(1137, 1136),
+    [NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE] = NVHCQ_QMD_BITS(382, 382),
     [NVHCQ_QMD_DEPENDENT_QMD0_POINTER] = NVHCQ_QMD_BITS(479, 448),
     [NVHCQ_QMD_DEPENDENT_QMD0_ENABLE] = NVHCQ_QMD_BITS(368, 368),
     [NVHCQ_QMD_DEPENDENT_QMD0_ACTION] = NVHCQ_QMD_BITS(371, 369),
@@ -307,6 +309,7 @@ static const nvhcq_qmd_bits nvhcq_qmd_v05_bits[NVHCQ_QMD_FIELD_COUNT] = {
     [NVHCQ_QMD_API_VISIBLE_CALL_LIMIT] = NVHCQ_QMD_BITS(456, 456),
     [NVHCQ_QMD_SAMPLER_INDEX] = NVHCQ_QMD_BITS(457, 457),
     [NVHCQ_QMD_CWD_MEMBAR_TYPE] = NVHCQ_QMD_BITS(625, 624),
+    [NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE] = NVHCQ_QMD_BITS(350, 350),
     [NVHCQ_QMD_DEPENDENT_QMD0_POINTER] = NVHCQ_QMD_BITS(415, 384),
     [NVHCQ_QMD_DEPENDENT_QMD0_ENABLE] = NVHCQ_QMD_BITS(336, 336),
     [NVHCQ_QMD_DEPENDENT_QMD0_ACTION] = NVHCQ_QMD_BITS(339, 337),
