@@ -51,7 +51,8 @@ static struct {
   cu_fn init, device_get, primary_retain, ctx_set, mem_alloc, mem_free, host_alloc, host_free, htod,
       dtoh, dtod, sync, module_load, get_function, launch, event_create, event_destroy,
       event_record, event_sync, event_elapsed, attr, stream_create, begin_capture, end_capture,
-      instantiate, graph_launch, stream_sync;
+      instantiate, graph_launch, stream_sync, func_attr, graph_destroy, graph_exec_destroy,
+      stream_destroy;
 } cu;
 
 /* 1 when libcuda and every function the benchmarks call were found. */
@@ -89,6 +90,10 @@ static inline int cuda_load(void) {
       {&cu.instantiate, "cuGraphInstantiateWithFlags"},
       {&cu.graph_launch, "cuGraphLaunch"},
       {&cu.stream_sync, "cuStreamSynchronize"},
+      {&cu.func_attr, "cuFuncSetAttribute"},
+      {&cu.graph_destroy, "cuGraphDestroy"},
+      {&cu.graph_exec_destroy, "cuGraphExecDestroy"},
+      {&cu.stream_destroy, "cuStreamDestroy_v2"},
   };
   for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++)
     if (!(*syms[i].f = (cu_fn)dlsym(lib, syms[i].name))) {

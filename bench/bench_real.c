@@ -1,0 +1,582 @@
+/* Realistic-kernel benchmark: an elementwise add, a row softmax and an fp16 tensor-core matmul,
+ * GPU-timed in nvhcq queues, nvhcq recorded queues and libcuda graphs in one run, outputs checked.
+ * usage: nvhcq_bench_real build/bench/real_kernels_sm_90.cubin [KERNEL]
+ * (NVHCQ_BENCH_REAL_REPS sets the repeats each figure is the median of) */
+#define _GNU_SOURCE /* clock_gettime in bench_util.h */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "nvhcq.h"
+
+#define LAUNCHES     200 /* per timed submission; the figures are per launch */
+#define WARMUP       2   /* untimed repeats first: clocks up, caches and TLBs filled */
+#define MAX_REPS     1000
+#define DEFAULT_REPS 15
+
+#define EW_N    (1 << 20)
+#define SM_ROWS 4096
+#define SM_COLS 1000
+#define MM_N    2048
+/* MM_SHARED_BYTES of real_kernels.cu: two stages of 128x72 and 64x136 halves. */
+#define MM_SHARED 71680
+#define MM_SAMPLE 64 /* rows and columns of C checked against the CPU */
+
+#define POISON 0xffffffffu /* a NaN no kernel writes: outputs are poisoned with it before runs */
+
+/* One kernel: how it is launched, its buffers (inputs, then the output, as its pointer
+ * arguments come), its integer arguments (after the pointers), and how its output is judged. */
+typedef struct bench_case {
+  const char *name;
+  nvhcq_dim3 grid, block;
+  uint32_t shared; /* dynamic shared memory bytes */
+  int inputs;
+  size_t in_bytes, out_bytes;
+  int32_t ints[2];
+  int int_count;
+  double work, per_s; /* bytes or flops per launch, and the rate's scale */
+  const char *unit;
+  void (*fill)(void *in[2]);
+  int (*check)(void *const in[2], const void *out, char *msg, size_t len); /* 1: within bounds */
+} bench_case;
+
+/* What a kernel's run gave: per-launch GPU microseconds and the outputs read back. */
+typedef struct outcome {
+  double cu_us, nv_us, rec_us;
+  void *cu_out, *nv_out, *rec_out;
+  nvhcq_kernel_info info; /* its name is gone with the module: not printed */
+} outcome;
+
+/* The pointers (8 bytes each) then the ints (4 each): the kernels' parameters have no padding
+ * between or after them, so this is their exact parameter block, as nvhcq wants it. */
+typedef struct kernel_args {
+  uint64_t ptr[3];
+  int32_t ints[2];
+  uint8_t packed[32];
+  size_t size;
+  void *params[5]; /* the same for cuLaunchKernel: where each argument is */
+} kernel_args;
+
+static int reps = DEFAULT_REPS;
+
+/* ---- inputs: a fixed-seed generator, so every run and both libraries see the same numbers ---- */
+
+static uint64_t rng_state;
+
+static uint64_t rng_next(void) { /* splitmix64 */
+  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static float rng_uniform(float lo, float hi) {
+  return lo + (hi - lo) * (float)((rng_next() >> 40) * (1.0 / 16777216.0));
+}
+
+static void fill_uniform(float *x, size_t n, float lo, float hi) {
+  for (size_t i = 0; i < n; i++) x[i] = rng_uniform(lo, hi);
+}
+
+static void fill_ew(void *in[2]) {
+  rng_state = 1;
+  fill_uniform(in[0], EW_N, -1, 1);
+  fill_uniform(in[1], EW_N, -1, 1);
+}
+
+static void fill_softmax(void *in[2]) {
+  rng_state = 2;
+  fill_uniform(in[0], (size_t)SM_ROWS * SM_COLS, -4, 4);
+}
+
+/* k/1024 in fp16 for 0 < |k| <= 1024: at most 11 significant bits and no subnormal, so the value
+ * is exact and the CPU reference multiplies the very numbers the tensor cores do. */
+static uint16_t half_of_k1024(int k) {
+  unsigned m = (unsigned)abs(k), e = 0;
+  if (!m) return 0;
+  while (m >> (e + 1)) e++; /* m = 1.f x 2^e */
+  uint16_t frac = (uint16_t)((m << (10 - e)) & 0x3ff);
+  return (uint16_t)((k < 0 ? 0x8000 : 0) | (e + 5) << 10 | frac);
+}
+
+static double half_value(uint16_t h) {
+  int e = h >> 10 & 31, f = h & 1023;
+  double v = e ? ldexp(1024 + f, e - 25) : ldexp(f, -24);
+  return h & 0x8000 ? -v : v;
+}
+
+static void fill_matmul(void *in[2]) {
+  rng_state = 3;
+  for (int m = 0; m < 2; m++) {
+    uint16_t *h = in[m];
+    for (size_t i = 0; i < (size_t)MM_N * MM_N; i++)
+      h[i] = half_of_k1024((int)(rng_next() % 2049) - 1024);
+  }
+}
+
+/* ---- CPU references ---- */
+
+static int check_ew(void *const in[2], const void *out, char *msg, size_t len) {
+  const float *a = in[0], *b = in[1], *c = out;
+  size_t bad = 0, first = 0;
+  for (size_t i = 0; i < EW_N; i++) {
+    float want = a[i] + b[i]; /* IEEE single addition, as the GPU's */
+    if (memcmp(&want, &c[i], sizeof want) && !bad++) first = i;
+  }
+  if (bad)
+    snprintf(msg, len, "%zu of %d differ, the first at %zu (%.9g, want %.9g)", bad, EW_N, first,
+             c[first], a[first] + b[first]);
+  else
+    snprintf(msg, len, "exact on all %d elements", EW_N);
+  return bad == 0;
+}
+
+/* The larger of two errors, a NaN sticking once seen (NaN compares false both ways). */
+static double worse(double worst, double err) {
+  return isnan(worst) || err <= worst ? worst : err;
+}
+
+/* Largest relative error of one row against a double-precision softmax. */
+static double softmax_row_error(const float *x, const float *y) {
+  double m = x[0], s = 0, worst = 0;
+  for (int j = 1; j < SM_COLS; j++) m = x[j] > m ? x[j] : m;
+  for (int j = 0; j < SM_COLS; j++) s += exp(x[j] - m);
+  for (int j = 0; j < SM_COLS; j++) {
+    double want = exp(x[j] - m) / s;
+    worst = worse(worst, fabs(y[j] - want) / want);
+  }
+  return worst;
+}
+
+static int check_softmax(void *const in[2], const void *out, char *msg, size_t len) {
+  const float *x = in[0], *y = out;
+  double worst = 0;
+  int rows = 0;
+  for (int r = 0; r < SM_ROWS; r += 61, rows++) /* 68 rows, spread over the blocks */
+    worst = worse(worst, softmax_row_error(x + (size_t)r * SM_COLS, y + (size_t)r * SM_COLS));
+  snprintf(msg, len, "max relative error %.2e on %d sampled rows (bound 1e-5)", worst, rows);
+  return worst < 1e-5;
+}
+
+/* Sampled row or column s of MM_SAMPLE: one in each 32-wide band, at a varying place in it, so
+ * every tile position and warp of the kernel is looked at. */
+static int mm_index(int s) {
+  int band = MM_N / MM_SAMPLE;
+  return s * band + (s * 37 + 5) % band;
+}
+
+static int check_matmul(void *const in[2], const void *out, char *msg, size_t len) {
+  const uint16_t *a = in[0], *b = in[1];
+  const float *c = out;
+  double *bcol = malloc(sizeof(double) * MM_N * MM_SAMPLE), diff = 0, norm = 0;
+  if (!bcol) return snprintf(msg, len, "out of host memory"), 0;
+  for (int k = 0; k < MM_N; k++)
+    for (int s = 0; s < MM_SAMPLE; s++)
+      bcol[k * MM_SAMPLE + s] = half_value(b[k * MM_N + mm_index(s)]);
+  for (int r = 0; r < MM_SAMPLE; r++) {
+    const uint16_t *arow = a + (size_t)mm_index(r) * MM_N;
+    for (int s = 0; s < MM_SAMPLE; s++) {
+      double want = 0;
+      for (int k = 0; k < MM_N; k++) want += half_value(arow[k]) * bcol[k * MM_SAMPLE + s];
+      double got = c[(size_t)mm_index(r) * MM_N + mm_index(s)];
+      diff += (got - want) * (got - want), norm += want * want;
+    }
+  }
+  free(bcol);
+  double err = sqrt(diff / norm);
+  snprintf(msg, len, "relative Frobenius error %.2e on %dx%d sampled outputs (bound 1e-2)", err,
+           MM_SAMPLE, MM_SAMPLE);
+  return err < 1e-2;
+}
+
+#define EW_BYTES (4ull * EW_N)
+#define SM_BYTES (4ull * SM_ROWS * SM_COLS)
+#define MM_ELEMS ((size_t)MM_N * MM_N)
+
+static const bench_case cases[] = {
+    {.name = "ew_add",
+     .grid = {1024, 1, 1},
+     .block = {128, 1, 1},
+     .inputs = 2,
+     .in_bytes = EW_BYTES,
+     .out_bytes = EW_BYTES,
+     .ints = {EW_N},
+     .int_count = 1,
+     .work = 3.0 * EW_BYTES,
+     .per_s = 1e9,
+     .unit = "GB/s",
+     .fill = fill_ew,
+     .check = check_ew},
+    {.name = "softmax_rows",
+     .grid = {SM_ROWS, 1, 1},
+     .block = {128, 1, 1},
+     .inputs = 1,
+     .in_bytes = SM_BYTES,
+     .out_bytes = SM_BYTES,
+     .ints = {SM_ROWS, SM_COLS},
+     .int_count = 2,
+     .work = 2.0 * SM_BYTES,
+     .per_s = 1e9,
+     .unit = "GB/s",
+     .fill = fill_softmax,
+     .check = check_softmax},
+    {.name = "matmul_f16",
+     .grid = {MM_N / 128, MM_N / 128, 1},
+     .block = {256, 1, 1},
+     .shared = MM_SHARED,
+     .inputs = 2,
+     .in_bytes = 2 * MM_ELEMS,
+     .out_bytes = 4 * MM_ELEMS,
+     .ints = {MM_N},
+     .int_count = 1,
+     .work = 2.0 * MM_ELEMS * MM_N,
+     .per_s = 1e12,
+     .unit = "TFLOP/s",
+     .fill = fill_matmul,
+     .check = check_matmul},
+};
+#define CASES ((int)(sizeof cases / sizeof cases[0]))
+
+static void pack_args(kernel_args *a, const bench_case *c) {
+  size_t off = 0;
+  int n = 0;
+  for (int i = 0; i <= c->inputs; i++, off += 8) {
+    memcpy(a->packed + off, &a->ptr[i], 8);
+    a->params[n++] = &a->ptr[i];
+  }
+  for (int i = 0; i < c->int_count; i++, off += 4) {
+    a->ints[i] = c->ints[i];
+    memcpy(a->packed + off, &a->ints[i], 4);
+    a->params[n++] = &a->ints[i];
+  }
+  a->size = off;
+}
+
+static void *poison_bytes(size_t bytes) {
+  void *p = malloc(bytes);
+  if (!p) fprintf(stderr, "out of host memory\n"), exit(1);
+  return memset(p, 0xff, bytes);
+}
+
+/* ---- nvhcq ---- */
+
+static nvhcq_device *nv_dev;
+static nvhcq_module *nv_mod;
+static nvhcq_signal *nv_sig[2]; /* released before the first launch and after the last */
+static uint64_t nv_value;       /* the signals' last value: each submission raises it */
+
+/* Per-launch GPU time of the last submission, from the two signals' timestamps; both must hold
+ * `v`, or the timestamps would be an earlier submission's. */
+static double nv_elapsed_us(uint64_t v) {
+  if (nvhcq_signal_value(nv_sig[0]) != v || nvhcq_signal_value(nv_sig[1]) != v)
+    fprintf(stderr, "nvhcq: the timing signals hold %llu and %llu, not %llu\n",
+            (unsigned long long)nvhcq_signal_value(nv_sig[0]),
+            (unsigned long long)nvhcq_signal_value(nv_sig[1]), (unsigned long long)v),
+        exit(1);
+  uint64_t ns = nvhcq_signal_timestamp_ns(nv_sig[1]) - nvhcq_signal_timestamp_ns(nv_sig[0]);
+  return ns * 1e-3 / LAUNCHES;
+}
+
+static void nv_launches(nvhcq_queue *q, nvhcq_kernel *k, const bench_case *c,
+                        const kernel_args *a) {
+  for (int i = 0; i < LAUNCHES; i++)
+    CHECK_NV(nvhcq_queue_launch(q, k, c->grid, c->block, c->shared, a->packed, a->size));
+}
+
+/* A plain queue recorded afresh for every submission, as eager work is. */
+static double nv_time_queue(nvhcq_kernel *k, const bench_case *c, const kernel_args *a) {
+  nvhcq_queue *q;
+  double t[MAX_REPS];
+  CHECK_NV(nvhcq_queue_create(nv_dev, NVHCQ_QUEUE_COMPUTE, &q));
+  for (int r = -WARMUP; r < reps; r++) {
+    uint64_t v = ++nv_value;
+    CHECK_NV(nvhcq_queue_reset(q));
+    CHECK_NV(nvhcq_queue_signal(q, nv_sig[0], v)); /* a host release: nothing runs before it */
+    nv_launches(q, k, c, a);
+    CHECK_NV(nvhcq_queue_signal(q, nv_sig[1], v)); /* rides on the last launch's QMD */
+    CHECK_NV(nvhcq_queue_submit(q));
+    CHECK_NV(nvhcq_signal_wait(nv_sig[1], v, 0));
+    if (r >= 0) t[r] = nv_elapsed_us(v);
+  }
+  nvhcq_queue_destroy(q);
+  return median(t, reps);
+}
+
+/* A recorded queue replayed. The signals' value is a variable raised before each replay: with a
+ * fixed one, a replay that released nothing could not be told from one that did. */
+static double nv_time_recorded(nvhcq_kernel *k, const bench_case *c, const kernel_args *a) {
+  nvhcq_queue *q;
+  nvhcq_var epoch;
+  double t[MAX_REPS];
+  CHECK_NV(nvhcq_queue_create_recorded(nv_dev, NVHCQ_QUEUE_COMPUTE, &q));
+  CHECK_NV(nvhcq_queue_var(q, "epoch", nv_value + 1, &epoch));
+  CHECK_NV(nvhcq_queue_signal_var(q, nv_sig[0], epoch));
+  nv_launches(q, k, c, a);
+  CHECK_NV(nvhcq_queue_signal_var(q, nv_sig[1], epoch));
+  CHECK_NV(nvhcq_queue_finish(q));
+  for (int r = -WARMUP; r < reps; r++) {
+    uint64_t v = ++nv_value;
+    CHECK_NV(nvhcq_queue_set_var(q, epoch, v));
+    CHECK_NV(nvhcq_queue_submit(q));
+    CHECK_NV(nvhcq_queue_wait_idle(q, 0));
+    if (r >= 0) t[r] = nv_elapsed_us(v);
+  }
+  nvhcq_queue_destroy(q);
+  return median(t, reps);
+}
+
+static void nv_poison(nvhcq_buffer *b, size_t bytes) {
+  void *p = poison_bytes(bytes);
+  CHECK_NV(nvhcq_copy_to_device(b, 0, p, bytes));
+  free(p);
+}
+
+static void *nv_read(nvhcq_buffer *b, size_t bytes) {
+  void *p = poison_bytes(bytes);
+  CHECK_NV(nvhcq_copy_from_device(p, b, 0, bytes));
+  return p;
+}
+
+static void nv_run(const bench_case *c, void *const in[2], outcome *o) {
+  nvhcq_kernel *k;
+  nvhcq_buffer *buf[3];
+  kernel_args a = {0};
+  CHECK_NV(nvhcq_module_get_kernel(nv_mod, c->name, &k));
+  CHECK_NV(nvhcq_kernel_get_info(k, &o->info));
+  for (int i = 0; i <= c->inputs; i++) {
+    size_t bytes = i < c->inputs ? c->in_bytes : c->out_bytes;
+    CHECK_NV(nvhcq_alloc(nv_dev, bytes, NVHCQ_MEMORY_DEVICE, &buf[i]));
+    if (i < c->inputs) CHECK_NV(nvhcq_copy_to_device(buf[i], 0, in[i], bytes));
+    a.ptr[i] = nvhcq_buffer_gpu_address(buf[i]);
+  }
+  pack_args(&a, c);
+  nvhcq_buffer *out = buf[c->inputs];
+  nv_poison(out, c->out_bytes);
+  o->nv_us = nv_time_queue(k, c, &a);
+  o->nv_out = nv_read(out, c->out_bytes);
+  nv_poison(out, c->out_bytes);
+  o->rec_us = nv_time_recorded(k, c, &a);
+  o->rec_out = nv_read(out, c->out_bytes);
+  for (int i = 0; i <= c->inputs; i++) nvhcq_free(buf[i]);
+}
+
+/* Opens GPU 0 and loads the cubin; 0 (with a message) where there is no GPU nvhcq can drive. */
+static int nv_open(const void *image, size_t size) {
+  if (nvhcq_device_open(0, &nv_dev) != NVHCQ_SUCCESS) {
+    fprintf(stderr, "nvhcq_bench_real: nvhcq cannot open GPU 0: %s\n", nvhcq_last_error());
+    return 0;
+  }
+  CHECK_NV(nvhcq_module_load(nv_dev, image, size, &nv_mod));
+  CHECK_NV(nvhcq_signal_create(nv_dev, 0, &nv_sig[0]));
+  CHECK_NV(nvhcq_signal_create(nv_dev, 0, &nv_sig[1]));
+  return 1;
+}
+
+static void nv_close(void) {
+  nvhcq_signal_destroy(nv_sig[0]), nvhcq_signal_destroy(nv_sig[1]);
+  nvhcq_module_unload(nv_mod);
+  nvhcq_device_close(nv_dev);
+}
+
+/* ---- libcuda ---- */
+
+static void *cu_mod;
+
+/* LAUNCHES launches captured from a stream into a graph, replayed between two events. */
+static double cu_time_graph(void *f, const bench_case *c, kernel_args *a) {
+  void *stream, *graph, *exec, *e0, *e1;
+  double t[MAX_REPS];
+  CHECK_CU(cu.stream_create(&stream, 1 /* non-blocking */));
+  CHECK_CU(cu.begin_capture(stream, 0 /* global mode */));
+  for (int i = 0; i < LAUNCHES; i++)
+    CHECK_CU(cu.launch(f, c->grid.x, c->grid.y, c->grid.z, c->block.x, c->block.y, c->block.z,
+                       c->shared, stream, a->params, NULL));
+  CHECK_CU(cu.end_capture(stream, &graph));
+  CHECK_CU(cu.instantiate(&exec, graph, 0ull));
+  CHECK_CU(cu.event_create(&e0, 0));
+  CHECK_CU(cu.event_create(&e1, 0));
+  for (int r = -WARMUP; r < reps; r++) {
+    float ms;
+    CHECK_CU(cu.event_record(e0, stream));
+    CHECK_CU(cu.graph_launch(exec, stream));
+    CHECK_CU(cu.event_record(e1, stream));
+    CHECK_CU(cu.event_sync(e1));
+    CHECK_CU(cu.event_elapsed(&ms, e0, e1));
+    if (r >= 0) t[r] = ms * 1e3 / LAUNCHES;
+  }
+  cu.event_destroy(e0), cu.event_destroy(e1);
+  cu.graph_exec_destroy(exec), cu.graph_destroy(graph), cu.stream_destroy(stream);
+  return median(t, reps);
+}
+
+static void cu_run(const bench_case *c, void *const in[2], outcome *o) {
+  void *f;
+  kernel_args a = {0};
+  CHECK_CU(cu.get_function(&f, cu_mod, c->name));
+  /* Over 48 KiB of dynamic shared memory is refused unless the kernel is told it may have it. */
+  if (c->shared > 48 * 1024)
+    CHECK_CU(cu.func_attr(f, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, (int)c->shared));
+  for (int i = 0; i <= c->inputs; i++) {
+    size_t bytes = i < c->inputs ? c->in_bytes : c->out_bytes;
+    void *poison = i < c->inputs ? NULL : poison_bytes(bytes);
+    CHECK_CU(cu.mem_alloc(&a.ptr[i], bytes));
+    CHECK_CU(cu.htod(a.ptr[i], poison ? poison : in[i], bytes));
+    free(poison);
+  }
+  pack_args(&a, c);
+  o->cu_us = cu_time_graph(f, c, &a);
+  o->cu_out = poison_bytes(c->out_bytes);
+  CHECK_CU(cu.dtoh(o->cu_out, a.ptr[c->inputs], c->out_bytes));
+  for (int i = 0; i <= c->inputs; i++) cu.mem_free(a.ptr[i]);
+}
+
+/* ---- checks and the report ---- */
+
+/* Index of the first 32-bit word where two outputs differ, or -1. */
+static long first_difference(const void *x, const void *y, size_t bytes) {
+  const uint32_t *a = x, *b = y;
+  for (size_t i = 0; i < bytes / 4; i++)
+    if (a[i] != b[i]) return (long)i;
+  return -1;
+}
+
+static size_t poison_left(const void *out, size_t bytes) {
+  const uint32_t *w = out;
+  size_t n = 0;
+  for (size_t i = 0; i < bytes / 4; i++) n += w[i] == POISON;
+  return n;
+}
+
+/* One output against the reference output (libcuda's, else nvhcq queue's); 1 when identical. */
+static int same_bits(const char *what, const void *out, const void *ref, const char *ref_name,
+                     size_t bytes) {
+  long i = first_difference(out, ref, bytes);
+  if (i < 0) return printf("  %s vs %s: bit-identical\n", what, ref_name), 1;
+  printf("  %s vs %s: DIFFER, first at float %ld (0x%08x vs 0x%08x)\n", what, ref_name, i,
+         ((const uint32_t *)out)[i], ((const uint32_t *)ref)[i]);
+  return 0;
+}
+
+/* Prints what each output was judged to be; 1 when all is right. */
+static int report_checks(const bench_case *c, void *const in[2], const outcome *o, int have_cu) {
+  char msg[160];
+  int ok = 1;
+  printf("%s: %u registers, %u bytes of static and %u of dynamic shared memory per block\n",
+         c->name, o->info.registers, o->info.shared_bytes, c->shared);
+  const void *ref = have_cu ? o->cu_out : o->nv_out;
+  const char *ref_name = have_cu ? "libcuda" : "nvhcq queue (no libcuda)";
+  if (have_cu) ok &= same_bits("nvhcq queue", o->nv_out, ref, ref_name, c->out_bytes);
+  ok &= same_bits("nvhcq recorded", o->rec_out, ref, ref_name, c->out_bytes);
+  size_t left = poison_left(ref, c->out_bytes);
+  if (left) printf("  %zu output words were never written\n", left), ok = 0;
+  int good = c->check(in, ref, msg, sizeof msg);
+  printf("  CPU reference: %s: %s\n", good ? "ok" : "FAILED", msg);
+  double rate = c->work / c->per_s * 1e6; /* per microsecond of a launch */
+  if (have_cu)
+    printf("  rate: libcuda %.2f %s,", rate / o->cu_us, c->unit);
+  else
+    printf("  rate:");
+  printf(" nvhcq queue %.2f %s, nvhcq recorded %.2f %s\n", rate / o->nv_us, c->unit,
+         rate / o->rec_us, c->unit);
+  return ok && good;
+}
+
+static void report_table(const int *run, const outcome *o, int have_cu) {
+  printf("%-14s %17s %15s %7s %18s %7s\n", "kernel", "libcuda graph us", "nvhcq queue us", "ratio",
+         "nvhcq recorded us", "ratio");
+  for (int i = 0; i < CASES; i++) {
+    if (!run[i]) continue;
+    if (have_cu)
+      printf("%-14s %17.3f %15.3f %7.3f %18.3f %7.3f\n", cases[i].name, o[i].cu_us, o[i].nv_us,
+             o[i].nv_us / o[i].cu_us, o[i].rec_us, o[i].rec_us / o[i].cu_us);
+    else
+      printf("%-14s %17s %15.3f %7s %18.3f %7s\n", cases[i].name, "(no libcuda)", o[i].nv_us, "-",
+             o[i].rec_us, "-");
+  }
+}
+
+static void *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  void *data = n > 0 ? malloc((size_t)n) : NULL;
+  fseek(f, 0, SEEK_SET);
+  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) free(data), data = NULL;
+  fclose(f);
+  *size = (size_t)n;
+  return data;
+}
+
+/* Marks the kernels to run (all, or the one named); 0 when the name is unknown. */
+static int select_cases(const char *only, int *run) {
+  int any = 0;
+  for (int i = 0; i < CASES; i++) {
+    run[i] = !only || !strcmp(only, cases[i].name);
+    any |= run[i];
+  }
+  return any;
+}
+
+static int usage(const char *argv0) {
+  fprintf(stderr, "usage: %s REAL_KERNELS.cubin [", argv0);
+  for (int i = 0; i < CASES; i++) fprintf(stderr, "%s%s", i ? "|" : "", cases[i].name);
+  fprintf(stderr,
+          "]\n  (build/bench/real_kernels_sm_90.cubin, built when nvcc knows sm_90; "
+          "NVHCQ_BENCH_REAL_REPS=%d repeats by default)\n",
+          DEFAULT_REPS);
+  return 2;
+}
+
+static void alloc_inputs(const bench_case *c, void *in[2]) {
+  in[0] = in[1] = NULL;
+  for (int i = 0; i < c->inputs; i++) in[i] = poison_bytes(c->in_bytes);
+  c->fill(in);
+}
+
+static void run_all(const int *run, void *in[][2], outcome *o, const void *image, int have_cu) {
+  for (int i = 0; i < CASES; i++)
+    if (run[i]) nv_run(&cases[i], in[i], &o[i]);
+  nv_close();
+  if (!have_cu) return;
+  cuda_context();
+  CHECK_CU(cu.module_load(&cu_mod, image));
+  for (int i = 0; i < CASES; i++)
+    if (run[i]) cu_run(&cases[i], in[i], &o[i]);
+}
+
+int main(int argc, char **argv) {
+  int run[CASES];
+  if (argc < 2 || argc > 3 || !select_cases(argc == 3 ? argv[2] : NULL, run)) return usage(argv[0]);
+  const char *env = getenv("NVHCQ_BENCH_REAL_REPS");
+  if (env) reps = atoi(env);
+  if (reps < 1 || reps > MAX_REPS)
+    return fprintf(stderr, "NVHCQ_BENCH_REAL_REPS must be 1..%d\n", MAX_REPS), 2;
+  size_t size;
+  void *image = read_file(argv[1], &size);
+  if (!image) {
+    fprintf(stderr, "nvhcq_bench_real: skipped: cannot read %s\n", argv[1]);
+    return usage(argv[0]);
+  }
+  if (!nv_open(image, size)) return 1;
+  nvhcq_device_info info;
+  nvhcq_device_get_info(nv_dev, &info);
+  int have_cu = cuda_load();
+  void *in[CASES][2] = {{NULL}};
+  outcome o[CASES] = {0};
+  for (int i = 0; i < CASES; i++)
+    if (run[i]) alloc_inputs(&cases[i], in[i]);
+  run_all(run, in, o, image, have_cu);
+  printf("nvhcq realistic kernels on %s (%s): GPU time per launch, %d launches per submission, "
+         "median of %d; ratio = nvhcq / libcuda\n",
+         info.name, info.arch, LAUNCHES, reps);
+  report_table(run, o, have_cu);
+  int ok = 1;
+  for (int i = 0; i < CASES; i++)
+    if (run[i]) ok &= report_checks(&cases[i], in[i], &o[i], have_cu);
+  printf("%s\n", ok ? "all outputs correct" : "SOME OUTPUTS ARE WRONG");
+  return ok ? 0 : 1;
+}
