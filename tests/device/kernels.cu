@@ -124,3 +124,31 @@ extern "C" __global__ void spin_forever(volatile int *flag) {
   while (*flag == 0) {
   }
 }
+
+// The ordering tests' values (test_order.c, which computes the same): what round `round` writes to
+// element e. Both halves are bijective, so an older round's value never equals the current one.
+static __device__ __forceinline__ uint32_t order_value(uint32_t round, uint32_t e) {
+  uint32_t h = round * 0x9e3779b9u + 0x7f4a7c15u;
+  h ^= h >> 16, h *= 0x85ebca6bu, h ^= h >> 13, h *= 0xc2b2ae35u, h ^= h >> 16;
+  return h ^ (e * 0x9e3779b1u);
+}
+
+// One step of the ordering tests: counts the elements of `in` that do not hold round - 1's values
+// into *stale (round 0 only writes), then, late, writes round's values to `out`. Thread t reads
+// element t + k*T (T threads in all) and writes them mirrored, n-1-(t + k*T); a block spins longer
+// the higher its index. So the first read of a grid's first block (scheduled first) is the last
+// store of the previous grid's last block (the latest to finish), and a reader scanning up from
+// element 0 (the CPU, the copy engine) starts on those stores too. n is a multiple of T.
+extern "C" __global__ void order_step(const uint32_t *in, uint32_t *out, unsigned long long *stale,
+                                      uint32_t n, uint32_t round, uint32_t spin_cycles) {
+  uint32_t stride = gridDim.x * blockDim.x, t = blockIdx.x * blockDim.x + threadIdx.x, bad = 0;
+  if (round != 0)
+    for (uint32_t e = t; e < n; e += stride) bad += in[e] != order_value(round - 1, e);
+  // Counted before the spin, so the reads cannot drift past it; one atomic per warp, none if clean.
+  bad = __reduce_add_sync(0xffffffffu, bad);
+  if (bad && (threadIdx.x & 31) == 0) atomicAdd(stale, (unsigned long long)bad);
+  long long until = clock64() + (long long)spin_cycles * blockIdx.x / gridDim.x;
+  while (clock64() < until) {
+  }
+  for (uint32_t i = t; i < n; i += stride) out[n - 1 - i] = order_value(round, n - 1 - i);
+}
