@@ -47,6 +47,7 @@ static void print_qmd(unsigned tag, const char *what, const uint32_t *q, const c
 /* Searches every readable mapping for QMDs tagged `tag`; prints each distinct one. */
 static unsigned want_threads; /* when nonzero, CTA_THREAD_DIMENSION0 must match too */
 static int quiet;             /* sweep mode: driver mappings only, one line per QMD */
+static int only_driver;       /* driver mappings only */
 
 static void print_config(unsigned tag, const char *what, const uint32_t *q) {
   /* V04: registers 1208:1200, shared 601:584, MIN/MAX/TARGET config 613:608/619:614/625:620. */
@@ -70,7 +71,7 @@ static int scan(unsigned tag, const char *what) {
     size_t len = hi - lo;
     /* The 64 KiB usermode window holds registers (the doorbell): it is not read. */
     int regs = len == 0x10000 && strncmp(path, "/dev/nvidia", 11) == 0;
-    if (quiet && strncmp(path, "/dev/nvidiactl", 14)) continue;
+    if ((quiet || only_driver) && strncmp(path, "/dev/nvidia", 11)) continue;
     if (perms[0] != 'r' || len > MAX_REGION || regs || strstr(path, "[v") ||
         ((uintptr_t)buf >= lo && (uintptr_t)buf < hi))
       continue;
@@ -99,6 +100,68 @@ static int scan(unsigned tag, const char *what) {
 }
 
 typedef int (*cu_set_attr_fn)(void *, int, int);
+
+/* nvhcq's own QMDs for three chained ew_add launches, from its argument ring. */
+static void nvhcq_own(const char *path) {
+  nvhcq_device *dev;
+  nvhcq_module *mod;
+  nvhcq_kernel *k;
+  nvhcq_queue *q;
+  CHECK_NV(nvhcq_device_open(0, &dev));
+  CHECK_NV(nvhcq_module_load_file(dev, path, &mod));
+  CHECK_NV(nvhcq_module_get_kernel(mod, "ew_add", &k));
+  nvhcq_buffer *b;
+  CHECK_NV(nvhcq_alloc(dev, 64 << 20, NVHCQ_MEMORY_DEVICE, &b));
+  uint8_t args[28] = {0};
+  uint64_t a = nvhcq_buffer_gpu_address(b);
+  uint32_t n = 1 << 20;
+  memcpy(args, &a, 8), memcpy(args + 8, &a, 8), memcpy(args + 16, &a, 8), memcpy(args + 24, &n, 4);
+  CHECK_NV(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q));
+  for (int i = 0; i < 3; i++)
+    CHECK_NV(nvhcq_queue_launch(q, k, (nvhcq_dim3){1024, 1, 1}, (nvhcq_dim3){128, 1, 1}, 0, args,
+                                sizeof args));
+  CHECK_NV(nvhcq_queue_submit(q));
+  CHECK_NV(nvhcq_device_synchronize(dev));
+  only_driver = 1, want_threads = 128;
+  scan(1024, "nvhcq queue of 3 ew_add");
+  nvhcq_device_close(dev);
+}
+
+/* Graphs of three launches of the benchmark's real kernels (bench/real_kernels.cu). */
+static void real_graphs(const char *path) {
+  static uint8_t image[4 << 20];
+  FILE *f = fopen(path, "rb");
+  if (!f) return perror(path);
+  size_t n = fread(image, 1, sizeof image, f);
+  fclose(f);
+  if (!n) return;
+  void *mod, *ew, *sm;
+  CHECK_CU(cu.module_load(&mod, image));
+  CHECK_CU(cu.get_function(&ew, mod, "ew_add"));
+  CHECK_CU(cu.get_function(&sm, mod, "softmax_rows"));
+  uint64_t a, b, c;
+  CHECK_CU(cu.mem_alloc(&a, (size_t)64 << 20));
+  CHECK_CU(cu.mem_alloc(&b, (size_t)64 << 20));
+  CHECK_CU(cu.mem_alloc(&c, (size_t)64 << 20));
+  int count = 1 << 20, rows = 4096, cols = 1000;
+  void *ew_args[] = {&a, &b, &c, &count}, *sm_args[] = {&a, &b, &rows, &cols};
+  only_driver = 1;
+  for (int which = 0; which < 2; which++) {
+    void *stream, *graph, *exec;
+    unsigned grid = which ? 4096 : 1024;
+    CHECK_CU(cu.stream_create(&stream, 1));
+    CHECK_CU(cu.begin_capture(stream, 0));
+    for (int i = 0; i < 3; i++)
+      CHECK_CU(cu.launch(which ? sm : ew, grid, 1, 1, 128, 1, 1, 0, stream,
+                         which ? sm_args : ew_args, NULL));
+    CHECK_CU(cu.end_capture(stream, &graph));
+    CHECK_CU(cu.instantiate(&exec, graph, 0ull));
+    CHECK_CU(cu.graph_launch(exec, stream));
+    CHECK_CU(cu.stream_sync(stream));
+    want_threads = 128;
+    scan(grid, which ? "graph of 3 softmax_rows" : "graph of 3 ew_add");
+  }
+}
 
 /* Shared-memory configurations libcuda picks over block sizes and dynamic shared memory: one line
  * per launch. Grids are small (each its own tag): libcuda's choice does not depend on the grid. */
@@ -161,6 +224,14 @@ int main(int argc, char **argv) {
   CHECK_CU(cu.mem_alloc(&b, (size_t)64 << 20));
   CHECK_CU(cu.mem_alloc(&c, (size_t)64 << 20));
   void *add_args[] = {&a, &b, &c, &count}, *red_args[] = {&a, &b, &ints};
+  if (argc > 3 && !strcmp(argv[2], "--nvhcq")) {
+    nvhcq_own(argv[3]);
+    return 0;
+  }
+  if (argc > 3 && !strcmp(argv[2], "--real")) {
+    real_graphs(argv[3]);
+    return 0;
+  }
   if (argc > 2 && !strcmp(argv[2], "--sweep")) {
     sweep(add, reduce, fma, add_args, a, b, set_attr);
     return 0;

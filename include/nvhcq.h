@@ -211,7 +211,6 @@ NVHCQ_API nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel
 #define NVHCQ_LIMIT_REGISTERS 2u /* the SM's registers */
 #define NVHCQ_LIMIT_BLOCKS    3u /* resident blocks per SM */
 #define NVHCQ_LIMIT_SHARED    4u /* shared memory (at the configuration the launch asks for) */
-#define NVHCQ_LIMIT_GRID      5u /* the grid has no more blocks per SM than this */
 
 /* The occupancy a launch shape gets and the shared-memory configuration it asks the SMs for.
  * nvhcq picks, for every launch, the smallest configuration that reaches the best occupancy
@@ -228,11 +227,10 @@ typedef struct nvhcq_occupancy {
   uint32_t shared_config_max;   /* the largest */
 } nvhcq_occupancy;
 
-/* The occupancy of blocks of `block` threads with `dynamic_shared` bytes. `grid_blocks` (0 when
- * unknown) caps it at the blocks per SM the grid can fill, as launches do. */
+/* The occupancy of blocks of `block` threads with `dynamic_shared` bytes, and the configuration
+ * launches of that shape ask for (the grid does not change it). */
 NVHCQ_API nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
-                                                  uint32_t dynamic_shared, uint64_t grid_blocks,
-                                                  nvhcq_occupancy *out);
+                                                  uint32_t dynamic_shared, nvhcq_occupancy *out);
 
 /* Kernel attributes (nvhcq_kernel_set_attribute / _get_attribute). */
 /* Shared-memory carveout hint in percent of the largest configuration (0: most L1 cache, 100:

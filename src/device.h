@@ -92,6 +92,7 @@ struct nvhcq_device {
   nvhcq_sm_limits sm_limits;    /* per-SM occupancy limits and shared-memory configurations */
   int debug_fence;              /* NVHCQ_DEBUG_FENCE_*: weaker or older ordering, for tests */
   int debug_one_block_carveout; /* NVHCQ_DEBUG_CARVEOUT=one-block */
+  int debug_no_prefetch;        /* NVHCQ_DEBUG_NO_PREFETCH: chained grids do not prefetch */
   uint32_t cbank0_prefix[12];   /* driver words: shared and local windows, stack top */
   nvhcq_buffer *args;           /* ring of kernel arguments and QMDs, CPU-visible */
   uint64_t args_head;           /* monotonic byte position of the next chunk */

@@ -25,6 +25,7 @@ static void read_debug_knobs(nvhcq_device *dev) {
                      : !strcmp(f, "system")    ? NVHCQ_DEBUG_FENCE_SYSTEM
                                                : NVHCQ_DEBUG_FENCE_OFF;
   dev->debug_one_block_carveout = c && !strcmp(c, "one-block");
+  dev->debug_no_prefetch = getenv("NVHCQ_DEBUG_NO_PREFETCH") != NULL;
 }
 
 void nvhcq_compute_init(nvhcq_device *dev) {
@@ -152,24 +153,22 @@ static nvhcq_status args_alloc(nvhcq_device *dev, uint32_t bytes, uint64_t *pos)
  * configuration that reaches the most resident blocks the kernel's threads, registers and
  * shared memory allow (the rest of the SM's storage stays L1 cache), and no smaller than what
  * libcuda asks for the same shape (measured on the H200: see occupancy.c). */
-static void carveout_for(const nvhcq_device *dev, const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_dim3 b,
-                         uint32_t shared, int grid_known, uint32_t cfg[3]) {
-  const nvhcq_sm_limits *l = &dev->sm_limits;
-  nvhcq_carveout_choice c;
-  uint64_t blocks = grid_known ? (uint64_t)g.x * g.y * g.z : 0;
-  nvhcq_choose_carveout(l, b.x * b.y * b.z, k->cubin->registers, shared, k->carveout_preference,
-                        blocks, dev->info.sm_count, &c); /* check_shared made one block fit */
+static void carveout_for(const nvhcq_device *dev, const nvhcq_kernel *k, nvhcq_dim3 b,
+                         uint32_t shared, uint32_t cfg[3]) {
+  nvhcq_carveout_choice c; /* check_shared made one block fit */
+  nvhcq_choose_carveout(&dev->sm_limits, b.x * b.y * b.z, k->cubin->registers, shared,
+                        k->carveout_preference, &c);
   if (dev->debug_one_block_carveout) c.min_bytes = c.target_bytes = c.fits_one_bytes;
   cfg[0] = c.min_bytes, cfg[1] = c.target_bytes, cfg[2] = c.max_bytes;
 }
 
 /* Builds a launch's QMD from the kernel's template: the checks before made every value fit. */
 static nvhcq_status fill_qmd(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t *qmd, nvhcq_dim3 g,
-                             nvhcq_dim3 b, uint32_t shared, uint64_t cbank0, int grid_known) {
+                             nvhcq_dim3 b, uint32_t shared, uint64_t cbank0) {
   nvhcq_qmd_version v = dev->qmd_version;
   memcpy(qmd, k->qmd, nvhcq_qmd_size(v));
   uint32_t cfg[3];
-  carveout_for(dev, k, g, b, shared, grid_known, cfg);
+  carveout_for(dev, k, b, shared, cfg);
 #define SET(f, val) NVHCQ_TRY(nvhcq_qmd_set(v, qmd, NVHCQ_QMD_##f, (val)))
   SET(GRID_WIDTH, g.x);
   SET(GRID_HEIGHT, g.y);
@@ -208,12 +207,16 @@ static void fence_before_successor(const nvhcq_device *dev, uint32_t *qmd) {
  * dependent (it schedules this one when it completes), else a wait for idle and a PCAS of its
  * own. The previous QMD sits in GPU-visible memory the GPU has not read yet: only the dwords
  * chaining changes are written again. */
-static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu) {
+static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, const uint32_t *next) {
   nvhcq_device *dev = q->dev;
   nvhcq_qmd_version v = dev->qmd_version;
   int unordered = dev->debug_fence == NVHCQ_DEBUG_FENCE_UNORDERED;
   if (q->last_qmd && !unordered && !nvhcq_qmd_set_dependent(v, q->last_qmd_shadow, qmd_gpu)) {
     fence_before_successor(dev, q->last_qmd_shadow);
+    /* While the grid drains, the SMs fetch what the next one starts with (libcuda's graph nodes
+     * do the same: bank slot 5 and the program, prefetched POST). */
+    if (!dev->debug_no_prefetch)
+      nvhcq_qmd_prefetch_successor(v, q->last_qmd_shadow, next, NVHCQ_QMD_SUCCESSOR_BANK);
     nvhcq_qmd_copy_chain_words(v, q->last_qmd, q->last_qmd_shadow);
   } else {
     /* Grids sent one by one may overlap: wait for the previous one first. */
@@ -238,8 +241,7 @@ void nvhcq_queue_name_last_kernel(const nvhcq_queue *q) {
  * variables of recorded queues). */
 static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
                                   nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
-                                  size_t args_size, int grid_known, uint8_t **cbank,
-                                  uint8_t **qmd_at) {
+                                  size_t args_size, uint8_t **cbank, uint8_t **qmd_at) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(nvhcq_kernel_check(k));
   nvhcq_device *dev = q->dev;
@@ -285,9 +287,9 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
   /* Built in the spare shadow, so the previous launch's stays intact until this one is whole. */
   uint32_t *qmd = q->qmd_shadows[q->last_qmd_shadow == q->qmd_shadows[0]];
   uint32_t shared = nvhcq_kernel_shared_total(k, dynamic_shared);
-  NVHCQ_TRY(fill_qmd(dev, k, qmd, grid, block, shared, gpu, grid_known));
+  NVHCQ_TRY(fill_qmd(dev, k, qmd, grid, block, shared, gpu));
   memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
-  push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes);
+  push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd);
   q->last_qmd_shadow = qmd;
   q->last_kernel = k;
   *cbank = cpu;
@@ -298,7 +300,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
 nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
                                 uint32_t dynamic_shared, const void *args, size_t args_size) {
   uint8_t *cbank, *qmd;
-  return record_launch(q, k, grid, block, dynamic_shared, args, args_size, 1, &cbank, &qmd);
+  return record_launch(q, k, grid, block, dynamic_shared, args, args_size, &cbank, &qmd);
 }
 
 /* A QMD field patched in place: byte-aligned fields of 8, 16 or 32 bits. */
@@ -336,11 +338,7 @@ nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3
                         i, a->size, a->offset, args_size);
   }
   uint8_t *cbank, *qmd;
-  /* A grid that comes from variables may grow: its carveout is not cut to the recorded grid. */
-  int grid_known = vars->grid[0] == NVHCQ_NO_VAR && vars->grid[1] == NVHCQ_NO_VAR &&
-                   vars->grid[2] == NVHCQ_NO_VAR;
-  NVHCQ_TRY(
-      record_launch(q, k, grid, block, dynamic_shared, args, args_size, grid_known, &cbank, &qmd));
+  NVHCQ_TRY(record_launch(q, k, grid, block, dynamic_shared, args, args_size, &cbank, &qmd));
   static const nvhcq_qmd_field grid_f[3] = {NVHCQ_QMD_GRID_WIDTH, NVHCQ_QMD_GRID_HEIGHT,
                                             NVHCQ_QMD_GRID_DEPTH};
   static const nvhcq_qmd_field block_f[3] = {NVHCQ_QMD_CTA_THREAD_DIMENSION0,

@@ -258,8 +258,7 @@ nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *inf
 }
 
 nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
-                                        uint32_t dynamic_shared, uint64_t grid_blocks,
-                                        nvhcq_occupancy *out) {
+                                        uint32_t dynamic_shared, nvhcq_occupancy *out) {
   NVHCQ_TRY(nvhcq_kernel_check(k));
   if (!out)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_kernel_get_occupancy: out is NULL");
@@ -273,7 +272,7 @@ nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
   nvhcq_carveout_choice c;
   if (dynamic_shared > dev->max_shared ||
       !nvhcq_choose_carveout(&dev->sm_limits, (uint32_t)threads, k->cubin->registers, shared,
-                             k->carveout_preference, grid_blocks, dev->info.sm_count, &c))
+                             k->carveout_preference, &c))
     return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
                       "kernel %s: %u bytes of dynamic shared memory leave no room for one block "
                       "(%u bytes a block at most on %s)",

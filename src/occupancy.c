@@ -64,17 +64,12 @@ static uint32_t best_blocks(const nvhcq_sm_limits *l, uint32_t threads, uint32_t
 }
 
 int nvhcq_choose_carveout(const nvhcq_sm_limits *l, uint32_t threads, uint32_t registers,
-                          uint32_t shared, int preference, uint64_t grid_blocks, uint32_t sm_count,
-                          nvhcq_carveout_choice *out) {
+                          uint32_t shared, int preference, nvhcq_carveout_choice *out) {
   memset(out, 0, sizeof *out);
   out->max_bytes = largest(l);
   out->fits_one_bytes = smallest_holding(l, shared, 1);
   if (!out->fits_one_bytes || !threads) return 0;
   uint32_t blocks = best_blocks(l, threads, registers, shared, &out->limiter);
-  if (grid_blocks && sm_count && (grid_blocks + sm_count - 1) / sm_count < blocks) {
-    blocks = (uint32_t)((grid_blocks + sm_count - 1) / sm_count);
-    out->limiter = NVHCQ_LIMIT_GRID;
-  }
   if (!blocks) return 0;
   if (preference >= 0) {
     /* The hint wins over occupancy, as CUDA's preferred carveout does, but one block must fit. */

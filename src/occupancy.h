@@ -38,11 +38,15 @@ typedef struct nvhcq_carveout_choice {
 
 /* Chooses the configuration for blocks of `threads` threads using `registers` each and
  * `shared` bytes of shared memory (the reserve included, rounded to 128). `preference` is the
- * kernel's carveout hint in percent of the largest configuration, or -1 for none; `grid_blocks`
- * (0: unknown) caps the blocks worth fitting at ceil(grid / sm_count). Returns 0 when no
- * configuration holds one block. */
+ * kernel's carveout hint in percent of the largest configuration, or -1 for none. Returns 0
+ * when no configuration holds one block.
+ *
+ * The grid does not cut the choice: a grid that fills each SM with fewer blocks than fit still
+ * gets room for all of them, because with chained launches the next grid's blocks start on an
+ * SM while the previous grid's last blocks drain (measured on the H200: an elementwise kernel of
+ * 1024 blocks, 8 per SM, ran back to back slower in the 8 KiB configuration its grid needs than
+ * libcuda with the 16 KiB its occupancy allows; libcuda's QMDs never cut it either). */
 int nvhcq_choose_carveout(const nvhcq_sm_limits *l, uint32_t threads, uint32_t registers,
-                          uint32_t shared, int preference, uint64_t grid_blocks, uint32_t sm_count,
-                          nvhcq_carveout_choice *out);
+                          uint32_t shared, int preference, nvhcq_carveout_choice *out);
 
 #endif

@@ -268,11 +268,56 @@ void nvhcq_qmd_set_fence(nvhcq_qmd_version v, uint32_t *qmd, nvhcq_qmd_fence fen
   if (b) nvhcq_qmd_write_bits(qmd, b->hi, b->lo, fence == NVHCQ_FENCE_DEVICE);
 }
 
+/* Copies field `f` of `from` into field `to` of `qmd` (both present in the version). */
+static void copy_field(nvhcq_qmd_version v, uint32_t *qmd, nvhcq_qmd_field to,
+                       const uint32_t *from_qmd, nvhcq_qmd_field from) {
+  const nvhcq_qmd_bits *d = bits_of(v, to), *s = bits_of(v, from);
+  nvhcq_qmd_write_bits(qmd, d->hi, d->lo, nvhcq_qmd_read_bits(from_qmd, s->hi, s->lo));
+}
+
+int nvhcq_qmd_prefetch_successor(nvhcq_qmd_version v, uint32_t *qmd, const uint32_t *next,
+                                 unsigned spare_bank) {
+  if (spare_bank >= NVHCQ_QMD_CONSTANT_BUFFERS ||
+      !bits_of(v, NVHCQ_QMD_CONSTANT_BUFFER_PREFETCH_0) ||
+      !bits_of(v, NVHCQ_QMD_CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6_0) ||
+      nvhcq_qmd_get(v, qmd, NVHCQ_QMD_CONSTANT_BUFFER_VALID_0 + spare_bank))
+    return 0;
+  copy_field(v, qmd, NVHCQ_QMD_CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6_0 + spare_bank, next,
+             NVHCQ_QMD_CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6_0);
+  copy_field(v, qmd, NVHCQ_QMD_CONSTANT_BUFFER_ADDR_UPPER_SHIFTED6_0 + spare_bank, next,
+             NVHCQ_QMD_CONSTANT_BUFFER_ADDR_UPPER_SHIFTED6_0);
+  copy_field(v, qmd, NVHCQ_QMD_CONSTANT_BUFFER_SIZE_SHIFTED4_0 + spare_bank, next,
+             NVHCQ_QMD_CONSTANT_BUFFER_SIZE_SHIFTED4_0);
+  const nvhcq_qmd_bits *b = bits_of(v, NVHCQ_QMD_CONSTANT_BUFFER_VALID_0 + spare_bank);
+  nvhcq_qmd_write_bits(qmd, b->hi, b->lo, 1);
+  b = bits_of(v, NVHCQ_QMD_CONSTANT_BUFFER_PREFETCH_0 + spare_bank);
+  nvhcq_qmd_write_bits(qmd, b->hi, b->lo, NVHCQ_QMD_CONSTANT_BUFFER_PREFETCH_POST);
+  static const nvhcq_qmd_field program[] = {NVHCQ_QMD_PROGRAM_PREFETCH_ADDR_LOWER_SHIFTED,
+                                            NVHCQ_QMD_PROGRAM_PREFETCH_ADDR_UPPER_SHIFTED,
+                                            NVHCQ_QMD_PROGRAM_PREFETCH_SIZE};
+  for (size_t i = 0; i < QMD_COUNT(program); i++) copy_field(v, qmd, program[i], next, program[i]);
+  b = bits_of(v, NVHCQ_QMD_PROGRAM_PREFETCH_TYPE);
+  nvhcq_qmd_write_bits(qmd, b->hi, b->lo, NVHCQ_QMD_PROGRAM_PREFETCH_TYPE_POST);
+  return 1;
+}
+
 void nvhcq_qmd_copy_chain_words(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src) {
   static const nvhcq_qmd_field chain[] = {
-      NVHCQ_QMD_DEPENDENT_QMD0_POINTER, NVHCQ_QMD_DEPENDENT_QMD0_ENABLE,
-      NVHCQ_QMD_DEPENDENT_QMD0_ACTION,  NVHCQ_QMD_DEPENDENT_QMD0_PREFETCH,
-      NVHCQ_QMD_CWD_MEMBAR_TYPE,        NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE,
+      NVHCQ_QMD_DEPENDENT_QMD0_POINTER,
+      NVHCQ_QMD_DEPENDENT_QMD0_ENABLE,
+      NVHCQ_QMD_DEPENDENT_QMD0_ACTION,
+      NVHCQ_QMD_DEPENDENT_QMD0_PREFETCH,
+      NVHCQ_QMD_CWD_MEMBAR_TYPE,
+      NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE,
+      NVHCQ_QMD_PROGRAM_PREFETCH_ADDR_LOWER_SHIFTED,
+      NVHCQ_QMD_PROGRAM_PREFETCH_ADDR_UPPER_SHIFTED,
+      NVHCQ_QMD_PROGRAM_PREFETCH_SIZE,
+      NVHCQ_QMD_PROGRAM_PREFETCH_TYPE,
+      NVHCQ_QMD_CONSTANT_BUFFER_VALID_0 + NVHCQ_QMD_SUCCESSOR_BANK,
+      NVHCQ_QMD_CONSTANT_BUFFER_PREFETCH_0 + NVHCQ_QMD_SUCCESSOR_BANK,
+      NVHCQ_QMD_CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6_0 + NVHCQ_QMD_SUCCESSOR_BANK,
+      NVHCQ_QMD_CONSTANT_BUFFER_ADDR_UPPER_SHIFTED6_0 + NVHCQ_QMD_SUCCESSOR_BANK,
+      NVHCQ_QMD_CONSTANT_BUFFER_SIZE_SHIFTED4_0 + NVHCQ_QMD_SUCCESSOR_BANK,
   };
   for (size_t i = 0; i < QMD_COUNT(chain); i++) {
     const nvhcq_qmd_bits *b = bits_of(v, chain[i]);

@@ -76,8 +76,16 @@ typedef enum nvhcq_qmd_fence {
   NVHCQ_FENCE_NONE,   /* no membar: for experiments only (NVHCQ_DEBUG_FENCE=nomembar) */
 } nvhcq_qmd_fence;
 void nvhcq_qmd_set_fence(nvhcq_qmd_version v, uint32_t *qmd, nvhcq_qmd_fence fence);
-/* Copies the dwords that hold the dependent-QMD and fence fields from `src` to `dst`: what
- * chaining changes in a QMD already written to GPU-visible memory. */
+/* Makes `qmd` fetch what its successor `next` starts with once it completes: next's program
+ * (PROGRAM_PREFETCH with type POST) and next's constant bank 0 (bound to bank slot
+ * `spare_bank` with prefetch POST). 0 when the version has no such fields or the slot is in use;
+ * the grid's own code was fetched already when it started. */
+/* The bank slot the successor's bank 0 is prefetched through: libcuda's graph nodes use 5. */
+#define NVHCQ_QMD_SUCCESSOR_BANK 5u
+int nvhcq_qmd_prefetch_successor(nvhcq_qmd_version v, uint32_t *qmd, const uint32_t *next,
+                                 unsigned spare_bank);
+/* Copies the dwords that hold the fields chaining changes (dependent QMD, fence, the successor's
+ * prefetch) from `src` to `dst`: `dst` is the QMD already in GPU-visible memory. */
 void nvhcq_qmd_copy_chain_words(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src);
 
 #endif
