@@ -106,6 +106,59 @@ static void t_dynamic_shared_over_48k(void) {
   nvhcq_free(din), nvhcq_free(dout), free(in);
 }
 
+/* The occupancy report, the carveout preference and launches under each preference. */
+static void t_occupancy_and_carveout(void) {
+  NEED_GPU();
+  nvhcq_kernel *k = kernel("reduce_dynamic");
+  nvhcq_occupancy o;
+  TEST_CHECK(nvhcq_kernel_get_occupancy(k, DIM(256, 1, 1), 100 << 10, &o) == NVHCQ_SUCCESS);
+  printf("  256 threads, 100 KiB: %u blocks/SM, limiter %u, config %u KiB (%u..%u)\n",
+         o.blocks_per_sm, o.limiter, o.shared_config_bytes >> 10, o.shared_config_min >> 10,
+         o.shared_config_max >> 10);
+  TEST_CHECK(o.blocks_per_sm == 2 && o.limiter == NVHCQ_LIMIT_SHARED);
+  TEST_CHECK(o.shared_per_block == 101u << 10 && o.warps_per_sm == 16);
+  TEST_CHECK(nvhcq_kernel_get_occupancy(k, DIM(256, 1, 1), 0, &o) == NVHCQ_SUCCESS);
+  TEST_CHECK(o.blocks_per_sm == 8 && o.limiter == NVHCQ_LIMIT_WARPS && o.warps_per_sm == 64);
+  TEST_CHECK(nvhcq_kernel_get_occupancy(k, DIM(2048, 1, 1), 0, &o) == NVHCQ_ERROR_LAUNCH_CHECK);
+  TEST_CHECK(nvhcq_kernel_get_occupancy(k, DIM(32, 1, 1), 1 << 30, &o) == NVHCQ_ERROR_LAUNCH_CHECK);
+  printf("  too much shared memory says: %s\n", nvhcq_last_error());
+  int64_t pref = 7;
+  TEST_CHECK(nvhcq_kernel_get_attribute(k, NVHCQ_KERNEL_CARVEOUT_PREFERENCE, &pref) == 0);
+  TEST_CHECK(pref == -1);
+  TEST_CHECK(nvhcq_kernel_set_attribute(k, NVHCQ_KERNEL_CARVEOUT_PREFERENCE, 101) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  printf("  a bad preference says: %s\n", nvhcq_last_error());
+  TEST_CHECK(nvhcq_kernel_set_attribute(k, 99, 0) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  /* The same reduction with the most L1, the most shared memory and nvhcq's choice. */
+  const int ints = 24 * 1024, blocks = 264;
+  int *in = malloc((size_t)ints * blocks * 4);
+  long long *want = calloc(blocks, 8), *got = calloc(blocks, 8);
+  for (int b = 0; b < blocks; b++)
+    for (int i = 0; i < ints; i++)
+      in[b * ints + i] = (i * 7 + b) % 1001, want[b] += in[b * ints + i];
+  nvhcq_buffer *din = alloc((size_t)ints * blocks * 4), *dout = alloc(8 * blocks);
+  nvhcq_copy_to_device(din, 0, in, (size_t)ints * blocks * 4);
+  struct {
+    uint64_t in, out;
+    int n;
+  } args = {nvhcq_buffer_gpu_address(din), nvhcq_buffer_gpu_address(dout), ints};
+  static const int64_t prefs[] = {0, 100, 50, -1};
+  for (int p = 0; p < 4; p++) {
+    TEST_CHECK(nvhcq_kernel_set_attribute(k, NVHCQ_KERNEL_CARVEOUT_PREFERENCE, prefs[p]) == 0);
+    TEST_CHECK(nvhcq_kernel_get_occupancy(k, DIM(256, 1, 1), ints * 4, &o) == NVHCQ_SUCCESS);
+    memset(got, 0xff, 8 * blocks);
+    nvhcq_copy_to_device(dout, 0, got, 8 * blocks);
+    nvhcq_status s =
+        nvhcq_launch_sync(k, DIM(blocks, 1, 1), DIM(256, 1, 1), ints * 4, &args, 20, NULL);
+    TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    nvhcq_copy_from_device(got, dout, 0, 8 * blocks);
+    TEST_CHECK_MSG(memcmp(got, want, 8 * blocks) == 0, "preference %lld", (long long)prefs[p]);
+    printf("  preference %3lld: config %u KiB, %u blocks/SM\n", (long long)prefs[p],
+           o.shared_config_bytes >> 10, o.blocks_per_sm);
+  }
+  nvhcq_free(din), nvhcq_free(dout), free(in), free(want), free(got);
+}
+
 static void t_local_16k(void) {
   NEED_GPU();
   const int n = 64 * 128;
@@ -328,7 +381,8 @@ static void t_teardown(void) {
   teardown();
 }
 
-TEST_MAIN(TEST(t_list_kernels), TEST(t_vector_add), TEST(t_atomic_100k),
-          TEST(t_dynamic_shared_over_48k), TEST(t_local_16k), TEST(t_3d), TEST(t_globals),
-          TEST(t_struct_args), TEST(t_chain_order), TEST(t_compute_and_copy_together),
-          TEST(t_launch_checks), TEST(t_wrong_arch), TEST(t_teardown))
+TEST_MAIN(TEST(t_list_kernels), TEST(t_occupancy_and_carveout), TEST(t_vector_add),
+          TEST(t_atomic_100k), TEST(t_dynamic_shared_over_48k), TEST(t_local_16k), TEST(t_3d),
+          TEST(t_globals), TEST(t_struct_args), TEST(t_chain_order),
+          TEST(t_compute_and_copy_together), TEST(t_launch_checks), TEST(t_wrong_arch),
+          TEST(t_teardown))

@@ -133,6 +133,9 @@ static void test_v04_ranges_from_header(void) {
   expect_range(v, NVHCQ_QMD_PROGRAM_ADDRESS_UPPER, 1272, 1248);
   expect_range(v, NVHCQ_QMD_REGISTER_COUNT, 1208, 1200);
   expect_range(v, NVHCQ_QMD_BARRIER_COUNT, 1215, 1211);
+  expect_range(v, NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE, 382, 382);
+  expect_range(v, NVHCQ_QMD_CONSTANT_BUFFER_PREFETCH_0, 418, 417);
+  expect_range(v, NVHCQ_QMD_CONSTANT_BUFFER_PREFETCH_5, 438, 437);
   expect_range(v, NVHCQ_QMD_SHARED_MEMORY_SIZE, 601, 584);
   expect_range(v, NVHCQ_QMD_MIN_SM_CONFIG_SHARED_MEM_SIZE, 613, 608);
   expect_range(v, NVHCQ_QMD_MAX_SM_CONFIG_SHARED_MEM_SIZE, 619, 614);
@@ -187,6 +190,8 @@ static void test_v03_v05_ranges_from_header(void) {
   expect_range(NVHCQ_QMD_V05, NVHCQ_QMD_RELEASE0_ADDRESS_LOWER, 511, 480);
   expect_range(NVHCQ_QMD_V05, NVHCQ_QMD_RELEASE1_ADDRESS_LOWER, 799, 768);
   expect_range(NVHCQ_QMD_V05, NVHCQ_QMD_CONSTANT_BUFFER_VALID_0 + 1, 1860, 1860);
+  expect_range(NVHCQ_QMD_V05, NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE, 350, 350);
+  expect_range(NVHCQ_QMD_V05, NVHCQ_QMD_CONSTANT_BUFFER_PREFETCH_0, 1858, 1857);
 }
 
 /* Values land at the header's absolute positions (dword = bit / 32). */
@@ -426,6 +431,54 @@ static void test_dependent(void) {
   TEST_CHECK(all_zero(q, QMD_DWORDS));
 }
 
+/* The end-of-grid fence: CWD_MEMBAR_TYPE V04 1137:1136, V05 625:624, V03 369:368; task chasing
+ * V04 382, V05 350 (V03 has none). */
+static void test_fence(void) {
+  uint32_t q[QMD_DWORDS] = {0};
+  nvhcq_qmd_set_fence(NVHCQ_QMD_V04, q, NVHCQ_FENCE_DEVICE);
+  TEST_CHECK(q[35] == 3u << 16 && q[11] == 1u << 30);
+  nvhcq_qmd_set_fence(NVHCQ_QMD_V04, q, NVHCQ_FENCE_SYSTEM);
+  TEST_CHECK(q[35] == 1u << 16 && q[11] == 0);
+  memset(q, 0, sizeof q);
+  nvhcq_qmd_set_fence(NVHCQ_QMD_V05, q, NVHCQ_FENCE_DEVICE);
+  TEST_CHECK(q[19] == 3u << 16 && q[10] == 1u << 30);
+  memset(q, 0, sizeof q);
+  nvhcq_qmd_set_fence(NVHCQ_QMD_V03, q, NVHCQ_FENCE_DEVICE);
+  TEST_CHECK(q[11] == 3u << 16);
+  q[11] = 0;
+  TEST_CHECK(all_zero(q, QMD_DWORDS));
+}
+
+/* The successor's bank 0 goes to slot 5 with prefetch POST (V04 418:417 + 4i; address and size
+ * 1567:1536 / 1586:1568 / 1599:1587 + 64i), its program to PROGRAM_PREFETCH with type POST. */
+static void test_prefetch_successor(void) {
+  uint32_t q[QMD_DWORDS] = {0}, next[QMD_DWORDS] = {0}, ring[QMD_DWORDS] = {0};
+  const nvhcq_qmd_version v = NVHCQ_QMD_V04;
+  TEST_CHECK(nvhcq_qmd_set_constant_buffer(v, next, 0, 0x123456780ull, 0x300) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_qmd_set(v, next, NVHCQ_QMD_PROGRAM_PREFETCH_ADDR_LOWER_SHIFTED, 0xabcd) == 0);
+  TEST_CHECK(nvhcq_qmd_set(v, next, NVHCQ_QMD_PROGRAM_PREFETCH_SIZE, 0x15) == 0);
+  TEST_CHECK(nvhcq_qmd_prefetch_successor(v, q, next, NVHCQ_QMD_SUCCESSOR_BANK) == 1);
+  TEST_CHECK(nvhcq_qmd_get(v, q, NVHCQ_QMD_CONSTANT_BUFFER_VALID_5) == 1);
+  TEST_CHECK(((q[13] >> 21) & 3) == 2); /* bits 438:437 */
+  TEST_CHECK(q[48 + 10] == nvhcq_qmd_get(v, next, NVHCQ_QMD_CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6_0));
+  TEST_CHECK(nvhcq_qmd_get(v, q, NVHCQ_QMD_CONSTANT_BUFFER_SIZE_SHIFTED4_5) == 0x30);
+  TEST_CHECK(q[42] == 0xabcd && nvhcq_qmd_get(v, q, NVHCQ_QMD_PROGRAM_PREFETCH_SIZE) == 0x15);
+  TEST_CHECK(nvhcq_qmd_get(v, q, NVHCQ_QMD_PROGRAM_PREFETCH_TYPE) == 1);
+  /* A kernel that binds bank 5 itself keeps it. */
+  TEST_CHECK(nvhcq_qmd_prefetch_successor(v, q, next, NVHCQ_QMD_SUCCESSOR_BANK) == 0);
+  /* V03 has no prefetch fields. */
+  uint32_t old[QMD_DWORDS] = {0};
+  TEST_CHECK(nvhcq_qmd_prefetch_successor(NVHCQ_QMD_V03, old, next, 5) == 0);
+  TEST_CHECK(all_zero(old, QMD_DWORDS));
+  /* Chaining rewrites exactly the dwords that changed, nothing else. */
+  TEST_CHECK(nvhcq_qmd_set_dependent(v, q, 0x1000) == NVHCQ_SUCCESS);
+  nvhcq_qmd_set_fence(v, q, NVHCQ_FENCE_DEVICE);
+  q[36] = 0x80; /* block dims: not a chain word */
+  nvhcq_qmd_copy_chain_words(v, ring, q);
+  TEST_CHECK(ring[36] == 0 && ring[11] == q[11] && ring[13] == q[13] && ring[14] == q[14]);
+  TEST_CHECK(ring[35] == q[35] && ring[42] == q[42] && ring[43] == q[43] && ring[58] == q[58]);
+}
+
 TEST_MAIN(TEST(test_version_for_class), TEST(test_size_per_version),
           TEST(test_every_field_sets_exactly_its_bits), TEST(test_round_trip_all_fields),
           TEST(test_fields_do_not_overlap), TEST(test_v04_ranges_from_header),
@@ -433,4 +486,5 @@ TEST_MAIN(TEST(test_version_for_class), TEST(test_size_per_version),
           TEST(test_refuses_oversized_value), TEST(test_refuses_absent_field),
           TEST(test_field_names), TEST(test_bits_spanning_dwords), TEST(test_dims_are_byte_aligned),
           TEST(test_program_address), TEST(test_constant_buffer), TEST(test_release),
-          TEST(test_shared_memory), TEST(test_local_memory), TEST(test_dependent))
+          TEST(test_shared_memory), TEST(test_local_memory), TEST(test_dependent), TEST(test_fence),
+          TEST(test_prefetch_successor))
