@@ -101,6 +101,37 @@ static int scan(unsigned tag, const char *what) {
 
 typedef int (*cu_set_attr_fn)(void *, int, int);
 
+/* libcuda's command streams that bind the compute class (SET_OBJECT 0xcbc0 on any subchannel):
+ * 4096 words from each, as hex, to read which compute methods libcuda sends. */
+static void dump_pushbuffers(void) {
+  FILE *maps = fopen("/proc/self/maps", "r");
+  char line[512];
+  uint8_t *buf = malloc(MAX_REGION);
+  int found = 0;
+  while (buf && maps && fgets(line, sizeof line, maps) && found < 6) {
+    unsigned long lo, hi;
+    char perms[8], path[256] = "";
+    if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &lo, &hi, perms, path) < 3) continue;
+    size_t len = hi - lo;
+    if (strncmp(path, "/dev/nvidia", 11) || perms[0] != 'r' || len > MAX_REGION || len == 0x10000)
+      continue;
+    guarded_copy(buf, (const uint8_t *)lo, len);
+    const uint32_t *w = (const uint32_t *)buf;
+    for (size_t i = 0; i + 1 < len / 4 && found < 6; i++) {
+      if ((w[i] & ~0xe000u) != 0x20010000u || (w[i + 1] & 0xffff) != 0xcbc0) continue;
+      printf("PUSHBUF %s +0x%zx subchannel %u\n", path, i * 4, (w[i] >> 13) & 7);
+      for (size_t j = i; j < i + 4096 && j < len / 4; j++)
+        printf("%08x%c", w[j], (j - i) % 8 == 7 ? '\n' : ' ');
+      printf("\n");
+      found++;
+      i += 4096;
+    }
+  }
+  free(buf);
+  if (maps) fclose(maps);
+  if (!found) printf("no SET_OBJECT 0xcbc0 found\n");
+}
+
 /* nvhcq's own QMDs for three chained ew_add launches, from its argument ring. */
 static void nvhcq_own(const char *path) {
   nvhcq_device *dev;
@@ -224,6 +255,19 @@ int main(int argc, char **argv) {
   CHECK_CU(cu.mem_alloc(&b, (size_t)64 << 20));
   CHECK_CU(cu.mem_alloc(&c, (size_t)64 << 20));
   void *add_args[] = {&a, &b, &c, &count}, *red_args[] = {&a, &b, &ints};
+  if (argc > 2 && !strcmp(argv[2], "--pushbuf")) {
+    void *stream, *graph, *exec;
+    CHECK_CU(cu.stream_create(&stream, 1));
+    CHECK_CU(cu.begin_capture(stream, 0));
+    for (int i = 0; i < 3; i++)
+      CHECK_CU(cu.launch(add, 4251, 1, 1, 128, 1, 1, 0, stream, add_args, NULL));
+    CHECK_CU(cu.end_capture(stream, &graph));
+    CHECK_CU(cu.instantiate(&exec, graph, 0ull));
+    CHECK_CU(cu.graph_launch(exec, stream));
+    CHECK_CU(cu.stream_sync(stream));
+    dump_pushbuffers();
+    return 0;
+  }
   if (argc > 3 && !strcmp(argv[2], "--nvhcq")) {
     nvhcq_own(argv[3]);
     return 0;
