@@ -371,8 +371,13 @@ int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value) 
   for (unsigned slot = 0; slot < 3; slot++) {
     if (nvhcq_qmd_get(v, q->last_qmd_shadow, NVHCQ_QMD_RELEASE0_ENABLE + slot)) continue;
     if (nvhcq_qmd_set_release(v, q->last_qmd_shadow, slot, address, value)) return 0;
-    /* Kernel writes to system memory must be visible before the signal is. */
-    if (nvhcq_qmd_set(v, q->last_qmd_shadow, NVHCQ_QMD_RELEASE0_MEMBAR_TYPE + slot, 1)) return 0;
+    /* The release needs no membar of its own (FE_SYSMEMBAR): a grid with a release always ends
+     * with the system-scope CWD membar (see fence_before_successor), which makes its writes to
+     * any memory visible before the release. libcuda's QMDs on the H200 release the same way
+     * (RELEASE_MEMBAR_TYPE FE_NONE after L1_SYSMEMBAR). The "host" cases of test_order check it. */
+    if (q->dev->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR &&
+        nvhcq_qmd_set(v, q->last_qmd_shadow, NVHCQ_QMD_RELEASE0_MEMBAR_TYPE + slot, 1))
+      return 0;
     memcpy(q->last_qmd, q->last_qmd_shadow, nvhcq_qmd_size(v)); /* rare next to launches */
     return 1;
   }
