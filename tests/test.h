@@ -1,5 +1,6 @@
 /* A tiny test harness: each test file is one program; TEST_CHECK records failures, and
- * test_main() prints one line per test plus the closing "N passed, N failed, N skipped". */
+ * test_main() prints one line per test plus the closing "N passed, N failed, N skipped" and
+ * exits 0, 1 (a failure) or TEST_SKIPPED_EXIT (nothing ran but skips). */
 #ifndef NVHCQ_TEST_H
 #define NVHCQ_TEST_H
 
@@ -47,6 +48,10 @@ extern const char *test_skip_reason;
     test_skip_reason = (reason);                                                                   \
     return;                                                                                        \
   } while (0)
+
+/* test_main's exit status when every case that ran was skipped; tests/CMakeLists.txt gives it to
+ * ctest as SKIP_RETURN_CODE (77, the automake convention). */
+#define TEST_SKIPPED_EXIT 77
 
 int test_main(int argc, char **argv, const test_case *tests, int count);
 

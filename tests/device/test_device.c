@@ -268,10 +268,17 @@ static void t_async_copy_engine(void) {
     dev = main_dev;
     return;
   }
-  nvhcq_device_info info;
-  nvhcq_device_get_info(dev, &info);
+  nvhcq_device_info info = {.copy_engine = -1};
+  TEST_CHECK_MSG(nvhcq_device_get_info(dev, &info) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   printf("  copies on %s %d\n",
          info.copy_engine >= 0 ? "asynchronous copy engine" : "none:", info.copy_engine);
+  /* The device falls back to the graphics group's copy engine (-1) when no asynchronous one is
+   * found or none takes a channel; the round trips would then pass without testing one. Every
+   * Ampere and later GPU has asynchronous copy engines, so that fallback is a failure here. */
+  TEST_CHECK_MSG(info.copy_engine >= 0,
+                 "NVHCQ_COPY_ENGINE=auto gave no asynchronous copy engine (copy_engine %d): the "
+                 "copies stayed in the graphics channel group",
+                 info.copy_engine);
   round_trip((16 << 20) + 5, 1, 1);
   round_trip((16 << 20) + 5, 1, 0);
   TEST_CHECK(nvhcq_device_close(dev) == NVHCQ_SUCCESS);

@@ -1,7 +1,9 @@
 /* Cubin parser tests on the cubins nvcc builds from tests/unit/cubins/kernels.cu:
  *   nvcc -cubin -arch=sm_XX tests/unit/cubins/kernels.cu -o DIR/kernels_sm_XX.cubin
- * for sm_80, sm_89, sm_90, sm_90a and sm_100. DIR comes from the first argument (when it is a
- * directory) or NVHCQ_TEST_CUBIN_DIR; without cubins the tests skip and say why.
+ * for sm_80, sm_89, sm_90 and sm_100, and with -gencode=arch=compute_90a,code=sm_90a into
+ * DIR/kernels_sm_90a.cubin (tests/CMakeLists.txt builds them all). DIR comes from the first
+ * argument (when it is a directory) or NVHCQ_TEST_CUBIN_DIR; without cubins the tests skip and
+ * say why.
  *
  * Expected numbers were read off these cubins with cuobjdump -elf / -res-usage and nvdisasm
  * (CUDA 13.0). Register counts depend on the compiler, so they are compared exactly only for
