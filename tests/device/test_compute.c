@@ -80,30 +80,50 @@ static void t_atomic_100k(void) {
   nvhcq_free(counter);
 }
 
-static void t_dynamic_shared_over_48k(void) {
-  NEED_GPU();
-  const int ints = 200 * 1024 / 4, blocks = 8; /* 200 KiB of dynamic shared memory */
-  int *in = malloc((size_t)ints * blocks * 4);
-  long long expect[8] = {0}, got[8];
-  for (int b = 0; b < blocks; b++)
-    for (int i = 0; i < ints; i++) in[b * ints + i] = i % 1000 - b, expect[b] += i % 1000 - b;
-  nvhcq_buffer *din = alloc((size_t)ints * blocks * 4), *dout = alloc(8 * blocks);
-  nvhcq_copy_to_device(din, 0, in, (size_t)ints * blocks * 4);
+/* reduce_dynamic's inputs: `blocks` rows of `ints` values on the GPU, and each row's sum. */
+typedef struct reduce_case {
+  nvhcq_buffer *in, *out;
+  long long *want;
   struct {
     uint64_t in, out;
     int n;
-  } args = {nvhcq_buffer_gpu_address(din), nvhcq_buffer_gpu_address(dout), ints};
+  } args; /* 20 bytes: the kernel's parameters, without the struct's padding */
+} reduce_case;
+
+static reduce_case reduce_setup(int ints, int blocks, int salt) {
+  reduce_case r = {.want = calloc((size_t)blocks, 8)};
+  int *in = malloc((size_t)ints * blocks * 4);
+  for (int b = 0; b < blocks; b++)
+    for (int i = 0; i < ints; i++)
+      in[b * ints + i] = (i * salt + b) % 1001 - b, r.want[b] += in[b * ints + i];
+  r.in = alloc((size_t)ints * blocks * 4), r.out = alloc(8 * (size_t)blocks);
+  nvhcq_copy_to_device(r.in, 0, in, (size_t)ints * blocks * 4);
+  free(in);
+  r.args.in = nvhcq_buffer_gpu_address(r.in), r.args.out = nvhcq_buffer_gpu_address(r.out);
+  r.args.n = ints;
+  return r;
+}
+
+static void reduce_free(reduce_case *r) {
+  nvhcq_free(r->in), nvhcq_free(r->out), free(r->want);
+}
+
+static void t_dynamic_shared_over_48k(void) {
+  NEED_GPU();
+  const int ints = 200 * 1024 / 4, blocks = 8; /* 200 KiB of dynamic shared memory */
+  reduce_case r = reduce_setup(ints, blocks, 1);
+  long long got[8];
   nvhcq_status s = nvhcq_launch_sync(kernel("reduce_dynamic"), DIM(blocks, 1, 1), DIM(256, 1, 1),
-                                     ints * 4, &args, 20, NULL);
+                                     ints * 4, &r.args, 20, NULL);
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  nvhcq_copy_from_device(got, dout, 0, sizeof got);
-  TEST_CHECK(memcmp(got, expect, sizeof got) == 0);
+  nvhcq_copy_from_device(got, r.out, 0, sizeof got);
+  TEST_CHECK(memcmp(got, r.want, sizeof got) == 0);
   /* 240 KiB is more than a block may have: refused before anything runs. */
-  s = nvhcq_launch_sync(kernel("reduce_dynamic"), DIM(1, 1, 1), DIM(256, 1, 1), 240 * 1024, &args,
+  s = nvhcq_launch_sync(kernel("reduce_dynamic"), DIM(1, 1, 1), DIM(256, 1, 1), 240 * 1024, &r.args,
                         20, NULL);
   TEST_CHECK(s == NVHCQ_ERROR_LAUNCH_CHECK);
   printf("  too much shared memory says: %s\n", nvhcq_last_error());
-  nvhcq_free(din), nvhcq_free(dout), free(in);
+  reduce_free(&r);
 }
 
 /* The occupancy report, the carveout preference and launches under each preference. */
@@ -131,32 +151,23 @@ static void t_occupancy_and_carveout(void) {
   TEST_CHECK(nvhcq_kernel_set_attribute(k, 99, 0) == NVHCQ_ERROR_INVALID_ARGUMENT);
   /* The same reduction with the most L1, the most shared memory and nvhcq's choice. */
   const int ints = 24 * 1024, blocks = 264;
-  int *in = malloc((size_t)ints * blocks * 4);
-  long long *want = calloc(blocks, 8), *got = calloc(blocks, 8);
-  for (int b = 0; b < blocks; b++)
-    for (int i = 0; i < ints; i++)
-      in[b * ints + i] = (i * 7 + b) % 1001, want[b] += in[b * ints + i];
-  nvhcq_buffer *din = alloc((size_t)ints * blocks * 4), *dout = alloc(8 * blocks);
-  nvhcq_copy_to_device(din, 0, in, (size_t)ints * blocks * 4);
-  struct {
-    uint64_t in, out;
-    int n;
-  } args = {nvhcq_buffer_gpu_address(din), nvhcq_buffer_gpu_address(dout), ints};
+  reduce_case r = reduce_setup(ints, blocks, 7);
+  long long *got = calloc(blocks, 8);
   static const int64_t prefs[] = {0, 100, 50, -1};
   for (int p = 0; p < 4; p++) {
     TEST_CHECK(nvhcq_kernel_set_attribute(k, NVHCQ_KERNEL_CARVEOUT_PREFERENCE, prefs[p]) == 0);
     TEST_CHECK(nvhcq_kernel_get_occupancy(k, DIM(256, 1, 1), ints * 4, &o) == NVHCQ_SUCCESS);
     memset(got, 0xff, 8 * blocks);
-    nvhcq_copy_to_device(dout, 0, got, 8 * blocks);
+    nvhcq_copy_to_device(r.out, 0, got, 8 * blocks);
     nvhcq_status s =
-        nvhcq_launch_sync(k, DIM(blocks, 1, 1), DIM(256, 1, 1), ints * 4, &args, 20, NULL);
+        nvhcq_launch_sync(k, DIM(blocks, 1, 1), DIM(256, 1, 1), ints * 4, &r.args, 20, NULL);
     TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-    nvhcq_copy_from_device(got, dout, 0, 8 * blocks);
-    TEST_CHECK_MSG(memcmp(got, want, 8 * blocks) == 0, "preference %lld", (long long)prefs[p]);
+    nvhcq_copy_from_device(got, r.out, 0, 8 * blocks);
+    TEST_CHECK_MSG(memcmp(got, r.want, 8 * blocks) == 0, "preference %lld", (long long)prefs[p]);
     printf("  preference %3lld: config %u KiB, %u blocks/SM\n", (long long)prefs[p],
            o.shared_config_bytes >> 10, o.blocks_per_sm);
   }
-  nvhcq_free(din), nvhcq_free(dout), free(in), free(want), free(got);
+  reduce_free(&r), free(got);
 }
 
 static void t_local_16k(void) {
