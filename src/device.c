@@ -1,6 +1,6 @@
-#include "device.h"
-#include "clock.h"
-#include "handle.h"
+#include "core/device.h"
+#include "util/clock.h"
+#include "util/handle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,8 +9,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "door.h"
-#include "queue.h"
+#include "driver/door.h"
+#include "exec/queue.h"
 
 #define GPFIFO_ENTRIES   0x4000u
 #define GPFIFO_AREA      (2u << 20)

@@ -1,0 +1,164 @@
+#include "exec/queue.h"
+#include "util/handle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- command encoders ---- */
+
+static void push_host_semaphore(nvhcq_push *p, uint64_t address, uint64_t value, uint32_t execute) {
+  uint32_t w[5] = {(uint32_t)address, (uint32_t)(address >> 32), (uint32_t)value,
+                   (uint32_t)(value >> 32), execute};
+  nvhcq_push_method(p, NVHCQ_SUBC_HOST, NVC56F_SEM_ADDR_LO, w, 5);
+}
+
+void nvhcq_push_host_wait(nvhcq_push *p, uint64_t address, uint64_t value) {
+  push_host_semaphore(p, address, value,
+                      NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ |
+                          NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT);
+}
+
+void nvhcq_push_host_signal(nvhcq_push *p, uint64_t address, uint64_t value) {
+  push_host_semaphore(p, address, value,
+                      NVC56F_SEM_EXECUTE_OPERATION_RELEASE | NVC56F_SEM_EXECUTE_RELEASE_WFI |
+                          NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT |
+                          NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP);
+}
+
+/* One LINE_LENGTH_IN is 32 bits: larger copies go in 2 GiB pieces. */
+void nvhcq_push_copy(nvhcq_push *p, uint64_t dst, uint64_t src, uint64_t size) {
+  const uint64_t step = 1ull << 31;
+  for (uint64_t done = 0; done < size; done += step) {
+    uint64_t s = src + done, d = dst + done, n = size - done < step ? size - done : step;
+    uint32_t offsets[4] = {(uint32_t)(s >> 32), (uint32_t)s, (uint32_t)(d >> 32), (uint32_t)d};
+    nvhcq_push_method(p, NVHCQ_SUBC_COPY, NVC6B5_OFFSET_IN_UPPER, offsets, 4);
+    nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6B5_LINE_LENGTH_IN, (uint32_t)n);
+    nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6B5_LAUNCH_DMA,
+                       NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED |
+                           NVC6B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT_PITCH |
+                           NVC6B5_LAUNCH_DMA_DST_MEMORY_LAYOUT_PITCH);
+  }
+}
+
+/* The copy engine's four-word release writes the payload and then the GPU time at +8; from
+ * AMPERE_DMA_COPY_B on, the payload can be 64 bits. */
+void nvhcq_push_copy_signal(nvhcq_push *p, uint64_t address, uint64_t value, int payload64) {
+  uint32_t w[4] = {(uint32_t)(address >> 32), (uint32_t)address, (uint32_t)value,
+                   (uint32_t)(value >> 32)};
+  nvhcq_push_method(p, NVHCQ_SUBC_COPY, NVC6B5_SET_SEMAPHORE_A, w, payload64 ? 4 : 3);
+  nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6B5_LAUNCH_DMA,
+                     NVC6B5_LAUNCH_DMA_FLUSH_ENABLE |
+                         NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD |
+                         (payload64 ? NVC7B5_LAUNCH_DMA_SEMAPHORE_PAYLOAD_SIZE_64BIT : 0));
+}
+
+/* ---- user queues ---- */
+
+nvhcq_status nvhcq_queue_check(const nvhcq_queue *q) {
+  return nvhcq_handle_check(q, NVHCQ_QUEUE_MAGIC, "queue", NULL);
+}
+
+static nvhcq_status check_signal_for(const nvhcq_queue *q, const nvhcq_signal *sig) {
+  NVHCQ_TRY(nvhcq_signal_check(sig));
+  if (sig->dev != q->dev)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "signal belongs to GPU %d but the queue to GPU %d", sig->dev->index,
+                      q->dev->index);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind, nvhcq_queue **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_queue_create: out is NULL");
+  if (kind != NVHCQ_QUEUE_COMPUTE && kind != NVHCQ_QUEUE_COPY)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "queue kind %d is unknown; use NVHCQ_QUEUE_COMPUTE or NVHCQ_QUEUE_COPY",
+                      kind);
+  nvhcq_queue *q = calloc(1, sizeof *q);
+  if (!q) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  q->magic = NVHCQ_QUEUE_MAGIC;
+  q->dev = dev;
+  q->kind = kind;
+  q->launch_pending = 1; /* earlier submissions' grids may still run */
+  q->args_first = ~0ull;
+  q->last_qmd_shadow = q->qmd_shadows[0];
+  nvhcq_push_init(&q->push);
+  *out = q;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
+  if (!q) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  if (q->recorded) {
+    /* Its memory may still be read by a running replay, unless the device is broken. */
+    if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
+    nvhcq_queue_free_recording(q);
+  }
+  nvhcq_push_finish(&q->push);
+  nvhcq_retire(q);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  if (q->recorded) {
+    /* Its memory may still be read by a running replay, unless the device is broken. */
+    if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
+    nvhcq_queue_free_recording(q);
+  }
+  nvhcq_push_reset(&q->push);
+  nvhcq_queue_end_chain(q);
+  q->launch_pending = 1;
+  q->args_first = ~0ull;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  NVHCQ_TRY(check_signal_for(q, sig));
+  nvhcq_push_host_wait(&q->push, sig->gpu_address, value);
+  nvhcq_queue_end_chain(q);
+  return q->push.error;
+}
+
+nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  NVHCQ_TRY(check_signal_for(q, sig));
+  if (q->kind == NVHCQ_QUEUE_COPY) {
+    nvhcq_push_copy_signal(&q->push, sig->gpu_address, value, q->dev->copy_payload64);
+  } else if (!nvhcq_queue_signal_on_qmd(q, sig->gpu_address, value)) {
+    nvhcq_push_host_signal(&q->push, sig->gpu_address, value);
+    nvhcq_queue_end_chain(q);
+    q->launch_pending = 0; /* the release waited for idle */
+  }
+  return q->push.error;
+}
+
+nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64_t size) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  if (q->kind != NVHCQ_QUEUE_COPY)
+    return nvhcq_fail(
+        NVHCQ_ERROR_INVALID_ARGUMENT,
+        "nvhcq_queue_copy needs a copy queue (NVHCQ_QUEUE_COPY); this is a compute queue");
+  if (size == 0) return NVHCQ_SUCCESS;
+  if (dst + size < dst || src + size < src)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "copy of %llu bytes wraps the address space",
+                      (unsigned long long)size);
+  nvhcq_push_copy(&q->push, dst, src, size);
+  return q->push.error;
+}
+
+nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  NVHCQ_TRY(q->push.error);
+  if (q->dev->broken) return nvhcq_device_synchronize(q->dev); /* says why */
+  nvhcq_queue_name_last_kernel(q);
+  if (q->recorded) return nvhcq_queue_submit_recorded(q);
+  NVHCQ_TRY(nvhcq_queue_submit_args(q));
+  /* The GPU may be running the last QMD now: a later launch must not chain onto it. */
+  nvhcq_queue_end_chain(q);
+  return nvhcq_channel_submit(nvhcq_device_channel(q->dev, q->kind == NVHCQ_QUEUE_COPY),
+                              q->push.words, q->push.len);
+}

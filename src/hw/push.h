@@ -1,0 +1,38 @@
+/* Pushbuffer builder: method headers and their data, appended to a growable dword array. */
+#ifndef NVHCQ_PUSH_H
+#define NVHCQ_PUSH_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "abi/methods.h"
+#include "util/error.h"
+
+typedef struct nvhcq_push {
+  uint32_t *words;
+  uint32_t len, capacity;
+  nvhcq_status error; /* sticky: the first failure, reported when the push is used */
+} nvhcq_push;
+
+static inline uint32_t nvhcq_method_header(unsigned sec_op, unsigned subc, unsigned method,
+                                           unsigned count) {
+  return (sec_op << 29) | ((count & 0x1fffu) << 16) | ((subc & 7u) << 13) |
+         ((method >> 2) & 0xfffu);
+}
+
+void nvhcq_push_init(nvhcq_push *p);
+void nvhcq_push_finish(nvhcq_push *p);
+void nvhcq_push_reset(nvhcq_push *p);
+/* Reserves n words and returns where to write them (NULL on allocation failure, made sticky). */
+uint32_t *nvhcq_push_space(nvhcq_push *p, uint32_t n);
+/* One incrementing method with `n` data words. */
+void nvhcq_push_method(nvhcq_push *p, unsigned subc, unsigned method, const uint32_t *data,
+                       unsigned n);
+void nvhcq_push_method1(nvhcq_push *p, unsigned subc, unsigned method, uint32_t value);
+
+/* Writes a readable listing of a pushbuffer (method names, subchannels, data) to `out`. */
+void nvhcq_push_print(FILE *out, const uint32_t *words, uint32_t len);
+/* Name of a method on a subchannel as nvhcq binds them ("SEM_EXECUTE"), or NULL. */
+const char *nvhcq_method_name(unsigned subc, unsigned method);
+
+#endif
