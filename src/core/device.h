@@ -6,27 +6,21 @@
 #include <stdint.h>
 
 #include "core/channel.h"
+#include "core/compute.h"
+#include "core/fault.h"
 #include "core/memory.h"
+#include "core/signal.h"
+#include "driver/rm.h"
 #include "hw/occupancy.h"
 #include "hw/push.h"
-#include "driver/rm.h"
-#include "core/signal.h"
+#include "util/handle.h"
 
 #define NVHCQ_DEVICE_MAGIC 0x6e766476u /* "nvdv" */
-#define NVHCQ_SIGNAL_SLOTS 65536u
 
 /* The classes chosen for a GPU from its class list. */
 typedef struct nvhcq_classes {
   uint32_t usermode, gpfifo, compute, copy;
 } nvhcq_classes;
-
-/* NVHCQ_DEBUG_FENCE values (launch.c says what each does). */
-enum {
-  NVHCQ_DEBUG_FENCE_OFF,
-  NVHCQ_DEBUG_FENCE_UNORDERED,
-  NVHCQ_DEBUG_FENCE_NOMEMBAR,
-  NVHCQ_DEBUG_FENCE_SYSTEM,
-};
 
 struct nvhcq_device {
   uint32_t magic;
@@ -85,6 +79,9 @@ struct nvhcq_device {
   volatile UVM_TOOLS_EVENT_CONTROL *tools_ctl;
   uint8_t last_fault_client; /* client type of the last GPU fault event */
   uint64_t events_after_ns;  /* events before this time belong to channels already gone */
+  /* Names the kernel whose code holds GPU address `pc` and the offset into it (1), or says there
+   * is none (0); the modules know, and the top of the library sets it. NULL: none is named. */
+  int (*name_pc)(const nvhcq_device *dev, uint64_t pc, const char **kernel, uint64_t *offset);
 
   /* Compute. */
   int qmd_version;              /* nvhcq_qmd_version for the compute class, 0 if unknown */
@@ -109,53 +106,14 @@ struct nvhcq_device {
   int builtin_tried;
 };
 
-nvhcq_status nvhcq_device_check(const nvhcq_device *dev) NVHCQ_MUST_CHECK;
-/* NVHCQ_ERROR_GPU_FAULT, with what the driver recorded, once a channel has been stopped. */
-nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) NVHCQ_MUST_CHECK;
-/* The debugger object that lets the driver's saved SM and MMU fault records be read; without
- * it (the driver may refuse) faults are still reported, with less detail. */
-void nvhcq_fault_attach(nvhcq_device *dev);
-void nvhcq_fault_detach(nvhcq_device *dev);
-/* The driver has written channel `copy`'s error notifier: it has stopped the channel's group. */
-int nvhcq_fault_channel_stopped(const nvhcq_device *dev, int copy);
-/* UVM's event ring for the faults it sees; without it (no /dev/nvidia-uvm-tools) faults are
- * reported when the driver stops the channel. */
-void nvhcq_fault_watch_open(nvhcq_device *dev);
-void nvhcq_fault_watch_close(nvhcq_device *dev);
-/* Forgets events of the channels a recovery replaced. */
-void nvhcq_fault_watch_reset(nvhcq_device *dev);
-/* "; last kernel submitted: ..., completed: compute N of M, copy N of M" for messages. */
-const char *nvhcq_device_progress(const nvhcq_device *dev);
-/* Opens /dev/nvidiactl, or says why it cannot. */
-nvhcq_status nvhcq_open_ctl(int *fd) NVHCQ_MUST_CHECK;
-/* Opens /dev/nvidiaN and registers it with the control fd; *fd is -1 on failure. */
-nvhcq_status nvhcq_device_open_fd(nvhcq_device *dev, int *fd) NVHCQ_MUST_CHECK;
-/* Points the compute engine at the device's local memory, if it has any yet. */
-void nvhcq_push_local_memory(nvhcq_device *dev, nvhcq_push *p);
+/* Refuses NULL, foreign and closed device handles. */
+static inline NVHCQ_MUST_CHECK nvhcq_status nvhcq_device_check(const nvhcq_device *dev) {
+  return nvhcq_handle_check(dev, NVHCQ_DEVICE_MAGIC, "device", "was closed already");
+}
+
 /* The channel for a queue kind. */
-nvhcq_channel *nvhcq_device_channel(nvhcq_device *dev, int copy);
-/* Appends "signal timeline[ch] = ++value" to `p`, returning the value to wait for. */
-uint64_t nvhcq_device_push_timeline(nvhcq_device *dev, int copy, nvhcq_push *p);
-/* Ends dev->scratch with channel `copy`'s timeline release and submits it; *value is the timeline
- * value to wait for. */
-nvhcq_status nvhcq_device_submit_scratch(nvhcq_device *dev, int copy,
-                                         uint64_t *value) NVHCQ_MUST_CHECK;
-/* Waits for a channel's timeline to reach `value`. */
-nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy,
-                                        uint64_t value) NVHCQ_MUST_CHECK;
-/* The same, for work that takes at least `expect_ns`: see nvhcq_wait_value. */
-nvhcq_status nvhcq_device_wait_timeline_for(nvhcq_device *dev, int copy, uint64_t value,
-                                            uint64_t expect_ns) NVHCQ_MUST_CHECK;
-
-/* Parses a visible-devices list ("0,2", "GPU-uuid-prefix", "-1") against `count` physical GPUs
- * whose UUID strings are given (may be NULL when unknown). Writes up to `max` physical indexes to
- * `out`, returns how many are visible. Exposed for tests. */
-int nvhcq_parse_visible(const char *list, int count, const char *const *uuids, int *out, int max);
-
-/* Host-side command encoders shared by queues and internal work. */
-void nvhcq_push_host_wait(nvhcq_push *p, uint64_t address, uint64_t value);
-void nvhcq_push_host_signal(nvhcq_push *p, uint64_t address, uint64_t value);
-void nvhcq_push_copy(nvhcq_push *p, uint64_t dst, uint64_t src, uint64_t size);
-void nvhcq_push_copy_signal(nvhcq_push *p, uint64_t address, uint64_t value, int payload64);
+static inline nvhcq_channel *nvhcq_device_channel(nvhcq_device *dev, int copy) {
+  return copy ? &dev->copy : &dev->compute;
+}
 
 #endif

@@ -11,10 +11,11 @@
 #include <sys/mman.h>
 #include <time.h>
 
+#include "core/fault.h"
+
 #include "abi/rm.h"
 #include "core/device.h"
 #include "driver/door.h"
-#include "exec/module.h"
 
 /* Error notifier slot 0: time (upper word first), info32 = Xid, info16 = engine type, and
  * status = 0xffff, written last. */
@@ -249,10 +250,11 @@ static void add(text *t, const char *fmt, ...) {
 }
 
 static void describe_pc(const nvhcq_device *dev, text *t, uint64_t pc) {
-  const nvhcq_kernel *k = nvhcq_module_kernel_at(dev, pc);
-  if (k)
-    add(t, " at PC 0x%llx (kernel %s + 0x%llx)", (unsigned long long)pc, k->cubin->name,
-        (unsigned long long)(pc - k->module->image->gpu_address - k->cubin->code_offset));
+  const char *kernel;
+  uint64_t offset;
+  if (dev->name_pc && dev->name_pc(dev, pc, &kernel, &offset))
+    add(t, " at PC 0x%llx (kernel %s + 0x%llx)", (unsigned long long)pc, kernel,
+        (unsigned long long)offset);
   else
     add(t, " at PC 0x%llx", (unsigned long long)pc);
 }
@@ -345,6 +347,17 @@ static void describe_uvm_fault(nvhcq_device *dev, const UVM_EVENT_FATAL_FAULT *f
       "%s. Work on this device can no longer complete: call nvhcq_device_recover (memory "
       "stays valid) or close the device",
       nvhcq_device_progress(dev));
+}
+
+const char *nvhcq_device_progress(const nvhcq_device *dev) {
+  static _Thread_local char line[256];
+  snprintf(
+      line, sizeof line,
+      "; last kernel submitted: %s; internal progress: compute %llu of %llu, copy %llu of %llu",
+      dev->last_kernel[0] ? dev->last_kernel : "none", (unsigned long long)dev->timeline[0]->cpu[0],
+      (unsigned long long)dev->timeline_value[0], (unsigned long long)dev->timeline[1]->cpu[0],
+      (unsigned long long)dev->timeline_value[1]);
+  return line;
 }
 
 int nvhcq_fault_channel_stopped(const nvhcq_device *dev, int copy) {

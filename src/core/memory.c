@@ -12,68 +12,6 @@
 #include "core/device.h"
 #include "driver/door.h"
 
-/* CPU-visible buffers live below 2^40 because QMDs and kernel arguments placed in them are
- * addressed with 40 bits. The range is reserved in this process (PROT_NONE) so no other mmap
- * lands in it; GPU-only buffers take addresses from 1 TiB up, below the shader windows. */
-#define LOW_BASE  0x1000000000ull
-#define LOW_SIZE  0x8000000000ull
-#define HIGH_BASE 0x10000000000ull
-#define HIGH_SIZE 0x600000000000ull
-
-static nvhcq_va va_low, va_high;
-static uint64_t low_reserved_base;
-static pthread_once_t va_once = PTHREAD_ONCE_INIT;
-static nvhcq_status va_init_status;
-static char va_init_message[256];
-
-nvhcq_va *nvhcq_va_low(void) {
-  return &va_low;
-}
-nvhcq_va *nvhcq_va_high(void) {
-  return &va_high;
-}
-
-static void *reserve(uint64_t addr, uint64_t size) {
-  return mmap((void *)(uintptr_t)addr, size, PROT_NONE,
-              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-}
-
-static void va_init_once(void) {
-  /* Try a few bases below 2^40 in case something already sits at the first. */
-  void *at = MAP_FAILED;
-  for (uint64_t base = LOW_BASE; base + LOW_SIZE <= (1ull << 40) && at == MAP_FAILED;
-       base += LOW_SIZE) {
-    at = reserve(base, LOW_SIZE);
-    if (at != MAP_FAILED && (uint64_t)(uintptr_t)at != base) {
-      munmap(at, LOW_SIZE); /* an old kernel ignored MAP_FIXED_NOREPLACE */
-      at = MAP_FAILED;
-    }
-  }
-  if (at == MAP_FAILED) {
-    va_init_status = nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY,
-                                "cannot reserve %llu GiB of address space below 2^40 for "
-                                "CPU-visible GPU memory: %s",
-                                (unsigned long long)(LOW_SIZE >> 30), strerror(errno));
-  } else {
-    low_reserved_base = (uint64_t)(uintptr_t)at;
-    va_init_status = nvhcq_va_init(&va_low, low_reserved_base, LOW_SIZE);
-    if (!va_init_status) va_init_status = nvhcq_va_init(&va_high, HIGH_BASE, HIGH_SIZE);
-  }
-  if (va_init_status) snprintf(va_init_message, sizeof va_init_message, "%s", nvhcq_last_error());
-}
-
-nvhcq_status nvhcq_va_ranges_init(void) {
-  pthread_once(&va_once, va_init_once);
-  if (va_init_status) return nvhcq_fail(va_init_status, "%s", va_init_message);
-  return NVHCQ_SUCCESS;
-}
-
-void nvhcq_low_unmap(uint64_t addr, uint64_t size) {
-  /* Put the reservation back over the hole so the range stays ours. */
-  mmap((void *)(uintptr_t)addr, size, PROT_NONE,
-       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-}
-
 nvhcq_status nvhcq_buffer_check(const nvhcq_buffer *buf, const char *what) {
   nvhcq_status s = nvhcq_handle_check(buf, NVHCQ_BUFFER_MAGIC, "buffer", NULL);
   return s ? nvhcq_fail_context(s, "%s", what) : s;
@@ -109,7 +47,7 @@ static nvhcq_status map_to_cpu(nvhcq_device *dev, nvhcq_buffer *b, uint32_t flag
     NVHCQ_TRY(nvhcq_open_ctl(&fd));
   } else {
     /* Each CPU mapping needs an fd of its own. */
-    NVHCQ_TRY(nvhcq_device_open_fd(dev, &fd));
+    NVHCQ_TRY(nvhcq_open_gpu(dev->rm.fd_ctl, dev->minor, &fd));
   }
   nv_ioctl_nvos33_parameters_with_fd p = {.params = {.hClient = dev->rm.root,
                                                      .hDevice = dev->h_device,
@@ -222,7 +160,7 @@ static void release(nvhcq_buffer *b, int gpu_mapped) {
   if (b->map_fd >= 0) nvhcq_door->close(b->map_fd);
   if (b->gpu_address) {
     if (b->low) nvhcq_low_unmap(b->gpu_address, b->mapped_size);
-    nvhcq_va_free(b->low ? &va_low : &va_high, b->gpu_address, b->mapped_size);
+    nvhcq_va_free(b->low ? nvhcq_va_low() : nvhcq_va_high(), b->gpu_address, b->mapped_size);
   }
   nvhcq_retire(b);
 }
@@ -245,7 +183,8 @@ nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kin
                       .map_fd = -1,
                       .low = kind != NVHCQ_MEMORY_DEVICE};
   uint64_t addr;
-  nvhcq_status s = nvhcq_va_alloc(b->low ? &va_low : &va_high, b->mapped_size, page, &addr);
+  nvhcq_status s =
+      nvhcq_va_alloc(b->low ? nvhcq_va_low() : nvhcq_va_high(), b->mapped_size, page, &addr);
   if (s) {
     free(b);
     return s;
@@ -271,4 +210,9 @@ nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kin
 nvhcq_status nvhcq_memory_free(nvhcq_buffer *b) {
   release(b, 1);
   return NVHCQ_SUCCESS;
+}
+
+void nvhcq_memory_drop(nvhcq_buffer **b) {
+  if (*b) nvhcq_memory_free(*b);
+  *b = NULL;
 }

@@ -37,14 +37,8 @@ nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kin
                                 const nvhcq_alloc_options *options,
                                 nvhcq_buffer **out) NVHCQ_MUST_CHECK;
 nvhcq_status nvhcq_memory_free(nvhcq_buffer *buf);
-
-/* The process-wide address ranges: CPU-visible allocations (below 2^40, reserved in this
- * process so nothing else lands there) and GPU-only allocations. */
-nvhcq_va *nvhcq_va_low(void);
-nvhcq_va *nvhcq_va_high(void);
-nvhcq_status nvhcq_va_ranges_init(void) NVHCQ_MUST_CHECK;
-/* Gives a low range back to the CPU reservation (after its mapping is gone). */
-void nvhcq_low_unmap(uint64_t addr, uint64_t size);
+/* Frees *b if it is set, and clears it. */
+void nvhcq_memory_drop(nvhcq_buffer **b);
 
 /* Validates a user handle: non-NULL, ours, not freed. */
 nvhcq_status nvhcq_buffer_check(const nvhcq_buffer *buf, const char *what) NVHCQ_MUST_CHECK;

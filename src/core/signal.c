@@ -68,6 +68,22 @@ nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, u
   }
 }
 
+nvhcq_status nvhcq_signal_pool_init(nvhcq_device *dev) {
+  NVHCQ_TRY(nvhcq_memory_alloc(dev, NVHCQ_SIGNAL_SLOTS * NVHCQ_SIGNAL_SLOT_BYTES,
+                               NVHCQ_MEMORY_HOST_UNCACHED, NULL, &dev->signal_page));
+  dev->free_slots = malloc(NVHCQ_SIGNAL_SLOTS * sizeof *dev->free_slots);
+  if (!dev->free_slots) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  for (uint32_t i = 0; i < NVHCQ_SIGNAL_SLOTS; i++) dev->free_slots[i] = NVHCQ_SIGNAL_SLOTS - 1 - i;
+  dev->free_slot_count = NVHCQ_SIGNAL_SLOTS;
+  return NVHCQ_SUCCESS;
+}
+
+void nvhcq_signal_pool_fini(nvhcq_device *dev) {
+  nvhcq_memory_drop(&dev->signal_page);
+  free(dev->free_slots);
+  dev->free_slots = NULL;
+}
+
 nvhcq_status nvhcq_signal_check(const nvhcq_signal *sig) {
   return nvhcq_handle_check(sig, NVHCQ_SIGNAL_MAGIC, "signal", NULL);
 }

@@ -7,6 +7,7 @@
 
 #define NVHCQ_SIGNAL_MAGIC      0x6e767367u /* "nvsg" */
 #define NVHCQ_SIGNAL_SLOT_BYTES 16u         /* value (8 bytes), then GPU timestamp (8 bytes) */
+#define NVHCQ_SIGNAL_SLOTS      65536u      /* per device */
 
 struct nvhcq_signal {
   uint32_t magic;
@@ -24,5 +25,9 @@ nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, u
                               const char *what) NVHCQ_MUST_CHECK;
 
 nvhcq_status nvhcq_signal_check(const nvhcq_signal *sig) NVHCQ_MUST_CHECK;
+
+/* The device's page of signal slots and its stack of free slots; fini after the last signal. */
+nvhcq_status nvhcq_signal_pool_init(nvhcq_device *dev) NVHCQ_MUST_CHECK;
+void nvhcq_signal_pool_fini(nvhcq_device *dev);
 
 #endif

@@ -60,4 +60,21 @@ nvhcq_status nvhcq_uvm_call(nvhcq_rm *rm, unsigned long cmd, const char *name, v
                             size_t status_offset) NVHCQ_MUST_CHECK;
 nvhcq_status nvhcq_uvm_free(nvhcq_rm *rm, uint64_t base, uint64_t length);
 
+/* ---- opening the driver (open.c) ---- */
+
+/* Opens /dev/nvidiactl, or says why it cannot. */
+nvhcq_status nvhcq_open_ctl(int *fd) NVHCQ_MUST_CHECK;
+/* Opens /dev/nvidia<minor> and registers it with the control fd; *fd is -1 on failure. */
+nvhcq_status nvhcq_open_gpu(int fd_ctl, uint32_t minor, int *fd) NVHCQ_MUST_CHECK;
+/* NVHCQ_VISIBLE_DEVICES, else CUDA_VISIBLE_DEVICES, else NULL. */
+const char *nvhcq_visible_list(void);
+/* The driver's GPUs, compacted into `cards` (NV_MAX_CARDS entries), and in `visible` the indexes
+ * into `cards` of the *count visible ones, in the visible-devices order. */
+nvhcq_status nvhcq_list_cards(int fd_ctl, nv_ioctl_card_info_t *cards, int *visible,
+                              int *count) NVHCQ_MUST_CHECK;
+/* Parses a visible-devices list ("0,2", "GPU-uuid-prefix", "-1") against `count` physical GPUs
+ * whose UUID strings are given (may be NULL when unknown). Writes up to `max` physical indexes to
+ * `out`, returns how many are visible. Exposed for tests. */
+int nvhcq_parse_visible(const char *list, int count, const char *const *uuids, int *out, int max);
+
 #endif

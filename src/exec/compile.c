@@ -11,8 +11,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/device.h"
-#include "exec/module.h"
 #include "util/sha256.h"
 
 /* ---- finding and loading the compilers ---- */
@@ -534,18 +532,4 @@ void nvhcq_compile_get_stats(nvhcq_compile_stats *out) {
   pthread_mutex_lock(&compile_lock);
   *out = stats;
   pthread_mutex_unlock(&compile_lock);
-}
-
-nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t size,
-                                   const char *const *options, int num_options,
-                                   nvhcq_module **out) {
-  NVHCQ_TRY(nvhcq_device_check(dev));
-  if (nvhcq_detect_source(data, size) == NVHCQ_SOURCE_CUBIN)
-    return nvhcq_module_load(dev, data, size, out);
-  void *bin;
-  size_t bin_size;
-  NVHCQ_TRY(nvhcq_compile(data, size, dev->info.arch, options, num_options, &bin, &bin_size));
-  nvhcq_status s = nvhcq_module_load(dev, bin, bin_size, out);
-  free(bin);
-  return s;
 }

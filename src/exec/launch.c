@@ -3,42 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/handle.h"
+#include "core/compute.h"
 #include "exec/module.h"
 #include "exec/queue.h"
-
-#define ARGS_RING_BYTES (32u << 20)
-#define LOCAL_WINDOW    0x729300000000ull
-#define SHARED_WINDOW   0x729400000000ull
-
-/* NVHCQ_DEBUG_FENCE: deliberately weaker or older ordering, for the ordering tests and for
- * measuring what the fence policy gains. "unordered": launches in a queue are neither chained
- * nor separated by a wait for idle (they may overlap: wrong on purpose); "nomembar": no
- * end-of-grid membar at all (not proven safe); "system": every grid ends with the system-scope
- * membar (the policy before 0.1.x's chained fences). NVHCQ_DEBUG_CARVEOUT=one-block: the
- * smallest configuration that holds one block (the policy before occupancy-driven carveouts). */
-static void read_debug_knobs(nvhcq_device *dev) {
-  const char *f = getenv("NVHCQ_DEBUG_FENCE"), *c = getenv("NVHCQ_DEBUG_CARVEOUT");
-  dev->debug_fence = !f                        ? NVHCQ_DEBUG_FENCE_OFF
-                     : !strcmp(f, "unordered") ? NVHCQ_DEBUG_FENCE_UNORDERED
-                     : !strcmp(f, "nomembar")  ? NVHCQ_DEBUG_FENCE_NOMEMBAR
-                     : !strcmp(f, "system")    ? NVHCQ_DEBUG_FENCE_SYSTEM
-                                               : NVHCQ_DEBUG_FENCE_OFF;
-  dev->debug_one_block_carveout = c && !strcmp(c, "one-block");
-  dev->debug_no_prefetch = getenv("NVHCQ_DEBUG_NO_PREFETCH") != NULL;
-}
-
-void nvhcq_compute_init(nvhcq_device *dev) {
-  dev->qmd_version = nvhcq_qmd_version_for_class(dev->classes.compute);
-  nvhcq_sm_limits_for(dev->info.sm_version, dev->info.warps_per_sm, &dev->sm_limits);
-  dev->max_shared = dev->sm_limits.block_shared;
-  read_debug_knobs(dev);
-  uint32_t *p = dev->cbank0_prefix;
-  memset(p, 0, sizeof dev->cbank0_prefix);
-  p[6] = (uint32_t)SHARED_WINDOW, p[7] = (uint32_t)(SHARED_WINDOW >> 32);
-  p[8] = (uint32_t)LOCAL_WINDOW, p[9] = (uint32_t)(LOCAL_WINDOW >> 32);
-  p[10] = 0xfffdc0; /* top of the per-thread stack in the local window */
-}
 
 nvhcq_status nvhcq_launch_check_dims(const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_dim3 b) {
   const char *n = k->cubin->name;
@@ -71,13 +38,6 @@ nvhcq_status nvhcq_launch_check_dims(const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_
   return NVHCQ_SUCCESS;
 }
 
-/* Shared bytes the block occupies: static (which includes the reserved window when the compiler
- * recorded any) plus dynamic, in the SM's 128-byte allocation unit. */
-uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic) {
-  uint32_t base = k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
-  return (base + dynamic + 127) & ~127u;
-}
-
 static nvhcq_status check_shared(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t dynamic) {
   uint64_t base = k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
   if (base + dynamic > (uint64_t)dev->max_shared + NVHCQ_RESERVED_SHARED)
@@ -85,67 +45,6 @@ static nvhcq_status check_shared(nvhcq_device *dev, const nvhcq_kernel *k, uint3
                       "kernel %s: %u bytes of dynamic shared memory plus "
                       "%u static exceed the %u bytes a block may use on %s",
                       k->cubin->name, dynamic, k->static_shared, dev->max_shared, dev->info.arch);
-  return NVHCQ_SUCCESS;
-}
-
-void nvhcq_push_local_memory(nvhcq_device *dev, nvhcq_push *p) {
-  if (!dev->local_memory) return;
-  uint64_t at = dev->local_memory->gpu_address, per_tpc = dev->local_per_tpc;
-  uint32_t addr[2] = {(uint32_t)(at >> 32), (uint32_t)at};
-  uint32_t tpc[3] = {(uint32_t)(per_tpc >> 32), (uint32_t)per_tpc, 0xff};
-  nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_A, addr, 2);
-  nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A, tpc, 3);
-}
-
-/* Grows the local memory every SM's threads use for stacks; only between kernels. */
-static nvhcq_status ensure_local_memory(nvhcq_device *dev, uint32_t bytes) {
-  if (bytes <= dev->local_per_thread) return NVHCQ_SUCCESS;
-  nvhcq_device_info *i = &dev->info;
-  uint32_t per_thread = (bytes + 31) & ~31u;
-  uint64_t per_tpc =
-      ((uint64_t)((per_thread * 32 + 0x1ff) & ~0x1ffu) * i->warps_per_sm * i->sms_per_tpc +
-       0x7fff) &
-      ~0x7fffull;
-  uint64_t total = (per_tpc * i->tpcs_per_gpc * i->gpcs + 0x1ffff) & ~0x1ffffull;
-  NVHCQ_TRY(nvhcq_device_synchronize(dev));
-  nvhcq_buffer *mem;
-  nvhcq_status s = nvhcq_memory_alloc(dev, total, NVHCQ_MEMORY_DEVICE, NULL, &mem);
-  if (s)
-    return nvhcq_fail_context(s,
-                              "kernels need %u bytes of local memory per thread (%llu MiB "
-                              "for the GPU)",
-                              per_thread, (unsigned long long)(total >> 20));
-  if (dev->local_memory) nvhcq_memory_free(dev->local_memory);
-  dev->local_memory = mem;
-  dev->local_per_thread = per_thread;
-  dev->local_per_tpc = per_tpc;
-  nvhcq_push *p = &dev->scratch;
-  nvhcq_push_reset(p);
-  nvhcq_push_local_memory(dev, p);
-  uint64_t v;
-  NVHCQ_TRY(nvhcq_device_submit_scratch(dev, 0, &v));
-  return nvhcq_device_wait_timeline(dev, 0, v);
-}
-
-/* A chunk of the argument ring. Reusing a lap's space waits for the compute channel: the ring is
- * large enough that this happens once per ~100k launches. */
-static nvhcq_status args_alloc(nvhcq_device *dev, uint32_t bytes, uint64_t *pos) {
-  static const nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
-  if (!dev->args)
-    NVHCQ_TRY(
-        nvhcq_memory_alloc(dev, ARGS_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, &wc, &dev->args));
-  uint64_t start = dev->args_head;
-  if (start % ARGS_RING_BYTES + bytes > ARGS_RING_BYTES)
-    start += ARGS_RING_BYTES - start % ARGS_RING_BYTES;
-  int new_lap =
-      dev->args_head > 0 && start / ARGS_RING_BYTES != (dev->args_head - 1) / ARGS_RING_BYTES;
-  if (new_lap || (dev->args_sync_at && start + bytes > dev->args_sync_at)) {
-    NVHCQ_TRY(nvhcq_device_synchronize(dev));
-    dev->args_sync_at = 0;
-  }
-  if (new_lap) dev->args_lap_start = start;
-  dev->args_head = start + bytes;
-  *pos = start;
   return NVHCQ_SUCCESS;
 }
 
@@ -263,7 +162,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
                       !args && args_size ? " (args is NULL)" : "");
   NVHCQ_TRY(nvhcq_launch_check_dims(k, grid, block));
   NVHCQ_TRY(check_shared(dev, k, dynamic_shared));
-  NVHCQ_TRY(ensure_local_memory(dev, k->local_bytes));
+  NVHCQ_TRY(nvhcq_compute_ensure_local_memory(dev, k->local_bytes));
   uint32_t qmd_size = (uint32_t)nvhcq_qmd_size(dev->qmd_version);
   uint32_t bytes = k->cbank0_bytes + ((qmd_size + 255) & ~255u);
   uint8_t *cpu;
@@ -272,10 +171,8 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
     NVHCQ_TRY(nvhcq_queue_launch_memory(q, bytes, &cpu, &gpu));
   } else {
     uint64_t pos;
-    NVHCQ_TRY(args_alloc(dev, bytes, &pos));
+    NVHCQ_TRY(nvhcq_compute_args_alloc(dev, bytes, &pos, &cpu, &gpu));
     if (q->args_first == ~0ull) q->args_first = pos;
-    cpu = (uint8_t *)dev->args->host_pointer + pos % ARGS_RING_BYTES;
-    gpu = dev->args->gpu_address + pos % ARGS_RING_BYTES;
   }
   /* Bank 0: driver words (block and grid sizes, windows), then the parameters. */
   uint32_t words[12];
@@ -380,28 +277,15 @@ int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value) 
 }
 
 nvhcq_status nvhcq_queue_submit_args(const nvhcq_queue *q) {
-  nvhcq_device *dev = q->dev;
   if (q->args_first == ~0ull) return NVHCQ_SUCCESS;
-  if (dev->args_head - q->args_first > ARGS_RING_BYTES)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "this queue's kernel arguments were recycled by %llu MiB of later launches; "
-                      "reset and record it again (or submit it sooner)",
-                      (unsigned long long)((dev->args_head - q->args_first) >> 20));
-  /* Arguments from before the current lap's wait are not covered by it: the ring must wait for
-   * this work before it comes round to them again. */
-  uint64_t reuse = q->args_first + ARGS_RING_BYTES;
-  if (q->args_first < dev->args_lap_start && (!dev->args_sync_at || reuse < dev->args_sync_at))
-    dev->args_sync_at = reuse;
-  return NVHCQ_SUCCESS;
+  return nvhcq_compute_args_keep(q->dev, q->args_first);
 }
 
 nvhcq_status nvhcq_queue_memory_barrier(nvhcq_queue *q) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   if (q->kind != NVHCQ_QUEUE_COMPUTE)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "memory barriers are for compute queues");
-  nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI,
-                     NVC6C0_INVALIDATE_INSTRUCTION | NVC6C0_INVALIDATE_DATA |
-                         NVC6C0_INVALIDATE_CONSTANT);
+  nvhcq_push_invalidate_shader_caches(&q->push);
   nvhcq_queue_end_chain(q);
   return q->push.error;
 }

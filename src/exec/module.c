@@ -111,9 +111,7 @@ static nvhcq_status upload(nvhcq_module *m) {
 static nvhcq_status invalidate_caches(nvhcq_device *dev) {
   nvhcq_push *p = &dev->scratch;
   nvhcq_push_reset(p);
-  nvhcq_push_method1(p, NVHCQ_SUBC_COMPUTE, NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI,
-                     NVC6C0_INVALIDATE_INSTRUCTION | NVC6C0_INVALIDATE_DATA |
-                         NVC6C0_INVALIDATE_CONSTANT);
+  nvhcq_push_invalidate_shader_caches(p);
   NVHCQ_TRY(p->error);
   return nvhcq_channel_submit(&dev->compute, p->words, p->len);
 }
@@ -169,6 +167,15 @@ const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc)
   return NULL;
 }
 
+int nvhcq_module_name_pc(const nvhcq_device *dev, uint64_t pc, const char **kernel,
+                         uint64_t *offset) {
+  const nvhcq_kernel *k = nvhcq_module_kernel_at(dev, pc);
+  if (!k) return 0;
+  *kernel = k->cubin->name;
+  *offset = pc - k->module->image->gpu_address - k->cubin->code_offset;
+  return 1;
+}
+
 nvhcq_status nvhcq_module_load_file(nvhcq_device *dev, const char *path, nvhcq_module **out) {
   if (!path)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_load_file: path is NULL");
@@ -189,6 +196,20 @@ nvhcq_status nvhcq_module_load_file(nvhcq_device *dev, const char *path, nvhcq_m
   free(data);
   if (s) return nvhcq_fail_context(s, "%s", path);
   return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t size,
+                                   const char *const *options, int num_options,
+                                   nvhcq_module **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (nvhcq_detect_source(data, size) == NVHCQ_SOURCE_CUBIN)
+    return nvhcq_module_load(dev, data, size, out);
+  void *bin;
+  size_t bin_size;
+  NVHCQ_TRY(nvhcq_compile(data, size, dev->info.arch, options, num_options, &bin, &bin_size));
+  nvhcq_status s = nvhcq_module_load(dev, bin, bin_size, out);
+  free(bin);
+  return s;
 }
 
 nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
@@ -240,6 +261,13 @@ nvhcq_status nvhcq_module_get_global(nvhcq_module *m, const char *name, uint64_t
   if (gpu_address) *gpu_address = m->image->gpu_address + g->offset;
   if (size) *size = g->size;
   return NVHCQ_SUCCESS;
+}
+
+/* Shared bytes the block occupies: static (which includes the reserved window when the compiler
+ * recorded any) plus dynamic, in the SM's 128-byte allocation unit. */
+uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic) {
+  uint32_t base = k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
+  return (base + dynamic + 127) & ~127u;
 }
 
 nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *info) {

@@ -35,6 +35,10 @@ struct nvhcq_module {
 
 /* The kernel whose code holds GPU address `pc`, or NULL. */
 const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc);
+/* The same as a name and an offset into the kernel's code (0 when no kernel holds it): what the
+ * fault reports of the core name kernels through (nvhcq_device.name_pc). */
+int nvhcq_module_name_pc(const nvhcq_device *dev, uint64_t pc, const char **kernel,
+                         uint64_t *offset);
 
 /* Shared memory a block of `k` occupies with `dynamic` bytes more: static (the system reserve
  * included) plus dynamic, rounded to the SM's 128-byte unit. */

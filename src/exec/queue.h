@@ -94,7 +94,6 @@ void nvhcq_queue_end_chain(nvhcq_queue *q);
 /* At submission: refuses a queue whose launch arguments the argument ring has since reused, and
  * keeps the ring from reusing them before this work completes. */
 nvhcq_status nvhcq_queue_submit_args(const nvhcq_queue *q) NVHCQ_MUST_CHECK;
-void nvhcq_compute_init(nvhcq_device *dev);
 /* At submission: names the queue's last kernel as the device's, for fault reports. */
 void nvhcq_queue_name_last_kernel(const nvhcq_queue *q);
 /* Puts a signal into the last launch's QMD if it has a free release; 1 when it did. */

@@ -47,6 +47,62 @@ void nvhcq_push_method1(nvhcq_push *p, unsigned subc, unsigned method, uint32_t 
   nvhcq_push_method(p, subc, method, &value, 1);
 }
 
+/* ---- encoders ---- */
+
+static void push_host_semaphore(nvhcq_push *p, uint64_t address, uint64_t value, uint32_t execute) {
+  uint32_t w[5] = {(uint32_t)address, (uint32_t)(address >> 32), (uint32_t)value,
+                   (uint32_t)(value >> 32), execute};
+  nvhcq_push_method(p, NVHCQ_SUBC_HOST, NVC56F_SEM_ADDR_LO, w, 5);
+}
+
+void nvhcq_push_host_wait(nvhcq_push *p, uint64_t address, uint64_t value) {
+  push_host_semaphore(p, address, value,
+                      NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ |
+                          NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT);
+}
+
+void nvhcq_push_host_signal(nvhcq_push *p, uint64_t address, uint64_t value) {
+  push_host_semaphore(p, address, value,
+                      NVC56F_SEM_EXECUTE_OPERATION_RELEASE | NVC56F_SEM_EXECUTE_RELEASE_WFI |
+                          NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT |
+                          NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP);
+}
+
+/* One LINE_LENGTH_IN is 32 bits: larger copies go in 2 GiB pieces. */
+void nvhcq_push_copy(nvhcq_push *p, uint64_t dst, uint64_t src, uint64_t size) {
+  const uint64_t step = 1ull << 31;
+  for (uint64_t done = 0; done < size; done += step) {
+    uint64_t s = src + done, d = dst + done, n = size - done < step ? size - done : step;
+    uint32_t offsets[4] = {(uint32_t)(s >> 32), (uint32_t)s, (uint32_t)(d >> 32), (uint32_t)d};
+    nvhcq_push_method(p, NVHCQ_SUBC_COPY, NVC6B5_OFFSET_IN_UPPER, offsets, 4);
+    nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6B5_LINE_LENGTH_IN, (uint32_t)n);
+    nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6B5_LAUNCH_DMA,
+                       NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED |
+                           NVC6B5_LAUNCH_DMA_SRC_MEMORY_LAYOUT_PITCH |
+                           NVC6B5_LAUNCH_DMA_DST_MEMORY_LAYOUT_PITCH);
+  }
+}
+
+/* The copy engine's four-word release writes the payload and then the GPU time at +8; from
+ * AMPERE_DMA_COPY_B on, the payload can be 64 bits. */
+void nvhcq_push_copy_signal(nvhcq_push *p, uint64_t address, uint64_t value, int payload64) {
+  uint32_t w[4] = {(uint32_t)(address >> 32), (uint32_t)address, (uint32_t)value,
+                   (uint32_t)(value >> 32)};
+  nvhcq_push_method(p, NVHCQ_SUBC_COPY, NVC6B5_SET_SEMAPHORE_A, w, payload64 ? 4 : 3);
+  nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6B5_LAUNCH_DMA,
+                     NVC6B5_LAUNCH_DMA_FLUSH_ENABLE |
+                         NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD |
+                         (payload64 ? NVC7B5_LAUNCH_DMA_SEMAPHORE_PAYLOAD_SIZE_64BIT : 0));
+}
+
+void nvhcq_push_invalidate_shader_caches(nvhcq_push *p) {
+  nvhcq_push_method1(p, NVHCQ_SUBC_COMPUTE, NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI,
+                     NVC6C0_INVALIDATE_INSTRUCTION | NVC6C0_INVALIDATE_DATA |
+                         NVC6C0_INVALIDATE_CONSTANT);
+}
+
+/* ---- printer ---- */
+
 typedef struct method_name {
   unsigned subc, method;
   const char *name;

@@ -30,6 +30,17 @@ void nvhcq_push_method(nvhcq_push *p, unsigned subc, unsigned method, const uint
                        unsigned n);
 void nvhcq_push_method1(nvhcq_push *p, unsigned subc, unsigned method, uint32_t value);
 
+/* Host semaphores: wait until the 64-bit value at `address` is >= `value` (circular); release
+ * `value` there after the work before it, with a GPU timestamp at address + 8. */
+void nvhcq_push_host_wait(nvhcq_push *p, uint64_t address, uint64_t value);
+void nvhcq_push_host_signal(nvhcq_push *p, uint64_t address, uint64_t value);
+/* A copy-engine copy of `size` bytes (in pieces of 2 GiB at most). */
+void nvhcq_push_copy(nvhcq_push *p, uint64_t dst, uint64_t src, uint64_t size);
+/* The copy engine's release of `value` at `address` (64 bits with payload64), then its time. */
+void nvhcq_push_copy_signal(nvhcq_push *p, uint64_t address, uint64_t value, int payload64);
+/* Makes the SMs' instruction, data and constant caches forget what they hold. */
+void nvhcq_push_invalidate_shader_caches(nvhcq_push *p);
+
 /* Writes a readable listing of a pushbuffer (method names, subchannels, data) to `out`. */
 void nvhcq_push_print(FILE *out, const uint32_t *words, uint32_t len);
 /* Name of a method on a subchannel as nvhcq binds them ("SEM_EXECUTE"), or NULL. */

@@ -1,7 +1,10 @@
 #include "util/va.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 nvhcq_status nvhcq_va_init(nvhcq_va *va, uint64_t base, uint64_t size) {
   memset(va, 0, sizeof *va);
@@ -121,4 +124,66 @@ uint64_t nvhcq_va_free_bytes(nvhcq_va *va) {
   for (uint32_t i = 0; i < va->count; i++) total += va->free[i].size;
   pthread_mutex_unlock(&va->lock);
   return total;
+}
+
+/* CPU-visible buffers live below 2^40 because QMDs and kernel arguments placed in them are
+ * addressed with 40 bits. The range is reserved in this process (PROT_NONE) so no other mmap
+ * lands in it; GPU-only buffers take addresses from 1 TiB up, below the shader windows. */
+#define LOW_BASE  0x1000000000ull
+#define LOW_SIZE  0x8000000000ull
+#define HIGH_BASE 0x10000000000ull
+#define HIGH_SIZE 0x600000000000ull
+
+static nvhcq_va va_low, va_high;
+static uint64_t low_reserved_base;
+static pthread_once_t va_once = PTHREAD_ONCE_INIT;
+static nvhcq_status va_init_status;
+static char va_init_message[256];
+
+nvhcq_va *nvhcq_va_low(void) {
+  return &va_low;
+}
+nvhcq_va *nvhcq_va_high(void) {
+  return &va_high;
+}
+
+static void *reserve(uint64_t addr, uint64_t size) {
+  return mmap((void *)(uintptr_t)addr, size, PROT_NONE,
+              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+}
+
+static void va_init_once(void) {
+  /* Try a few bases below 2^40 in case something already sits at the first. */
+  void *at = MAP_FAILED;
+  for (uint64_t base = LOW_BASE; base + LOW_SIZE <= (1ull << 40) && at == MAP_FAILED;
+       base += LOW_SIZE) {
+    at = reserve(base, LOW_SIZE);
+    if (at != MAP_FAILED && (uint64_t)(uintptr_t)at != base) {
+      munmap(at, LOW_SIZE); /* an old kernel ignored MAP_FIXED_NOREPLACE */
+      at = MAP_FAILED;
+    }
+  }
+  if (at == MAP_FAILED) {
+    va_init_status = nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY,
+                                "cannot reserve %llu GiB of address space below 2^40 for "
+                                "CPU-visible GPU memory: %s",
+                                (unsigned long long)(LOW_SIZE >> 30), strerror(errno));
+  } else {
+    low_reserved_base = (uint64_t)(uintptr_t)at;
+    va_init_status = nvhcq_va_init(&va_low, low_reserved_base, LOW_SIZE);
+    if (!va_init_status) va_init_status = nvhcq_va_init(&va_high, HIGH_BASE, HIGH_SIZE);
+  }
+  if (va_init_status) snprintf(va_init_message, sizeof va_init_message, "%s", nvhcq_last_error());
+}
+
+nvhcq_status nvhcq_va_ranges_init(void) {
+  pthread_once(&va_once, va_init_once);
+  if (va_init_status) return nvhcq_fail(va_init_status, "%s", va_init_message);
+  return NVHCQ_SUCCESS;
+}
+
+void nvhcq_low_unmap(uint64_t addr, uint64_t size) {
+  /* Put the reservation back over the hole so the range stays ours. */
+  mmap((void *)(uintptr_t)addr, size, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 }

@@ -29,4 +29,12 @@ nvhcq_status nvhcq_va_free(nvhcq_va *va, uint64_t addr, uint64_t size);
 /* Bytes currently free (tests, leak checks). */
 uint64_t nvhcq_va_free_bytes(nvhcq_va *va);
 
+/* The process-wide address ranges: CPU-visible allocations (below 2^40, reserved in this
+ * process so nothing else lands there) and GPU-only allocations. */
+nvhcq_va *nvhcq_va_low(void);
+nvhcq_va *nvhcq_va_high(void);
+nvhcq_status nvhcq_va_ranges_init(void) NVHCQ_MUST_CHECK;
+/* Gives a low range back to the CPU reservation (after its mapping is gone). */
+void nvhcq_low_unmap(uint64_t addr, uint64_t size);
+
 #endif
