@@ -322,12 +322,11 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   if (!dev) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   dev->magic = NVHCQ_DEVICE_MAGIC;
   dev->index = index;
-  pthread_mutex_init(&dev->fault_lock, NULL);
   dev->rm.fd_ctl = dev->rm.fd_uvm = dev->fd_uvm2 = dev->fd_dev = dev->usermode_fd = -1;
-  dev->tools_fd = -1;
   dev->timeout_ms = default_timeout();
   dev->next_host_handle = HOST_HANDLE_BASE;
-  dev->name_pc = nvhcq_module_name_pc;
+  nvhcq_fault_init(dev);
+  dev->fault.name_pc = nvhcq_module_name_pc;
   nvhcq_status s = open_steps(dev, index);
   if (s) {
     nvhcq_fail_context(s, "opening GPU %d", index);
@@ -379,7 +378,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
     (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU", &u,
                           offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus));
   }
-  nvhcq_fault_watch_close(dev);
+  nvhcq_fault_fini(dev);
   if (dev->usermode_map) nvhcq_door->munmap(dev->usermode_map, 0x10000);
   /* Freeing the root client frees every object under it. */
   if (dev->rm.root) nvhcq_rm_free(&dev->rm, 0, dev->rm.root);
@@ -388,7 +387,6 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   close_fd(&dev->fd_uvm2);
   close_fd(&dev->rm.fd_uvm);
   close_fd(&dev->rm.fd_ctl);
-  pthread_mutex_destroy(&dev->fault_lock);
   nvhcq_context_release_ranges(dev);
   nvhcq_retire(dev);
   if (s) return nvhcq_fail(s, "%s", saved);
@@ -402,8 +400,7 @@ nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   nvhcq_context_stop_compute(dev);
   nvhcq_context_destroy(dev);
-  nvhcq_fault_watch_reset(dev);
-  dev->fault_text[0] = '\0';
+  nvhcq_fault_reset(dev);
   nvhcq_timeline_skip(dev);
   dev->generation++;
   dev->broken = 1; /* until the new channels answer */

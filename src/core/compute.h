@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "hw/occupancy.h"
 #include "hw/push.h"
 #include "util/error.h"
 
@@ -15,6 +16,23 @@ enum {
   NVHCQ_DEBUG_FENCE_NOMEMBAR,
   NVHCQ_DEBUG_FENCE_SYSTEM,
 };
+
+typedef struct nvhcq_compute_state {
+  int qmd_version;              /* nvhcq_qmd_version for the compute class, 0 if unknown */
+  uint32_t max_shared;          /* bytes of shared memory one block may use */
+  nvhcq_sm_limits sm_limits;    /* per-SM occupancy limits and shared-memory configurations */
+  int debug_fence;              /* NVHCQ_DEBUG_FENCE_*: weaker or older ordering, for tests */
+  int debug_one_block_carveout; /* NVHCQ_DEBUG_CARVEOUT=one-block */
+  int debug_no_prefetch;        /* NVHCQ_DEBUG_NO_PREFETCH: chained grids do not prefetch */
+  uint32_t cbank0_prefix[12];   /* driver words: shared and local windows, stack top */
+  nvhcq_buffer *args;           /* ring of kernel arguments and QMDs, CPU-visible */
+  uint64_t args_head;           /* monotonic byte position of the next chunk */
+  uint64_t args_lap_start;      /* where the current lap began: all work before it had completed */
+  uint64_t args_sync_at;        /* wait for the GPU before the ring reaches this (0: nothing to) */
+  nvhcq_buffer *local_memory;   /* shader local memory (stacks) for every SM */
+  uint32_t local_per_thread;    /* bytes of local memory each thread may use */
+  uint64_t local_per_tpc;       /* bytes of it each TPC gets */
+} nvhcq_compute_state;
 
 /* From the compute class and the GPU's facts: QMD version, limits, bank-0 prefix, debug knobs. */
 void nvhcq_compute_init(nvhcq_device *dev);

@@ -209,13 +209,12 @@ nvhcq_status nvhcq_context_create(nvhcq_device *dev) {
 /* Binds the engine objects to their subchannels and sets the shader windows, then waits for
  * both channels: the device is ready when this returns. */
 nvhcq_status nvhcq_context_setup(nvhcq_device *dev) {
-  nvhcq_push *p = &dev->scratch;
-  nvhcq_push_reset(p);
+  nvhcq_push *p = nvhcq_timeline_scratch(dev);
   nvhcq_push_method1(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_OBJECT, dev->classes.compute);
   nvhcq_compute_push_state(dev, p);
   uint64_t v0, v1;
   NVHCQ_TRY(nvhcq_device_submit_scratch(dev, 0, &v0));
-  nvhcq_push_reset(p);
+  p = nvhcq_timeline_scratch(dev);
   nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6C0_SET_OBJECT, dev->classes.copy);
   NVHCQ_TRY(nvhcq_device_submit_scratch(dev, 1, &v1));
   NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 0, v0));

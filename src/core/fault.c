@@ -27,21 +27,41 @@
  * driver defer recovery until a debugger resumes the SMs, and nothing would. */
 #define DEBUGGER_EXCEPTION_MASK 0u
 
+void nvhcq_fault_init(nvhcq_device *dev) {
+  pthread_mutex_init(&dev->fault.lock, NULL);
+  dev->fault.tools_fd = -1;
+}
+
+void nvhcq_fault_fini(nvhcq_device *dev) {
+  nvhcq_fault_watch_close(dev);
+  pthread_mutex_destroy(&dev->fault.lock);
+}
+
+void nvhcq_fault_note_kernel(nvhcq_device *dev, const char *kernel) {
+  snprintf(dev->fault.last_kernel, sizeof dev->fault.last_kernel, "%s", kernel);
+}
+
+void nvhcq_fault_reset(nvhcq_device *dev) {
+  nvhcq_fault_watch_reset(dev);
+  dev->fault.text[0] = '\0';
+}
+
 void nvhcq_fault_attach(nvhcq_device *dev) {
   NV83DE_ALLOC_PARAMETERS p = {.hAppClient = dev->rm.root, .hClass3dObject = dev->compute.engine};
-  if (nvhcq_rm_alloc(&dev->rm, dev->h_device, GT200_DEBUGGER, &p, sizeof p, &dev->h_debugger)) {
-    dev->h_debugger = 0;
+  if (nvhcq_rm_alloc(&dev->rm, dev->h_device, GT200_DEBUGGER, &p, sizeof p,
+                     &dev->fault.h_debugger)) {
+    dev->fault.h_debugger = 0;
     return;
   }
   NV83DE_CTRL_DEBUG_SET_EXCEPTION_MASK_PARAMS m = {DEBUGGER_EXCEPTION_MASK};
-  if (nvhcq_rm_control(&dev->rm, dev->h_debugger, NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK, &m,
-                       sizeof m))
+  if (nvhcq_rm_control(&dev->rm, dev->fault.h_debugger, NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK,
+                       &m, sizeof m))
     nvhcq_fault_detach(dev);
 }
 
 void nvhcq_fault_detach(nvhcq_device *dev) {
-  if (dev->h_debugger) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_debugger);
-  dev->h_debugger = 0;
+  if (dev->fault.h_debugger) nvhcq_rm_free(&dev->rm, dev->h_device, dev->fault.h_debugger);
+  dev->fault.h_debugger = 0;
 }
 
 /* ---- UVM's fault events ---- */
@@ -55,8 +75,8 @@ static uint64_t monotonic_raw_ns(void) {
 }
 
 void nvhcq_fault_watch_open(nvhcq_device *dev) {
-  dev->tools_fd = nvhcq_door->open("/dev/nvidia-uvm-tools", O_RDWR);
-  if (dev->tools_fd < 0) return;
+  dev->fault.tools_fd = nvhcq_door->open("/dev/nvidia-uvm-tools", O_RDWR);
+  if (dev->fault.tools_fd < 0) return;
   size_t ring_bytes = TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES;
   void *ring =
       mmap(NULL, ring_bytes + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -64,48 +84,49 @@ void nvhcq_fault_watch_open(nvhcq_device *dev) {
     nvhcq_fault_watch_close(dev);
     return;
   }
-  dev->tools_ring = ring;
-  dev->tools_ctl = (volatile UVM_TOOLS_EVENT_CONTROL *)((uint8_t *)ring + ring_bytes);
+  dev->fault.tools_ring = ring;
+  dev->fault.tools_ctl = (volatile UVM_TOOLS_EVENT_CONTROL *)((uint8_t *)ring + ring_bytes);
   UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS t = {.queueBuffer = (uintptr_t)ring,
                                            .queueBufferSize = TOOLS_ENTRIES,
-                                           .controlBuffer = (uintptr_t)dev->tools_ctl,
+                                           .controlBuffer = (uintptr_t)dev->fault.tools_ctl,
                                            .uvmFd = dev->rm.fd_uvm};
   UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS e = {
       .eventTypeFlags = 1ull << UVM_EVENT_TYPE_GPU_FAULT | 1ull << UVM_EVENT_TYPE_FATAL_FAULT};
-  if (nvhcq_door->ioctl(dev->tools_fd, UVM_TOOLS_INIT_EVENT_TRACKER, &t) || t.rmStatus ||
-      nvhcq_door->ioctl(dev->tools_fd, UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS, &e) || e.rmStatus)
+  if (nvhcq_door->ioctl(dev->fault.tools_fd, UVM_TOOLS_INIT_EVENT_TRACKER, &t) || t.rmStatus ||
+      nvhcq_door->ioctl(dev->fault.tools_fd, UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS, &e) || e.rmStatus)
     nvhcq_fault_watch_close(dev);
 }
 
 void nvhcq_fault_watch_close(nvhcq_device *dev) {
-  if (dev->tools_fd >= 0) nvhcq_door->close(dev->tools_fd);
-  if (dev->tools_ring) munmap(dev->tools_ring, TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES + 4096);
-  dev->tools_fd = -1;
-  dev->tools_ring = NULL;
-  dev->tools_ctl = NULL;
+  if (dev->fault.tools_fd >= 0) nvhcq_door->close(dev->fault.tools_fd);
+  if (dev->fault.tools_ring)
+    munmap(dev->fault.tools_ring, TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES + 4096);
+  dev->fault.tools_fd = -1;
+  dev->fault.tools_ring = NULL;
+  dev->fault.tools_ctl = NULL;
 }
 
 void nvhcq_fault_watch_reset(nvhcq_device *dev) {
-  dev->events_after_ns = monotonic_raw_ns();
-  if (!dev->tools_ctl) return;
-  uint32_t put = __atomic_load_n(&dev->tools_ctl->put_behind, __ATOMIC_ACQUIRE);
-  dev->tools_ctl->get_behind = dev->tools_ctl->get_ahead = put;
+  dev->fault.events_after_ns = monotonic_raw_ns();
+  if (!dev->fault.tools_ctl) return;
+  uint32_t put = __atomic_load_n(&dev->fault.tools_ctl->put_behind, __ATOMIC_ACQUIRE);
+  dev->fault.tools_ctl->get_behind = dev->fault.tools_ctl->get_ahead = put;
 }
 
 /* The next fatal fault UVM reported for the current channels, if any. */
 static int next_fatal_fault(nvhcq_device *dev, UVM_EVENT_FATAL_FAULT *out) {
-  if (!dev->tools_ctl) return 0;
-  volatile UVM_TOOLS_EVENT_CONTROL *c = dev->tools_ctl;
+  if (!dev->fault.tools_ctl) return 0;
+  volatile UVM_TOOLS_EVENT_CONTROL *c = dev->fault.tools_ctl;
   uint32_t put = __atomic_load_n(&c->put_behind, __ATOMIC_ACQUIRE), get = c->get_behind;
   if (get == put) return 0; /* the common case, on every check of a wait */
   int found = 0;
   for (; get != put && !found; get = (get + 1) & (TOOLS_ENTRIES - 1)) {
-    const uint8_t *e = dev->tools_ring + (size_t)get * UVM_TOOLS_EVENT_ENTRY_BYTES;
+    const uint8_t *e = dev->fault.tools_ring + (size_t)get * UVM_TOOLS_EVENT_ENTRY_BYTES;
     if (e[0] == UVM_EVENT_TYPE_GPU_FAULT) {
-      dev->last_fault_client = ((const UVM_EVENT_GPU_FAULT *)e)->clientType;
+      dev->fault.last_client = ((const UVM_EVENT_GPU_FAULT *)e)->clientType;
     } else if (e[0] == UVM_EVENT_TYPE_FATAL_FAULT) {
       memcpy(out, e, sizeof *out);
-      found = out->timeStamp >= dev->events_after_ns;
+      found = out->timeStamp >= dev->fault.events_after_ns;
     }
   }
   c->get_behind = c->get_ahead = get;
@@ -252,7 +273,7 @@ static void add(text *t, const char *fmt, ...) {
 static void describe_pc(const nvhcq_device *dev, text *t, uint64_t pc) {
   const char *kernel;
   uint64_t offset;
-  if (dev->name_pc && dev->name_pc(dev, pc, &kernel, &offset))
+  if (dev->fault.name_pc && dev->fault.name_pc(dev, pc, &kernel, &offset))
     add(t, " at PC 0x%llx (kernel %s + 0x%llx)", (unsigned long long)pc, kernel,
         (unsigned long long)offset);
   else
@@ -271,8 +292,8 @@ static void describe_sm_errors(nvhcq_device *dev, text *t) {
     p.numSMsToRead = sms - start < NV83DE_CTRL_DEBUG_MAX_SMS_PER_CALL
                          ? sms - start
                          : NV83DE_CTRL_DEBUG_MAX_SMS_PER_CALL;
-    if (nvhcq_rm_control(&dev->rm, dev->h_debugger, NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES,
-                         &p, sizeof p))
+    if (nvhcq_rm_control(&dev->rm, dev->fault.h_debugger,
+                         NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES, &p, sizeof p))
       return;
     for (uint32_t i = 0; i < p.numSMsToRead; i++) {
       const NV83DE_SM_ERROR_STATE_REGISTERS *r = &p.smErrorStateArray[i];
@@ -296,8 +317,8 @@ static void describe_sm_errors(nvhcq_device *dev, text *t) {
 
 static void describe_mmu_fault(nvhcq_device *dev, text *t) {
   NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS p = {0};
-  if (nvhcq_rm_control(&dev->rm, dev->h_debugger, NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO, &p,
-                       sizeof p) ||
+  if (nvhcq_rm_control(&dev->rm, dev->fault.h_debugger, NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO,
+                       &p, sizeof p) ||
       p.count == 0)
     return;
   const NV83DE_MMU_FAULT_INFO_ENTRY *e = &p.mmuFaultInfoList[0];
@@ -325,7 +346,7 @@ static void describe(nvhcq_device *dev, int c, uint32_t xid, uint32_t engine, te
   add(t, "GPU %d: the driver stopped the %s channel: Xid %u, %s, on the %s", dev->index,
       c ? "copy" : "compute", xid, nvhcq_xid_name(xid), engine_name(engine, ebuf, sizeof ebuf));
   size_t before = t->len;
-  if (dev->h_debugger) {
+  if (dev->fault.h_debugger) {
     describe_sm_errors(dev, t);
     describe_mmu_fault(dev, t);
   }
@@ -341,7 +362,7 @@ static void describe_uvm_fault(nvhcq_device *dev, const UVM_EVENT_FATAL_FAULT *f
       "GPU %d: MMU fault in %s: %s at address 0x%llx (page), %s; the driver is stopping the "
       "channels",
       dev->index,
-      dev->last_fault_client == 2 ? "a copy or the host interface" : "a kernel (the SMs)",
+      dev->fault.last_client == 2 ? "a copy or the host interface" : "a kernel (the SMs)",
       uvm_access(f->accessType), (unsigned long long)f->address, uvm_fault_type(f->faultType));
   add(t,
       "%s. Work on this device can no longer complete: call nvhcq_device_recover (memory "
@@ -354,9 +375,11 @@ const char *nvhcq_device_progress(const nvhcq_device *dev) {
   snprintf(
       line, sizeof line,
       "; last kernel submitted: %s; internal progress: compute %llu of %llu, copy %llu of %llu",
-      dev->last_kernel[0] ? dev->last_kernel : "none", (unsigned long long)dev->timeline[0]->cpu[0],
-      (unsigned long long)dev->timeline_value[0], (unsigned long long)dev->timeline[1]->cpu[0],
-      (unsigned long long)dev->timeline_value[1]);
+      dev->fault.last_kernel[0] ? dev->fault.last_kernel : "none",
+      (unsigned long long)dev->timeline.signal[0]->cpu[0],
+      (unsigned long long)dev->timeline.value[0],
+      (unsigned long long)dev->timeline.signal[1]->cpu[0],
+      (unsigned long long)dev->timeline.value[1]);
   return line;
 }
 
@@ -365,11 +388,11 @@ int nvhcq_fault_channel_stopped(const nvhcq_device *dev, int copy) {
   return n && *(const volatile uint16_t *)((const char *)n->host_pointer + NOTIFIER_STATUS) != 0;
 }
 
-/* Writes what stopped the channels into dev->fault_text, if anything did and it is not there yet;
+/* Writes what stopped the channels into dev->fault.text, if anything did and it is not there yet;
  * 1 if the device has faulted. */
 static int read_fault(nvhcq_device *dev) {
-  if (dev->fault_text[0]) return 1;
-  text t = {dev->fault_text, sizeof dev->fault_text, 0};
+  if (dev->fault.text[0]) return 1;
+  text t = {dev->fault.text, sizeof dev->fault.text, 0};
   UVM_EVENT_FATAL_FAULT f;
   if (next_fatal_fault(dev, &f)) {
     describe_uvm_fault(dev, &f, &t);
@@ -389,9 +412,9 @@ static int read_fault(nvhcq_device *dev) {
 
 nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) {
   /* Signal waits may run on any thread: one of them reads the event ring and the records. */
-  pthread_mutex_lock(&dev->fault_lock);
+  pthread_mutex_lock(&dev->fault.lock);
   nvhcq_status s =
-      read_fault(dev) ? nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "%s", dev->fault_text) : NVHCQ_SUCCESS;
-  pthread_mutex_unlock(&dev->fault_lock);
+      read_fault(dev) ? nvhcq_fail(NVHCQ_ERROR_GPU_FAULT, "%s", dev->fault.text) : NVHCQ_SUCCESS;
+  pthread_mutex_unlock(&dev->fault.lock);
   return s;
 }

@@ -33,8 +33,7 @@ static nvhcq_status check_range(const nvhcq_buffer *b, size_t offset, size_t siz
  * `stamp`); *value is what to wait for. */
 static nvhcq_status submit_copy(nvhcq_device *dev, uint64_t dst, uint64_t src, uint64_t size,
                                 int stamp, uint64_t *value) {
-  nvhcq_push *p = &dev->scratch;
-  nvhcq_push_reset(p);
+  nvhcq_push *p = nvhcq_timeline_scratch(dev);
   if (stamp) nvhcq_push_copy_signal(p, dev->copy_stamp->gpu_address, 0, dev->copy_payload64);
   nvhcq_push_copy(p, dst, src, size);
   return nvhcq_device_submit_scratch(dev, 1, value);
@@ -58,7 +57,7 @@ static nvhcq_status copy_sync(nvhcq_device *dev, uint64_t dst, uint64_t src, uin
   double *rate = &dev->copy_rate[path];
   NVHCQ_TRY(nvhcq_device_wait_timeline_for(dev, 1, v, *rate > 0 ? (uint64_t)(size / *rate) : 0));
   uint64_t t0 = nvhcq_signal_timestamp_ns(dev->copy_stamp),
-           t1 = nvhcq_signal_timestamp_ns(dev->timeline[1]);
+           t1 = nvhcq_signal_timestamp_ns(dev->timeline.signal[1]);
   /* Only the best speed is kept: a copy slowed by other traffic on the bus does not lengthen the
    * sleep of the next one, which would then oversleep. */
   if (t1 > t0 && size / (double)(t1 - t0) > *rate) *rate = size / (double)(t1 - t0);

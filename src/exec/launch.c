@@ -38,13 +38,14 @@ nvhcq_status nvhcq_launch_check_dims(const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_
   return NVHCQ_SUCCESS;
 }
 
-static nvhcq_status check_shared(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t dynamic) {
+static nvhcq_status check_shared(const nvhcq_device *dev, const nvhcq_kernel *k, uint32_t dynamic) {
   uint64_t base = k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
-  if (base + dynamic > (uint64_t)dev->max_shared + NVHCQ_RESERVED_SHARED)
+  uint32_t max = dev->compute_state.max_shared;
+  if (base + dynamic > (uint64_t)max + NVHCQ_RESERVED_SHARED)
     return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
                       "kernel %s: %u bytes of dynamic shared memory plus "
                       "%u static exceed the %u bytes a block may use on %s",
-                      k->cubin->name, dynamic, k->static_shared, dev->max_shared, dev->info.arch);
+                      k->cubin->name, dynamic, k->static_shared, max, dev->info.arch);
   return NVHCQ_SUCCESS;
 }
 
@@ -52,22 +53,22 @@ static nvhcq_status check_shared(nvhcq_device *dev, const nvhcq_kernel *k, uint3
  * configuration that reaches the most resident blocks the kernel's threads, registers and
  * shared memory allow (the rest of the SM's storage stays L1 cache), and no smaller than what
  * libcuda asks for the same shape (measured on the H200: see occupancy.c). */
-static void carveout_for(const nvhcq_device *dev, const nvhcq_kernel *k, nvhcq_dim3 b,
+static void carveout_for(const nvhcq_compute_state *cs, const nvhcq_kernel *k, nvhcq_dim3 b,
                          uint32_t shared, uint32_t cfg[3]) {
   nvhcq_carveout_choice c; /* check_shared made one block fit */
-  nvhcq_choose_carveout(&dev->sm_limits, b.x * b.y * b.z, k->cubin->registers, shared,
+  nvhcq_choose_carveout(&cs->sm_limits, b.x * b.y * b.z, k->cubin->registers, shared,
                         k->carveout_preference, &c);
-  if (dev->debug_one_block_carveout) c.min_bytes = c.target_bytes = c.fits_one_bytes;
+  if (cs->debug_one_block_carveout) c.min_bytes = c.target_bytes = c.fits_one_bytes;
   cfg[0] = c.min_bytes, cfg[1] = c.target_bytes, cfg[2] = c.max_bytes;
 }
 
 /* Builds a launch's QMD from the kernel's template: the checks before made every value fit. */
-static nvhcq_status fill_qmd(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t *qmd, nvhcq_dim3 g,
-                             nvhcq_dim3 b, uint32_t shared, uint64_t cbank0) {
-  nvhcq_qmd_version v = dev->qmd_version;
+static nvhcq_status fill_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel *k, uint32_t *qmd,
+                             nvhcq_dim3 g, nvhcq_dim3 b, uint32_t shared, uint64_t cbank0) {
+  nvhcq_qmd_version v = cs->qmd_version;
   memcpy(qmd, k->qmd, nvhcq_qmd_size(v));
   uint32_t cfg[3];
-  carveout_for(dev, k, b, shared, cfg);
+  carveout_for(cs, k, b, shared, cfg);
 #define SET(f, val) NVHCQ_TRY(nvhcq_qmd_set(v, qmd, NVHCQ_QMD_##f, (val)))
   SET(GRID_WIDTH, g.x);
   SET(GRID_HEIGHT, g.y);
@@ -77,8 +78,8 @@ static nvhcq_status fill_qmd(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t 
   SET(CTA_THREAD_DIMENSION2, b.z);
 #undef SET
   NVHCQ_TRY(nvhcq_qmd_set_shared_memory(v, qmd, shared, cfg[0], cfg[1], cfg[2]));
-  NVHCQ_TRY(nvhcq_qmd_set_local_memory(v, qmd, 0, dev->local_per_thread));
-  if (dev->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_NONE);
+  NVHCQ_TRY(nvhcq_qmd_set_local_memory(v, qmd, 0, cs->local_per_thread));
+  if (cs->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_NONE);
   return nvhcq_qmd_set_constant_buffer(v, qmd, 0, cbank0, k->cbank0_bytes);
 }
 
@@ -93,10 +94,10 @@ static nvhcq_status fill_qmd(nvhcq_device *dev, const nvhcq_kernel *k, uint32_t 
  * and the last node L1_SYSMEMBAR (bench/qmd_probe.c reads libcuda's QMDs from its pushbuffer).
  * A grid whose QMD also releases a signal keeps the system scope: the signal's reader may be
  * the CPU. tests/device/test_order.c is the stress test of this policy. */
-static void fence_before_successor(const nvhcq_device *dev, uint32_t *qmd) {
-  nvhcq_qmd_version v = dev->qmd_version;
-  if (dev->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) return;
-  if (dev->debug_fence == NVHCQ_DEBUG_FENCE_SYSTEM) return;
+static void fence_before_successor(const nvhcq_compute_state *cs, uint32_t *qmd) {
+  nvhcq_qmd_version v = cs->qmd_version;
+  if (cs->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) return;
+  if (cs->debug_fence == NVHCQ_DEBUG_FENCE_SYSTEM) return;
   for (unsigned slot = 0; slot < 3; slot++)
     if (nvhcq_qmd_get(v, qmd, NVHCQ_QMD_RELEASE0_ENABLE + slot)) return;
   nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_DEVICE);
@@ -107,14 +108,14 @@ static void fence_before_successor(const nvhcq_device *dev, uint32_t *qmd) {
  * own. The previous QMD sits in GPU-visible memory the GPU has not read yet: only the dwords
  * chaining changes are written again. */
 static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, const uint32_t *next) {
-  nvhcq_device *dev = q->dev;
-  nvhcq_qmd_version v = dev->qmd_version;
-  int unordered = dev->debug_fence == NVHCQ_DEBUG_FENCE_UNORDERED;
+  const nvhcq_compute_state *cs = &q->dev->compute_state;
+  nvhcq_qmd_version v = cs->qmd_version;
+  int unordered = cs->debug_fence == NVHCQ_DEBUG_FENCE_UNORDERED;
   if (q->last_qmd && !unordered && !nvhcq_qmd_set_dependent(v, q->last_qmd_shadow, qmd_gpu)) {
-    fence_before_successor(dev, q->last_qmd_shadow);
+    fence_before_successor(cs, q->last_qmd_shadow);
     /* While the grid drains, the SMs fetch what the next one starts with (libcuda's graph nodes
      * do the same: bank slot 5 and the program, prefetched POST). */
-    if (!dev->debug_no_prefetch)
+    if (!cs->debug_no_prefetch)
       nvhcq_qmd_prefetch_successor(v, q->last_qmd_shadow, next, NVHCQ_QMD_SUCCESSOR_BANK);
     nvhcq_qmd_copy_chain_words(v, q->last_qmd, q->last_qmd_shadow);
   } else {
@@ -132,15 +133,13 @@ static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, con
 
 void nvhcq_queue_name_last_kernel(const nvhcq_queue *q) {
   const nvhcq_kernel *k = q->last_kernel; /* unloaded kernels stay readable a while, marked dead */
-  if (k && k->magic == NVHCQ_KERNEL_MAGIC)
-    snprintf(q->dev->last_kernel, sizeof q->dev->last_kernel, "%s", k->cubin->name);
+  if (k && k->magic == NVHCQ_KERNEL_MAGIC) nvhcq_fault_note_kernel(q->dev, k->cubin->name);
 }
 
-/* Records a launch; `cbank` and `qmd` receive where its bank 0 and QMD were written (for the
- * variables of recorded queues). */
-static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
-                                  nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
-                                  size_t args_size, uint8_t **cbank, uint8_t **qmd_at) {
+/* Everything a launch is checked for before anything is recorded. */
+static nvhcq_status check_launch(const nvhcq_queue *q, const nvhcq_kernel *k, nvhcq_dim3 grid,
+                                 nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
+                                 size_t args_size) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(nvhcq_kernel_check(k));
   nvhcq_device *dev = q->dev;
@@ -161,22 +160,35 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
                       k->cubin->name, k->cubin->param_size, args_size,
                       !args && args_size ? " (args is NULL)" : "");
   NVHCQ_TRY(nvhcq_launch_check_dims(k, grid, block));
-  NVHCQ_TRY(check_shared(dev, k, dynamic_shared));
+  return check_shared(dev, k, dynamic_shared);
+}
+
+/* Memory for a launch's bank 0 and QMD: the recorded queue's own, else the device's ring. */
+static nvhcq_status launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t **cpu, uint64_t *gpu) {
+  if (q->recorded) return nvhcq_queue_launch_memory(q, bytes, cpu, gpu);
+  uint64_t pos;
+  NVHCQ_TRY(nvhcq_compute_args_alloc(q->dev, bytes, &pos, cpu, gpu));
+  if (q->args_first == ~0ull) q->args_first = pos;
+  return NVHCQ_SUCCESS;
+}
+
+/* Records a launch; `cbank` and `qmd` receive where its bank 0 and QMD were written (for the
+ * variables of recorded queues). */
+static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
+                                  nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
+                                  size_t args_size, uint8_t **cbank, uint8_t **qmd_at) {
+  NVHCQ_TRY(check_launch(q, k, grid, block, dynamic_shared, args, args_size));
+  nvhcq_device *dev = q->dev;
+  const nvhcq_compute_state *cs = &dev->compute_state;
   NVHCQ_TRY(nvhcq_compute_ensure_local_memory(dev, k->local_bytes));
-  uint32_t qmd_size = (uint32_t)nvhcq_qmd_size(dev->qmd_version);
+  uint32_t qmd_size = (uint32_t)nvhcq_qmd_size(cs->qmd_version);
   uint32_t bytes = k->cbank0_bytes + ((qmd_size + 255) & ~255u);
   uint8_t *cpu;
   uint64_t gpu;
-  if (q->recorded) {
-    NVHCQ_TRY(nvhcq_queue_launch_memory(q, bytes, &cpu, &gpu));
-  } else {
-    uint64_t pos;
-    NVHCQ_TRY(nvhcq_compute_args_alloc(dev, bytes, &pos, &cpu, &gpu));
-    if (q->args_first == ~0ull) q->args_first = pos;
-  }
+  NVHCQ_TRY(launch_memory(q, bytes, &cpu, &gpu));
   /* Bank 0: driver words (block and grid sizes, windows), then the parameters. */
   uint32_t words[12];
-  memcpy(words, dev->cbank0_prefix, sizeof words);
+  memcpy(words, cs->cbank0_prefix, sizeof words);
   words[0] = block.x, words[1] = block.y, words[2] = block.z;
   words[3] = grid.x, words[4] = grid.y, words[5] = grid.z;
   memcpy(cpu, words, sizeof words);
@@ -184,7 +196,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
   /* Built in the spare shadow, so the previous launch's stays intact until this one is whole. */
   uint32_t *qmd = q->qmd_shadows[q->last_qmd_shadow == q->qmd_shadows[0]];
   uint32_t shared = nvhcq_kernel_shared_total(k, dynamic_shared);
-  NVHCQ_TRY(fill_qmd(dev, k, qmd, grid, block, shared, gpu));
+  NVHCQ_TRY(fill_qmd(cs, k, qmd, grid, block, shared, gpu));
   memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
   push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd);
   q->last_qmd_shadow = qmd;
@@ -204,7 +216,7 @@ nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid
 static nvhcq_status patch_qmd_field(nvhcq_queue *q, nvhcq_var var, uint8_t *qmd,
                                     nvhcq_qmd_field f) {
   unsigned hi, lo;
-  if (!nvhcq_qmd_field_range(q->dev->qmd_version, f, &hi, &lo) || lo % 8)
+  if (!nvhcq_qmd_field_range(q->dev->compute_state.qmd_version, f, &hi, &lo) || lo % 8)
     return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED, "QMD field %s cannot be patched in place",
                       nvhcq_qmd_field_name(f));
   unsigned width = hi - lo + 1;
@@ -263,7 +275,7 @@ void nvhcq_queue_end_chain(nvhcq_queue *q) {
 /* A signal right after a launch rides on the launch itself: the QMD's release semaphores fire
  * when the grid completes, without stalling the channel as a host release with WFI does. */
 int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value) {
-  nvhcq_qmd_version v = q->dev->qmd_version;
+  nvhcq_qmd_version v = q->dev->compute_state.qmd_version;
   if (!q->last_qmd) return 0;
   for (unsigned slot = 0; slot < 3; slot++) {
     if (nvhcq_qmd_get(v, q->last_qmd_shadow, NVHCQ_QMD_RELEASE0_ENABLE + slot)) continue;

@@ -34,7 +34,7 @@ static uint32_t max_threads_for(const nvhcq_cubin_kernel *k) {
 static nvhcq_status build_template(nvhcq_kernel *kn) {
   nvhcq_device *dev = kn->module->dev;
   const nvhcq_cubin_kernel *k = kn->cubin;
-  nvhcq_qmd_version v = dev->qmd_version;
+  nvhcq_qmd_version v = dev->compute_state.qmd_version;
   uint32_t *q = kn->qmd;
   uint64_t code = kn->module->image->gpu_address + k->code_offset;
   uint32_t sass = ((dev->info.sm_version & 0xf00) >> 4) | (dev->info.sm_version & 0xf);
@@ -109,8 +109,7 @@ static nvhcq_status upload(nvhcq_module *m) {
  * constant caches must forget the old bytes before the next launch (which the channel orders
  * after this). */
 static nvhcq_status invalidate_caches(nvhcq_device *dev) {
-  nvhcq_push *p = &dev->scratch;
-  nvhcq_push_reset(p);
+  nvhcq_push *p = nvhcq_timeline_scratch(dev);
   nvhcq_push_invalidate_shader_caches(p);
   NVHCQ_TRY(p->error);
   return nvhcq_channel_submit(&dev->compute, p->words, p->len);
@@ -122,7 +121,7 @@ nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *data, size_t size,
   if (!out || !data)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_load: %s is NULL",
                       out ? "image" : "out");
-  if (!dev->qmd_version)
+  if (!dev->compute_state.qmd_version)
     return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED, "GPU %d: no QMD layout known for compute class 0x%x",
                       dev->index, dev->classes.compute);
   nvhcq_module *m = calloc(1, sizeof *m);
@@ -280,8 +279,8 @@ nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *inf
                               .shared_bytes = k->static_shared,
                               .local_bytes = k->local_bytes,
                               .max_threads = k->max_threads,
-                              .max_dynamic_shared =
-                                  k->module->dev->max_shared + NVHCQ_RESERVED_SHARED - base};
+                              .max_dynamic_shared = k->module->dev->compute_state.max_shared +
+                                                    NVHCQ_RESERVED_SHARED - base};
   return NVHCQ_SUCCESS;
 }
 
@@ -291,6 +290,7 @@ nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
   if (!out)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_kernel_get_occupancy: out is NULL");
   const nvhcq_device *dev = k->module->dev;
+  const nvhcq_compute_state *cs = &dev->compute_state;
   uint64_t threads = (uint64_t)block.x * block.y * block.z;
   if (!threads || threads > k->max_threads)
     return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
@@ -298,17 +298,17 @@ nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
                       k->cubin->name, (unsigned long long)threads, k->max_threads);
   uint32_t shared = nvhcq_kernel_shared_total(k, dynamic_shared);
   nvhcq_carveout_choice c;
-  if (dynamic_shared > dev->max_shared ||
-      !nvhcq_choose_carveout(&dev->sm_limits, (uint32_t)threads, k->cubin->registers, shared,
+  if (dynamic_shared > cs->max_shared ||
+      !nvhcq_choose_carveout(&cs->sm_limits, (uint32_t)threads, k->cubin->registers, shared,
                              k->carveout_preference, &c))
     return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
                       "kernel %s: %u bytes of dynamic shared memory leave no room for one block "
                       "(%u bytes a block at most on %s)",
-                      k->cubin->name, dynamic_shared, dev->max_shared, dev->info.arch);
+                      k->cubin->name, dynamic_shared, cs->max_shared, dev->info.arch);
   uint32_t warps = (uint32_t)(threads + 31) / 32;
   *out = (nvhcq_occupancy){.blocks_per_sm = c.blocks_per_sm,
                            .warps_per_sm = c.blocks_per_sm * warps,
-                           .max_warps_per_sm = dev->sm_limits.warps,
+                           .max_warps_per_sm = cs->sm_limits.warps,
                            .limiter = c.limiter,
                            .shared_per_block = shared,
                            .shared_config_bytes = c.target_bytes,

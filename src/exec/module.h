@@ -36,7 +36,7 @@ struct nvhcq_module {
 /* The kernel whose code holds GPU address `pc`, or NULL. */
 const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc);
 /* The same as a name and an offset into the kernel's code (0 when no kernel holds it): what the
- * fault reports of the core name kernels through (nvhcq_device.name_pc). */
+ * fault reports of the core name kernels through (nvhcq_fault_state.name_pc). */
 int nvhcq_module_name_pc(const nvhcq_device *dev, uint64_t pc, const char **kernel,
                          uint64_t *offset);
 

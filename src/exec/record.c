@@ -268,8 +268,7 @@ nvhcq_status nvhcq_queue_submit_recorded(nvhcq_queue *q) {
   (void)nvhcq_queue_replays_pending(q);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   NVHCQ_TRY(nvhcq_channel_submit_gpu(ch, q->cmds->gpu_address, q->push.len));
-  nvhcq_push *p = &dev->scratch;
-  nvhcq_push_reset(p);
+  nvhcq_push *p = nvhcq_timeline_scratch(dev);
   if (copy)
     nvhcq_push_copy_signal(p, q->done->gpu_address, q->replays + 1, dev->copy_payload64);
   else
@@ -296,15 +295,15 @@ nvhcq_status nvhcq_queue_signal_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var
   uint32_t *qmd_before = q->last_qmd;
   uint32_t released_before[3];
   for (unsigned s = 0; s < 3 && qmd_before; s++)
-    released_before[s] = (uint32_t)nvhcq_qmd_get(q->dev->qmd_version, q->last_qmd_shadow,
-                                                 NVHCQ_QMD_RELEASE0_ENABLE + s);
+    released_before[s] = (uint32_t)nvhcq_qmd_get(q->dev->compute_state.qmd_version,
+                                                 q->last_qmd_shadow, NVHCQ_QMD_RELEASE0_ENABLE + s);
   NVHCQ_TRY(nvhcq_queue_signal(q, sig, v));
   if (value == NVHCQ_NO_VAR) return NVHCQ_SUCCESS;
   if (q->push.len == start && qmd_before) { /* it went into the last QMD's release */
     for (unsigned s = 0; s < 3; s++) {
       if (released_before[s]) continue;
       unsigned hi, lo, hi2, lo2;
-      nvhcq_qmd_version ver = q->dev->qmd_version;
+      nvhcq_qmd_version ver = q->dev->compute_state.qmd_version;
       if (!nvhcq_qmd_field_range(ver, NVHCQ_QMD_RELEASE0_PAYLOAD_LOWER + s, &hi, &lo) ||
           !nvhcq_qmd_field_range(ver, NVHCQ_QMD_RELEASE0_PAYLOAD_UPPER + s, &hi2, &lo2))
         break;
