@@ -1,3 +1,5 @@
+/* GPFIFO submission: commands copied into a channel's command ring, waits for room while the GPU
+ * has not fetched enough (back-pressure from GP_GET), and the doorbell. */
 #include "core/channel.h"
 #include "util/clock.h"
 

@@ -1,3 +1,5 @@
+/* Memory of every kind: RM video and system memory (2 MiB pages from 2 MiB on), pinned host
+ * memory, the CPU mapping at the GPU address, the UVM mapping, and freeing in reverse. */
 #include "core/memory.h"
 #include "util/handle.h"
 

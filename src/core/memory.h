@@ -1,5 +1,5 @@
 /* Memory of every kind: RM allocation, CPU mapping at the same address as the GPU mapping
- * (so a pointer and a GPU address are the same number), UVM mapping, free. */
+ * (so a pointer and a GPU address are the same number), UVM mapping, free; the buffer struct. */
 #ifndef NVHCQ_MEMORY_H
 #define NVHCQ_MEMORY_H
 

@@ -1,3 +1,6 @@
+/* Signals: the device's page of semaphore slots, the signal calls of the API, and
+ * nvhcq_wait_value, the one wait (sleep, spin, back off) that every wait on the GPU goes through.
+ */
 #include "core/signal.h"
 #include "util/clock.h"
 #include "util/handle.h"

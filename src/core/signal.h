@@ -1,3 +1,5 @@
+/* Signals: 16-byte semaphore slots (value, then GPU timestamp) in one page per device, and the
+ * wait every wait on the GPU goes through. */
 #ifndef NVHCQ_SIGNAL_H
 #define NVHCQ_SIGNAL_H
 

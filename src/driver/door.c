@@ -1,3 +1,5 @@
+/* The real driver behind the door: open (close-on-exec), ioctl retried on EINTR and EAGAIN, mmap,
+ * munmap and reading small text files. */
 #include "driver/door.h"
 
 #include <errno.h>

@@ -1,3 +1,5 @@
+/* RM and UVM calls: driver statuses turned into nvhcq statuses with messages, the layouts of
+ * each driver branch, and the trace of every call (NVHCQ_TRACE=1). */
 #include "driver/rm.h"
 #include "util/clock.h"
 

@@ -1,3 +1,5 @@
+/* Run-time compilation: finds and loads NVRTC and nvJitLink, tells cubins, PTX and CUDA C apart,
+ * compiles, and keeps the cubins in an on-disk cache whose entries are checked by SHA-256. */
 #include "exec/compile.h"
 
 #include <dirent.h>

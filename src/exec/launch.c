@@ -1,4 +1,5 @@
-/* Kernel launches: checks, the argument ring, QMD patching, chaining, local memory. */
+/* Kernel launches into queues: the checks, bank 0 and the QMD of each launch, chaining onto the
+ * previous launch with its fence, launches with variables, and nvhcq_launch_sync. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

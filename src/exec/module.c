@@ -1,3 +1,5 @@
+/* Modules and kernels: loading cubins (PTX and CUDA C are compiled first), each kernel's QMD
+ * template and limits, lookups by name and by code address, occupancy and attributes. */
 #include "exec/module.h"
 #include "util/handle.h"
 

@@ -1,3 +1,5 @@
+/* Eager queues: creating, resetting and destroying them, recording waits, signals and copies,
+ * and submitting them to their channel. */
 #include "exec/queue.h"
 #include "util/handle.h"
 

@@ -1,3 +1,5 @@
+/* Queues: what an eager or recorded queue holds (commands, launch-chaining state, recorded
+ * variables and the places they patch), and the calls its files (queue, launch, record) share. */
 #ifndef NVHCQ_QUEUE_H
 #define NVHCQ_QUEUE_H
 

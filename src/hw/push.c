@@ -1,3 +1,5 @@
+/* Pushbuffers: the growable array of method headers and data, the encoders of the host, copy and
+ * compute commands nvhcq sends, and a printer that names their methods. */
 #include "hw/push.h"
 
 #include <stdlib.h>

@@ -1,4 +1,5 @@
-/* Pushbuffer builder: method headers and their data, appended to a growable dword array. */
+/* Pushbuffers: method headers and their data appended to a growable dword array, the encoders of
+ * the host, copy and compute commands nvhcq sends, and a printer. Pure: no device. */
 #ifndef NVHCQ_PUSH_H
 #define NVHCQ_PUSH_H
 

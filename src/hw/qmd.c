@@ -1,3 +1,5 @@
+/* QMD fields read and written through the per-version bit-range tables, and the launch helpers
+ * that encode addresses, sizes, releases, chaining, fences and prefetches. */
 #include "hw/qmd.h"
 
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* The per-thread message behind nvhcq_fail and nvhcq_last_error, and the status names. */
 #include "util/error.h"
 
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* Handle checks, and the quarantine that keeps freed objects readable, marked dead, a while. */
 #include "util/handle.h"
 
 #include <pthread.h>

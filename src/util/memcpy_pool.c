@@ -1,3 +1,4 @@
+/* Large memcpys split over worker threads, which start on first use. */
 #include "util/memcpy_pool.h"
 
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SHA-256 (FIPS 180-4): the compression function and the streaming and one-shot calls. */
 #include "util/sha256.h"
 
 #include <stdio.h>

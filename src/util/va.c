@@ -1,3 +1,5 @@
+/* Address ranges: the first-fit allocator, and the process-wide CPU-visible range (reserved
+ * below 2^40) and GPU-only range every buffer takes its address from. */
 #include "util/va.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
-/* Virtual address allocator: first fit over a sorted list of free ranges, coalescing on free.
- * Thread-safe (one lock per allocator). */
+/* Virtual address allocator: first fit over a sorted list of free ranges, coalescing on free,
+ * thread-safe (one lock per allocator); and the two process-wide ranges buffers live in. */
 #ifndef NVHCQ_VA_H
 #define NVHCQ_VA_H
 
