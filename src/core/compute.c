@@ -8,6 +8,7 @@
 #include "core/device.h"
 #include "core/timeline.h"
 #include "hw/qmd.h"
+#include "util/align.h"
 
 #define ARGS_RING_BYTES (32u << 20)
 /* Shader windows for shared and local memory, on 4 GiB boundaries above every allocation. */
@@ -70,12 +71,10 @@ nvhcq_status nvhcq_compute_ensure_local_memory(nvhcq_device *dev, uint32_t bytes
   nvhcq_compute_state *cs = &dev->compute_state;
   if (bytes <= cs->local_per_thread) return NVHCQ_SUCCESS;
   nvhcq_device_info *i = &dev->info;
-  uint32_t per_thread = (bytes + 31) & ~31u;
-  uint64_t per_tpc =
-      ((uint64_t)((per_thread * 32 + 0x1ff) & ~0x1ffu) * i->warps_per_sm * i->sms_per_tpc +
-       0x7fff) &
-      ~0x7fffull;
-  uint64_t total = (per_tpc * i->tpcs_per_gpc * i->gpcs + 0x1ffff) & ~0x1ffffull;
+  uint32_t per_thread = NVHCQ_ALIGN_UP(bytes, 32u);
+  uint64_t per_warp = NVHCQ_ALIGN_UP(per_thread * 32, 0x200u);
+  uint64_t per_tpc = NVHCQ_ALIGN_UP(per_warp * i->warps_per_sm * i->sms_per_tpc, 0x8000ull);
+  uint64_t total = NVHCQ_ALIGN_UP(per_tpc * i->tpcs_per_gpc * i->gpcs, 0x20000ull);
   NVHCQ_TRY(nvhcq_device_synchronize(dev));
   nvhcq_buffer *mem;
   nvhcq_status s = nvhcq_memory_alloc(dev, total, NVHCQ_MEMORY_DEVICE, NULL, &mem);

@@ -13,6 +13,7 @@
 
 #include "core/device.h"
 #include "driver/door.h"
+#include "util/align.h"
 
 nvhcq_status nvhcq_buffer_check(const nvhcq_buffer *buf, const char *what) {
   nvhcq_status s = nvhcq_handle_check(buf, NVHCQ_BUFFER_MAGIC, "buffer", NULL);
@@ -181,7 +182,7 @@ nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kin
                       .dev = dev,
                       .kind = kind,
                       .size = size,
-                      .mapped_size = (size + page - 1) & ~(page - 1),
+                      .mapped_size = NVHCQ_ALIGN_UP(size, page),
                       .map_fd = -1,
                       .low = kind != NVHCQ_MEMORY_DEVICE};
   uint64_t addr;

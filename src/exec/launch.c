@@ -7,6 +7,7 @@
 #include "core/compute.h"
 #include "exec/module.h"
 #include "exec/queue.h"
+#include "util/align.h"
 
 nvhcq_status nvhcq_launch_check_dims(const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_dim3 b) {
   const char *n = k->cubin->name;
@@ -40,7 +41,7 @@ nvhcq_status nvhcq_launch_check_dims(const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_
 }
 
 static nvhcq_status check_shared(const nvhcq_device *dev, const nvhcq_kernel *k, uint32_t dynamic) {
-  uint64_t base = k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
+  uint64_t base = nvhcq_kernel_static_shared(k);
   uint32_t max = dev->compute_state.max_shared;
   if (base + dynamic > (uint64_t)max + NVHCQ_RESERVED_SHARED)
     return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
@@ -183,7 +184,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
   const nvhcq_compute_state *cs = &dev->compute_state;
   NVHCQ_TRY(nvhcq_compute_ensure_local_memory(dev, k->local_bytes));
   uint32_t qmd_size = (uint32_t)nvhcq_qmd_size(cs->qmd_version);
-  uint32_t bytes = k->cbank0_bytes + ((qmd_size + 255) & ~255u);
+  uint32_t bytes = k->cbank0_bytes + NVHCQ_ALIGN_UP(qmd_size, 256u);
   uint8_t *cpu;
   uint64_t gpu;
   NVHCQ_TRY(launch_memory(q, bytes, &cpu, &gpu));

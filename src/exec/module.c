@@ -2,6 +2,7 @@
  * template and limits, lookups by name and by code address, occupancy and attributes. */
 #include "exec/module.h"
 #include "util/handle.h"
+#include "util/align.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -23,7 +24,7 @@ nvhcq_status nvhcq_kernel_check(const nvhcq_kernel *k) {
 /* Registers are allocated per warp in units of 256, warps in groups of 4, from 64 Ki. */
 static uint32_t max_threads_for(const nvhcq_cubin_kernel *k) {
   uint32_t regs = k->registers ? k->registers : 1;
-  uint32_t per_warp = (regs * 32 + 255) / 256 * 256;
+  uint32_t per_warp = NVHCQ_ALIGN_UP(regs * 32, 256u);
   uint32_t threads = 65536 / per_warp / 4 * 4 * 32;
   if (threads > 1024) threads = 1024;
   uint32_t bound = k->max_threads[0]
@@ -82,7 +83,7 @@ static nvhcq_status init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_c
   uint32_t bank0 = k->cbank0_size > k->param_offset + k->param_size
                        ? k->cbank0_size
                        : k->param_offset + k->param_size;
-  kn->cbank0_bytes = (bank0 + 255) & ~255u;
+  kn->cbank0_bytes = NVHCQ_ALIGN_UP(bank0, 256u);
   kn->local_bytes = k->min_stack_size ? k->min_stack_size + 0x240 : 0;
   kn->max_threads = max_threads_for(k);
   kn->static_shared = k->shared_size;
@@ -267,14 +268,14 @@ nvhcq_status nvhcq_module_get_global(nvhcq_module *m, const char *name, uint64_t
 /* Shared bytes the block occupies: static (which includes the reserved window when the compiler
  * recorded any) plus dynamic, in the SM's 128-byte allocation unit. */
 uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic) {
-  uint32_t base = k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
-  return (base + dynamic + 127) & ~127u;
+  uint32_t base = nvhcq_kernel_static_shared(k);
+  return NVHCQ_ALIGN_UP(base + dynamic, 128u);
 }
 
 nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *info) {
   NVHCQ_TRY(nvhcq_kernel_check(k));
   if (!info) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "info is NULL");
-  uint32_t base = k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
+  uint32_t base = nvhcq_kernel_static_shared(k);
   *info = (nvhcq_kernel_info){.name = k->cubin->name,
                               .registers = k->cubin->registers,
                               .param_size = k->cubin->param_size,

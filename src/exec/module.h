@@ -40,6 +40,12 @@ const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc)
 int nvhcq_module_name_pc(const nvhcq_device *dev, uint64_t pc, const char **kernel,
                          uint64_t *offset);
 
+/* Static shared memory of a block of `k`: what the compiler recorded (the system reserve
+ * included), or the reserve alone. */
+static inline uint32_t nvhcq_kernel_static_shared(const nvhcq_kernel *k) {
+  return k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
+}
+
 /* Shared memory a block of `k` occupies with `dynamic` bytes more: static (the system reserve
  * included) plus dynamic, rounded to the SM's 128-byte unit. */
 uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic);

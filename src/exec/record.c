@@ -5,6 +5,7 @@
 
 #include "exec/module.h"
 #include "exec/queue.h"
+#include "util/align.h"
 
 #define ARENA_CHUNK_BYTES (4u << 20)
 
@@ -39,7 +40,7 @@ nvhcq_status nvhcq_queue_launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t *
   nvhcq_buffer *chunk = q->arena[q->arena_count - 1];
   *cpu = (uint8_t *)chunk->host_pointer + q->arena_used;
   *gpu = chunk->gpu_address + q->arena_used;
-  q->arena_used += (bytes + 255) & ~255u;
+  q->arena_used += NVHCQ_ALIGN_UP(bytes, 256u);
   return NVHCQ_SUCCESS;
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hw/elf_read.h"
+#include "util/align.h"
 
 /* ---- architecture ------------------------------------------------------------------------ */
 
@@ -57,7 +58,7 @@ static nvhcq_status nvhcq_place(nvhcq_elf_section *s, uint64_t *end) {
   if ((align & (align - 1)) || align > NVHCQ_MAX_ALIGN)
     return NVHCQ_BAD("%s asks for alignment %llu (a power of two up to 4096 expected)", s->name,
                      (nvhcq_ull)s->addralign);
-  uint64_t start = (*end + align - 1) & ~(align - 1);
+  uint64_t start = NVHCQ_ALIGN_UP(*end, align);
   if (!nvhcq_in_range(start, s->size, NVHCQ_MAX_MEMORY))
     return NVHCQ_BAD("%s (0x%llx bytes) takes the image past 1 TiB", s->name, (nvhcq_ull)s->size);
   s->place = start;

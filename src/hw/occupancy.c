@@ -3,6 +3,8 @@
 
 #include <string.h>
 
+#include "util/align.h"
+
 /* Carveouts per architecture (KiB; the Programming Guide's lists less 0, which holds no block). */
 static const uint16_t carve_a100[] = {8, 16, 32, 64, 100, 132, 164, 0};
 static const uint16_t carve_hopper[] = {8, 16, 32, 64, 100, 132, 164, 196, 228, 0};
@@ -29,7 +31,7 @@ void nvhcq_sm_limits_for(uint32_t sm, uint32_t warps, nvhcq_sm_limits *out) {
  * each warp takes registers x 32 rounded up to 256, and warps go to 4 sub-partitions. */
 static uint32_t blocks_by_registers(const nvhcq_sm_limits *l, uint32_t warps_per_block,
                                     uint32_t registers) {
-  uint32_t per_warp = ((registers ? registers : 1) * 32 + 255) / 256 * 256;
+  uint32_t per_warp = NVHCQ_ALIGN_UP((registers ? registers : 1) * 32, 256u);
   uint32_t warps = l->registers / 4 / per_warp * 4;
   return warps / warps_per_block;
 }

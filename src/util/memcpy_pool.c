@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "util/align.h"
+
 #define MAX_THREADS  16
 #define MIN_PARALLEL (2u << 20) /* below this, waking threads costs more than it saves */
 #define PART_ALIGN   4096u
@@ -80,7 +82,7 @@ void nvhcq_parallel_memcpy(void *dst, const void *src, size_t n) {
   pthread_mutex_lock(&call_lock);
   pthread_mutex_lock(&pool.lock);
   unsigned parts = pool.threads + 1;
-  pool.part = ((n + parts - 1) / parts + PART_ALIGN - 1) & ~(size_t)(PART_ALIGN - 1);
+  pool.part = NVHCQ_ALIGN_UP((n + parts - 1) / parts, (size_t)PART_ALIGN);
   pool.parts = (unsigned)((n + pool.part - 1) / pool.part);
   pool.dst = dst;
   pool.src = src;

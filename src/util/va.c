@@ -8,6 +8,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "util/align.h"
+
 nvhcq_status nvhcq_va_init(nvhcq_va *va, uint64_t base, uint64_t size) {
   memset(va, 0, sizeof *va);
   pthread_mutex_init(&va->lock, NULL);
@@ -69,7 +71,7 @@ nvhcq_status nvhcq_va_alloc(nvhcq_va *va, uint64_t size, uint64_t align, uint64_
   pthread_mutex_lock(&va->lock);
   for (uint32_t i = 0; i < va->count; i++) {
     nvhcq_va_range r = va->free[i];
-    uint64_t start = (r.base + align - 1) & ~(align - 1);
+    uint64_t start = NVHCQ_ALIGN_UP(r.base, align);
     if (start < r.base || start - r.base > r.size || r.size - (start - r.base) < size) continue;
     int ok = carve(va, i, start, size);
     pthread_mutex_unlock(&va->lock);
