@@ -340,9 +340,36 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   return NVHCQ_SUCCESS;
 }
 
+static void unregister_uvm(nvhcq_device *dev) {
+  if (dev->uvm_vaspace_registered) {
+    UVM_UNREGISTER_GPU_VASPACE_PARAMS u = {0};
+    memcpy(u.gpuUuid.uuid, dev->info.uuid, 16);
+    (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU_VASPACE, "UVM_UNREGISTER_GPU_VASPACE", &u,
+                          offsetof(UVM_UNREGISTER_GPU_VASPACE_PARAMS, rmStatus));
+  }
+  if (dev->uvm_gpu_registered) {
+    UVM_UNREGISTER_GPU_PARAMS u = {0};
+    memcpy(u.gpu_uuid.uuid, dev->info.uuid, 16);
+    (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU", &u,
+                          offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus));
+  }
+}
+
 static void close_fd(int *fd) {
   if (*fd >= 0) nvhcq_door->close(*fd);
   *fd = -1;
+}
+
+/* The doorbell mapping, the client (freeing the root client frees every object under it) and the
+ * driver's fds. */
+static void close_driver(nvhcq_device *dev) {
+  if (dev->usermode_map) nvhcq_door->munmap(dev->usermode_map, 0x10000);
+  if (dev->rm.root) nvhcq_rm_free(&dev->rm, 0, dev->rm.root);
+  close_fd(&dev->usermode_fd);
+  close_fd(&dev->fd_dev);
+  close_fd(&dev->fd_uvm2);
+  close_fd(&dev->rm.fd_uvm);
+  close_fd(&dev->rm.fd_ctl);
 }
 
 nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
@@ -366,27 +393,9 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   nvhcq_memory_drop(&dev->staging);
   nvhcq_signal_pool_fini(dev);
   nvhcq_context_free_rings(dev);
-  if (dev->uvm_vaspace_registered) {
-    UVM_UNREGISTER_GPU_VASPACE_PARAMS u = {0};
-    memcpy(u.gpuUuid.uuid, dev->info.uuid, 16);
-    (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU_VASPACE, "UVM_UNREGISTER_GPU_VASPACE", &u,
-                          offsetof(UVM_UNREGISTER_GPU_VASPACE_PARAMS, rmStatus));
-  }
-  if (dev->uvm_gpu_registered) {
-    UVM_UNREGISTER_GPU_PARAMS u = {0};
-    memcpy(u.gpu_uuid.uuid, dev->info.uuid, 16);
-    (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU", &u,
-                          offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus));
-  }
+  unregister_uvm(dev);
   nvhcq_fault_fini(dev);
-  if (dev->usermode_map) nvhcq_door->munmap(dev->usermode_map, 0x10000);
-  /* Freeing the root client frees every object under it. */
-  if (dev->rm.root) nvhcq_rm_free(&dev->rm, 0, dev->rm.root);
-  close_fd(&dev->usermode_fd);
-  close_fd(&dev->fd_dev);
-  close_fd(&dev->fd_uvm2);
-  close_fd(&dev->rm.fd_uvm);
-  close_fd(&dev->rm.fd_ctl);
+  close_driver(dev);
   nvhcq_context_release_ranges(dev);
   nvhcq_retire(dev);
   if (s) return nvhcq_fail(s, "%s", saved);

@@ -73,6 +73,26 @@ static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
   }
 }
 
+/* The CPU's view of a new channel: its GPFIFO ring and USERD in the ring area, its doorbell and
+ * its half of the command rings. */
+static nvhcq_status attach_rings(nvhcq_device *dev, nvhcq_channel *ch, int copy,
+                                 uint64_t ring_offset, uint64_t userd_offset) {
+  char *area = dev->gpfifo_area->host_pointer;
+  ch->ring = (uint64_t *)(area + ring_offset);
+  ch->gp_get = (volatile uint32_t *)(area + userd_offset + NVHCQ_USERD_GP_GET);
+  ch->gp_put = (volatile uint32_t *)(area + userd_offset + NVHCQ_USERD_GP_PUT);
+  ch->doorbell =
+      (volatile uint32_t *)((char *)dev->usermode_map + NVHCQ_USERMODE_NOTIFY_CHANNEL_PENDING);
+  ch->entries = GPFIFO_ENTRIES;
+  ch->cmd_words = CMD_RING_BYTES / 4;
+  ch->cmd = (uint32_t *)((char *)dev->cmd_area->host_pointer + (copy ? CMD_RING_BYTES : 0));
+  ch->cmd_gpu = dev->cmd_area->gpu_address + (copy ? CMD_RING_BYTES : 0);
+  ch->timeout_ms = dev->timeout_ms;
+  ch->entry_start = calloc(GPFIFO_ENTRIES, sizeof *ch->entry_start);
+  if (!ch->entry_start) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  return NVHCQ_SUCCESS;
+}
+
 /* A channel of the graphics channel group, in the address space of its context share, or the
  * copy channel in a group of its own on an asynchronous copy engine. */
 static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int copy) {
@@ -109,21 +129,8 @@ static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int cop
     NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
                                dev->rm.branch->schedule_params_size));
   }
-  char *area = dev->gpfifo_area->host_pointer;
   ch->token = tok.workSubmitToken;
-  ch->ring = (uint64_t *)(area + ring_offset);
-  ch->gp_get = (volatile uint32_t *)(area + p.userdOffset[0] + NVHCQ_USERD_GP_GET);
-  ch->gp_put = (volatile uint32_t *)(area + p.userdOffset[0] + NVHCQ_USERD_GP_PUT);
-  ch->doorbell =
-      (volatile uint32_t *)((char *)dev->usermode_map + NVHCQ_USERMODE_NOTIFY_CHANNEL_PENDING);
-  ch->entries = GPFIFO_ENTRIES;
-  ch->cmd_words = CMD_RING_BYTES / 4;
-  ch->cmd = (uint32_t *)((char *)dev->cmd_area->host_pointer + (copy ? CMD_RING_BYTES : 0));
-  ch->cmd_gpu = dev->cmd_area->gpu_address + (copy ? CMD_RING_BYTES : 0);
-  ch->timeout_ms = dev->timeout_ms;
-  ch->entry_start = calloc(GPFIFO_ENTRIES, sizeof *ch->entry_start);
-  if (!ch->entry_start) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
-  return NVHCQ_SUCCESS;
+  return attach_rings(dev, ch, copy, ring_offset, p.userdOffset[0]);
 }
 
 /* Copies run in the graphics channel group unless NVHCQ_COPY_ENGINE names an asynchronous copy

@@ -172,26 +172,11 @@ static const char *uvm_fault_type(uint32_t t) {
 }
 
 static const char *mmu_access(uint32_t a) {
-  switch (a) {
-  case 0:
-    return "read";
-  case 1:
-    return "write";
-  case 2:
-    return "atomic";
-  case 3:
-    return "prefetch";
-  case 4:
-    return "weak atomic";
-  case 8:
-    return "physical read";
-  case 9:
-    return "physical write";
-  case 10:
-    return "physical atomic";
-  default:
-    return "unknown access";
-  }
+  static const char *const names[] = {
+      [0] = "read",        [1] = "write",         [2] = "atomic",         [3] = "prefetch",
+      [4] = "weak atomic", [8] = "physical read", [9] = "physical write", [10] = "physical atomic",
+  };
+  return a < sizeof names / sizeof *names && names[a] ? names[a] : "unknown access";
 }
 
 /* UVM numbers accesses from 1 in the hardware's order (0 is "none"). */
@@ -201,56 +186,44 @@ static const char *uvm_access(uint32_t a) {
 
 /* The warp error code in bits 15:0 of the warp ESR. */
 static const char *warp_error(uint32_t code) {
-  switch (code) {
-  case 0x01:
-    return "stack error";
-  case 0x02:
-    return "API stack error";
-  case 0x04:
-    return "PC wrap";
-  case 0x05:
-    return "misaligned PC";
-  case 0x06:
-    return "PC overflow";
-  case 0x08:
-    return "misaligned register";
-  case 0x09:
-    return "illegal instruction encoding (also what a trap such as __trap() gives)";
-  case 0x0b:
-    return "illegal instruction parameter";
-  case 0x0d:
-    return "out-of-range register";
-  case 0x0e:
-    return "out-of-range address";
-  case 0x0f:
-    return "misaligned address";
-  case 0x10:
-    return "invalid address space";
-  case 0x12:
-    return "invalid constant address";
-  case 0x16:
-    return "stack overflow";
-  case 0x17:
-    return "MMU fault";
-  case 0x18:
-    return "texture format";
-  case 0x19:
-    return "texture layout";
-  case 0x20:
-    return "MMU NACK (access to an unmapped or invalid address)";
-  case 0x21:
-    return "arrive error";
-  default:
-    return "unknown warp error";
-  }
+  static const char *const names[] = {
+      [0x01] = "stack error",
+      [0x02] = "API stack error",
+      [0x04] = "PC wrap",
+      [0x05] = "misaligned PC",
+      [0x06] = "PC overflow",
+      [0x08] = "misaligned register",
+      [0x09] = "illegal instruction encoding (also what a trap such as __trap() gives)",
+      [0x0b] = "illegal instruction parameter",
+      [0x0d] = "out-of-range register",
+      [0x0e] = "out-of-range address",
+      [0x0f] = "misaligned address",
+      [0x10] = "invalid address space",
+      [0x12] = "invalid constant address",
+      [0x16] = "stack overflow",
+      [0x17] = "MMU fault",
+      [0x18] = "texture format",
+      [0x19] = "texture layout",
+      [0x20] = "MMU NACK (access to an unmapped or invalid address)",
+      [0x21] = "arrive error",
+  };
+  return code < sizeof names / sizeof *names && names[code] ? names[code] : "unknown warp error";
 }
 
 /* Global ESR bits that say what a warp did (trap and breakpoint), not what failed. */
 static const char *global_error(uint32_t esr) {
-  if (esr & 0x10) return "trap instruction (BPT.TRAP, e.g. __trap() or a failed assert)";
-  if (esr & 0x20) return "breakpoint pause";
-  if (esr & 0x100) return "error inside a trap handler";
-  if (esr & 0x40) return "single step complete";
+  static const struct {
+    uint32_t bit;
+    const char *name;
+  } bits[] = {
+      /* In this order: the first set bit names the error. */
+      {0x10, "trap instruction (BPT.TRAP, e.g. __trap() or a failed assert)"},
+      {0x20, "breakpoint pause"},
+      {0x100, "error inside a trap handler"},
+      {0x40, "single step complete"},
+  };
+  for (size_t i = 0; i < sizeof bits / sizeof *bits; i++)
+    if (esr & bits[i].bit) return bits[i].name;
   return NULL;
 }
 

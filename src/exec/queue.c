@@ -42,14 +42,19 @@ nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind, nvhcq_
   return NVHCQ_SUCCESS;
 }
 
+/* A recorded queue's memory may still be read by a running replay, unless the device is broken:
+ * it waits for the replays, then frees the recording. */
+static nvhcq_status drop_recording(nvhcq_queue *q) {
+  if (!q->recorded) return NVHCQ_SUCCESS;
+  if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
+  nvhcq_queue_free_recording(q);
+  return NVHCQ_SUCCESS;
+}
+
 nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
   if (!q) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_queue_check(q));
-  if (q->recorded) {
-    /* Its memory may still be read by a running replay, unless the device is broken. */
-    if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
-    nvhcq_queue_free_recording(q);
-  }
+  NVHCQ_TRY(drop_recording(q));
   nvhcq_push_finish(&q->push);
   nvhcq_retire(q);
   return NVHCQ_SUCCESS;
@@ -57,11 +62,7 @@ nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
 
 nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
   NVHCQ_TRY(nvhcq_queue_check(q));
-  if (q->recorded) {
-    /* Its memory may still be read by a running replay, unless the device is broken. */
-    if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
-    nvhcq_queue_free_recording(q);
-  }
+  NVHCQ_TRY(drop_recording(q));
   nvhcq_push_reset(&q->push);
   nvhcq_queue_end_chain(q);
   q->launch_pending = 1;
