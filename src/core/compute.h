@@ -9,7 +9,7 @@
 #include "hw/push.h"
 #include "util/error.h"
 
-/* NVHCQ_DEBUG_FENCE values (launch.c says what each does). */
+/* NVHCQ_DEBUG_FENCE values (read_debug_knobs in compute.c says what each does). */
 enum {
   NVHCQ_DEBUG_FENCE_OFF,
   NVHCQ_DEBUG_FENCE_UNORDERED,
