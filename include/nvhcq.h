@@ -25,22 +25,29 @@ extern "C" {
 #define NVHCQ_VERSION_MAJOR 0
 #define NVHCQ_VERSION_MINOR 1
 
+/* Every status, in the order of its value from 0, with what it means: the enum below and
+ * nvhcq_status_name are both made from this list. */
+#define NVHCQ_STATUS_LIST(X)                                                                       \
+  X(NVHCQ_SUCCESS)                /* 0 */                                                          \
+  X(NVHCQ_ERROR_INVALID_ARGUMENT) /* bad input from the caller; nothing was done */                \
+  X(NVHCQ_ERROR_NO_DRIVER)   /* no /dev/nvidiactl or /dev/nvidia-uvm, or they cannot be opened */  \
+  X(NVHCQ_ERROR_NO_DEVICE)   /* no such GPU (index out of range, hidden by *_VISIBLE_DEVICES) */   \
+  X(NVHCQ_ERROR_UNSUPPORTED) /* driver branch or GPU generation nvhcq does not know */             \
+  X(NVHCQ_ERROR_OUT_OF_MEMORY) /* GPU or host memory exhausted; later allocations still work */    \
+  X(NVHCQ_ERROR_DRIVER)        /* the kernel driver refused a call */                              \
+  X(NVHCQ_ERROR_TIMEOUT)       /* a wait ran past its timeout */                                   \
+  X(NVHCQ_ERROR_GPU_FAULT)     /* the GPU reported an error on a channel */                        \
+  X(NVHCQ_ERROR_INVALID_IMAGE) /* a malformed or incompatible cubin */                             \
+  X(NVHCQ_ERROR_NOT_FOUND)     /* a named kernel or symbol does not exist */                       \
+  X(NVHCQ_ERROR_LAUNCH_CHECK)  /* a launch exceeds a kernel or hardware limit */                   \
+  X(NVHCQ_ERROR_IO)            /* reading or writing a file failed */                              \
+  X(NVHCQ_ERROR_COMPILE)       /* CUDA C or PTX did not compile: the message holds the log */      \
+  X(NVHCQ_ERROR_BUSY)          /* the object is in use by the GPU; wait, then try again */
+
 typedef enum nvhcq_status {
-  NVHCQ_SUCCESS = 0,
-  NVHCQ_ERROR_INVALID_ARGUMENT, /* bad input from the caller; nothing was done */
-  NVHCQ_ERROR_NO_DRIVER,        /* no /dev/nvidiactl or /dev/nvidia-uvm, or they cannot be opened */
-  NVHCQ_ERROR_NO_DEVICE,        /* no such GPU (index out of range, hidden by *_VISIBLE_DEVICES) */
-  NVHCQ_ERROR_UNSUPPORTED,      /* driver branch or GPU generation nvhcq does not know */
-  NVHCQ_ERROR_OUT_OF_MEMORY,    /* GPU or host memory exhausted; later allocations still work */
-  NVHCQ_ERROR_DRIVER,           /* the kernel driver refused a call */
-  NVHCQ_ERROR_TIMEOUT,          /* a wait ran past its timeout */
-  NVHCQ_ERROR_GPU_FAULT,        /* the GPU reported an error on a channel */
-  NVHCQ_ERROR_INVALID_IMAGE,    /* a malformed or incompatible cubin */
-  NVHCQ_ERROR_NOT_FOUND,        /* a named kernel or symbol does not exist */
-  NVHCQ_ERROR_LAUNCH_CHECK,     /* a launch exceeds a kernel or hardware limit */
-  NVHCQ_ERROR_IO,               /* reading or writing a file failed */
-  NVHCQ_ERROR_COMPILE,          /* CUDA C or PTX did not compile: the message holds the log */
-  NVHCQ_ERROR_BUSY,             /* the object is in use by the GPU; wait, then try again */
+#define NVHCQ_STATUS_ENUM_(name) name,
+  NVHCQ_STATUS_LIST(NVHCQ_STATUS_ENUM_)
+#undef NVHCQ_STATUS_ENUM_
 } nvhcq_status;
 
 NVHCQ_API const char *nvhcq_status_name(nvhcq_status status);

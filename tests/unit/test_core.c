@@ -229,9 +229,9 @@ static void t_uvm_fault_events(void) {
   static uint64_t values[2][2];
   nvhcq_signal timelines[2] = {{.cpu = values[0]}, {.cpu = values[1]}};
   nvhcq_device *dev = calloc(1, sizeof *dev);
-  dev->tools_fd = -1, dev->tools_ring = ring, dev->tools_ctl = &ctl;
-  dev->timeline[0] = &timelines[0], dev->timeline[1] = &timelines[1];
-  pthread_mutex_init(&dev->fault_lock, NULL);
+  dev->fault.tools_fd = -1, dev->fault.tools_ring = ring, dev->fault.tools_ctl = &ctl;
+  dev->timeline.signal[0] = &timelines[0], dev->timeline.signal[1] = &timelines[1];
+  pthread_mutex_init(&dev->fault.lock, NULL);
   TEST_CHECK(nvhcq_device_check_faults(dev) == NVHCQ_SUCCESS);
   UVM_EVENT_GPU_FAULT g = {.eventType = UVM_EVENT_TYPE_GPU_FAULT, .clientType = 2};
   UVM_EVENT_FATAL_FAULT f = {
@@ -246,7 +246,7 @@ static void t_uvm_fault_events(void) {
                  "%s", nvhcq_last_error());
   TEST_CHECK(dev->broken && ctl.get_behind == 2 && ctl.get_ahead == 2);
   TEST_CHECK(nvhcq_device_check_faults(dev) == NVHCQ_ERROR_GPU_FAULT); /* until recovery */
-  dev->fault_text[0] = '\0';
+  dev->fault.text[0] = '\0';
   nvhcq_fault_watch_reset(dev);
   memcpy(ring + 2 * UVM_TOOLS_EVENT_ENTRY_BYTES, &f, sizeof f); /* stamped before the reset */
   ctl.put_behind = 3;

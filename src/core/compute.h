@@ -1,0 +1,53 @@
+/* A device's compute state: QMD version, SM limits and debug switches, the shader windows and
+ * the driver words of constant bank 0, the shader local memory and the kernel-argument ring. */
+#ifndef NVHCQ_COMPUTE_H
+#define NVHCQ_COMPUTE_H
+
+#include <stdint.h>
+
+#include "hw/occupancy.h"
+#include "hw/push.h"
+#include "util/error.h"
+
+/* NVHCQ_DEBUG_FENCE values (read_debug_knobs in compute.c says what each does). */
+enum {
+  NVHCQ_DEBUG_FENCE_OFF,
+  NVHCQ_DEBUG_FENCE_UNORDERED,
+  NVHCQ_DEBUG_FENCE_NOMEMBAR,
+  NVHCQ_DEBUG_FENCE_SYSTEM,
+};
+
+typedef struct nvhcq_compute_state {
+  int qmd_version;              /* nvhcq_qmd_version for the compute class, 0 if unknown */
+  uint32_t max_shared;          /* bytes of shared memory one block may use */
+  nvhcq_sm_limits sm_limits;    /* per-SM occupancy limits and shared-memory configurations */
+  int debug_fence;              /* NVHCQ_DEBUG_FENCE_*: weaker or older ordering, for tests */
+  int debug_one_block_carveout; /* NVHCQ_DEBUG_CARVEOUT=one-block */
+  int debug_no_prefetch;        /* NVHCQ_DEBUG_NO_PREFETCH: chained grids do not prefetch */
+  uint32_t cbank0_prefix[12];   /* driver words: shared and local windows, stack top */
+  nvhcq_buffer *args;           /* ring of kernel arguments and QMDs, CPU-visible */
+  uint64_t args_head;           /* monotonic byte position of the next chunk */
+  uint64_t args_lap_start;      /* where the current lap began: all work before it had completed */
+  uint64_t args_sync_at;        /* wait for the GPU before the ring reaches this (0: nothing to) */
+  nvhcq_buffer *local_memory;   /* shader local memory (stacks) for every SM */
+  uint32_t local_per_thread;    /* bytes of local memory each thread may use */
+  uint64_t local_per_tpc;       /* bytes of it each TPC gets */
+} nvhcq_compute_state;
+
+/* From the compute class and the GPU's facts: QMD version, limits, bank-0 prefix, debug knobs. */
+void nvhcq_compute_init(nvhcq_device *dev);
+/* Frees the local memory and the argument ring. */
+void nvhcq_compute_fini(nvhcq_device *dev);
+/* Points the compute engine at the shader windows and at the local memory, if any yet. */
+void nvhcq_compute_push_state(nvhcq_device *dev, nvhcq_push *p);
+/* Grows the local memory every SM's threads use for stacks to `bytes` per thread; waits for the
+ * device first (only between kernels). */
+nvhcq_status nvhcq_compute_ensure_local_memory(nvhcq_device *dev, uint32_t bytes) NVHCQ_MUST_CHECK;
+/* `bytes` of the argument ring at monotonic position *pos, CPU and GPU addresses. */
+nvhcq_status nvhcq_compute_args_alloc(nvhcq_device *dev, uint32_t bytes, uint64_t *pos,
+                                      uint8_t **cpu, uint64_t *gpu) NVHCQ_MUST_CHECK;
+/* At submission of work whose arguments start at ring position `first`: refuses it if the ring
+ * has reused them since, and keeps the ring from reusing them before this work completes. */
+nvhcq_status nvhcq_compute_args_keep(nvhcq_device *dev, uint64_t first) NVHCQ_MUST_CHECK;
+
+#endif

@@ -1,0 +1,261 @@
+/* The device's GPU context: the graphics channel group and its context share, the compute and
+ * copy channels with their engine objects and UVM registrations, and the commands that bind the
+ * engines. Created when the device opens and again by every recovery. */
+#include "core/context.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "core/compute.h"
+#include "core/device.h"
+#include "core/timeline.h"
+
+#define GPFIFO_ENTRIES   0x4000u
+#define GPFIFO_AREA      (2u << 20)
+#define CMD_RING_BYTES   (2u << 20)
+#define NOTIFIER_BYTES   (64u << 10)
+#define CHANNEL_VA_BYTES 0x4000000ull
+
+static void unregister_channel(nvhcq_device *dev, nvhcq_channel *ch) {
+  if (!ch->channel_va) return;
+  UVM_UNREGISTER_CHANNEL_PARAMS u = {
+      .rmCtrlFd = dev->rm.fd_ctl, .hClient = dev->rm.root, .hChannel = ch->handle};
+  memcpy(u.gpuUuid.uuid, dev->info.uuid, 16);
+  (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_CHANNEL, "UVM_UNREGISTER_CHANNEL", &u,
+                        offsetof(UVM_UNREGISTER_CHANNEL_PARAMS, rmStatus));
+}
+
+/* UVM lets go of every channel of a group before the driver frees any of them: the group's
+ * shared buffers stay mapped while one registration holds them. */
+static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
+  if (ch->handle) nvhcq_rm_free(&dev->rm, ch->group, ch->handle);
+  if (ch->channel_va) {
+    nvhcq_low_unmap(ch->channel_va, CHANNEL_VA_BYTES);
+    nvhcq_va_free(nvhcq_va_low(), ch->channel_va, CHANNEL_VA_BYTES);
+  }
+  free(ch->entry_start);
+  memset(ch, 0, sizeof *ch);
+}
+
+/* Gives UVM a range of our address space for the channel's context buffers. */
+static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
+  for (;;) {
+    /* Aligned to its size: the driver places context buffers of large alignment in it. */
+    NVHCQ_TRY(nvhcq_va_alloc(nvhcq_va_low(), CHANNEL_VA_BYTES, CHANNEL_VA_BYTES, &ch->channel_va));
+    /* UVM wants this range free of CPU mappings, like the rest of the GPU-only space. */
+    munmap((void *)(uintptr_t)ch->channel_va, CHANNEL_VA_BYTES);
+    UVM_REGISTER_CHANNEL_PARAMS rc = {.rmCtrlFd = dev->rm.fd_ctl,
+                                      .hClient = dev->rm.root,
+                                      .hChannel = ch->handle,
+                                      .base = ch->channel_va,
+                                      .length = CHANNEL_VA_BYTES};
+    memcpy(rc.gpuUuid.uuid, dev->info.uuid, 16);
+    nvhcq_status s = nvhcq_uvm_call(&dev->rm, UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL", &rc,
+                                    offsetof(UVM_REGISTER_CHANNEL_PARAMS, rmStatus));
+    if (!s) return NVHCQ_SUCCESS;
+    /* After a recovery UVM may still hold part of a range that an earlier channel used: keep
+     * that range out of use until close and try another. */
+    uint64_t *grown = rc.rmStatus == NV_ERR_INVALID_ADDRESS
+                          ? realloc(dev->stuck_va, (dev->stuck_va_count + 1) * sizeof *grown)
+                          : NULL;
+    nvhcq_low_unmap(ch->channel_va, CHANNEL_VA_BYTES);
+    if (!grown) {
+      uint64_t at = ch->channel_va;
+      (void)!nvhcq_va_free(nvhcq_va_low(), at, CHANNEL_VA_BYTES);
+      ch->channel_va = 0;
+      return nvhcq_fail_context(s, "registering the %s channel's range 0x%llx with UVM", ch->name,
+                                (unsigned long long)at);
+    }
+    dev->stuck_va = grown;
+    dev->stuck_va[dev->stuck_va_count++] = ch->channel_va;
+    ch->channel_va = 0;
+  }
+}
+
+/* The CPU's view of a new channel: its GPFIFO ring and USERD in the ring area, its doorbell and
+ * its half of the command rings. */
+static nvhcq_status attach_rings(nvhcq_device *dev, nvhcq_channel *ch, int copy,
+                                 uint64_t ring_offset, uint64_t userd_offset) {
+  char *area = dev->gpfifo_area->host_pointer;
+  ch->ring = (uint64_t *)(area + ring_offset);
+  ch->gp_get = (volatile uint32_t *)(area + userd_offset + NVHCQ_USERD_GP_GET);
+  ch->gp_put = (volatile uint32_t *)(area + userd_offset + NVHCQ_USERD_GP_PUT);
+  ch->doorbell =
+      (volatile uint32_t *)((char *)dev->usermode_map + NVHCQ_USERMODE_NOTIFY_CHANNEL_PENDING);
+  ch->entries = GPFIFO_ENTRIES;
+  ch->cmd_words = CMD_RING_BYTES / 4;
+  ch->cmd = (uint32_t *)((char *)dev->cmd_area->host_pointer + (copy ? CMD_RING_BYTES : 0));
+  ch->cmd_gpu = dev->cmd_area->gpu_address + (copy ? CMD_RING_BYTES : 0);
+  ch->timeout_ms = dev->timeout_ms;
+  ch->entry_start = calloc(GPFIFO_ENTRIES, sizeof *ch->entry_start);
+  if (!ch->entry_start) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  return NVHCQ_SUCCESS;
+}
+
+/* A channel of the graphics channel group, in the address space of its context share, or the
+ * copy channel in a group of its own on an asynchronous copy engine. */
+static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int copy) {
+  uint64_t ring_offset = copy ? GPFIFO_AREA / 2 : 0;
+  if (!dev->notifiers[copy])
+    NVHCQ_TRY(nvhcq_memory_alloc(dev, NOTIFIER_BYTES, NVHCQ_MEMORY_HOST_UNCACHED, NULL,
+                                 &dev->notifiers[copy]));
+  memset(dev->notifiers[copy]->host_pointer, 0, NOTIFIER_BYTES);
+  NV_CHANNEL_ALLOC_PARAMS p;
+  memset(&p, 0, sizeof p);
+  p.hObjectError = dev->notifiers[copy]->handle;
+  p.hObjectBuffer = dev->gpfifo_area->handle;
+  p.gpFifoOffset = dev->gpfifo_area->gpu_address + ring_offset;
+  p.gpFifoEntries = GPFIFO_ENTRIES;
+  /* On an asynchronous copy engine the driver gives the channel a synchronous context share of
+   * the group's address space; the copy object names the engine. */
+  int async = copy && dev->copy_engine_type;
+  p.hContextShare = async ? 0 : dev->h_ctxshare;
+  p.engineType = async ? dev->copy_engine_type : 0;
+  p.hUserdMemory[0] = dev->gpfifo_area->handle;
+  p.userdOffset[0] = ring_offset + GPFIFO_ENTRIES * 8ull;
+  ch->group = async ? dev->h_copy_group : dev->h_group;
+  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, ch->group, dev->classes.gpfifo, &p, sizeof p, &ch->handle));
+  NVB0B5_ALLOCATION_PARAMETERS ce = {NVB0B5_ALLOCATION_PARAMETERS_VERSION_1, dev->copy_engine_type};
+  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, ch->handle, copy ? dev->classes.copy : dev->classes.compute,
+                           async ? &ce : NULL, async ? sizeof ce : 0, &ch->engine));
+  NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS tok = {.workSubmitToken = ~0u};
+  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
+                             &tok, sizeof tok));
+  ch->name = copy ? "copy" : "compute";
+  NVHCQ_TRY(register_channel(dev, ch));
+  if (async) {
+    NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
+    NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
+                               dev->rm.branch->schedule_params_size));
+  }
+  ch->token = tok.workSubmitToken;
+  return attach_rings(dev, ch, copy, ring_offset, p.userdOffset[0]);
+}
+
+/* Copies run in the graphics channel group unless NVHCQ_COPY_ENGINE names an asynchronous copy
+ * engine, or says "auto": the one with the most physical engines behind it. On the H200 that is
+ * LCE 4 (12 of them); pinned copies there were no faster than in the group. */
+nvhcq_status nvhcq_context_pick_copy_engine(nvhcq_device *dev) {
+  dev->info.copy_engine = -1;
+  const char *env = getenv("NVHCQ_COPY_ENGINE");
+  if (!env || !strcmp(env, "gr")) return NVHCQ_SUCCESS;
+  int best = -1, best_pces = 0;
+  if (strcmp(env, "auto")) {
+    char *end;
+    long asked = strtol(env, &end, 10);
+    if (end == env || *end || asked < 0 || asked >= (long)NV2080_CTRL_MAX_CES)
+      return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                        "NVHCQ_COPY_ENGINE=%s: say gr, auto or a copy engine number (0-%d)", env,
+                        (int)NV2080_CTRL_MAX_CES - 1);
+    best = (int)asked;
+  }
+  NV2080_CTRL_CE_GET_ALL_CAPS_PARAMS caps;
+  memset(&caps, 0, sizeof caps);
+  if (best < 0 && !nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_CE_GET_ALL_CAPS,
+                                    &caps, sizeof caps))
+    for (uint32_t n = 0; n < NV2080_CTRL_MAX_CES; n++) {
+      if (!(caps.present >> n & 1) || caps.capsTbl[n][0] & NV2080_CTRL_CE_CAPS_CE_GRCE) continue;
+      NV2080_CTRL_CE_GET_CE_PCE_MASK_PARAMS m = {.ceEngineType = NV2080_ENGINE_TYPE_COPY(n)};
+      if (nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK, &m,
+                           sizeof m))
+        continue;
+      int pces = __builtin_popcount(m.pceMask);
+      if (pces > best_pces) best = (int)n, best_pces = pces;
+    }
+  if (best < 0) return NVHCQ_SUCCESS;
+  dev->info.copy_engine = best;
+  dev->copy_engine_type = NV2080_ENGINE_TYPE_COPY((uint32_t)best);
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status create_async_copy(nvhcq_device *dev) {
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS cg = {.hVASpace = dev->h_vaspace,
+                                               .engineType = dev->copy_engine_type};
+  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &cg, sizeof cg,
+                           &dev->h_copy_group));
+  return create_channel(dev, &dev->copy, 1);
+}
+
+/* The group, its context share and both channels. The rings' memory is kept across recoveries;
+ * a new channel starts from an empty ring. */
+nvhcq_status nvhcq_context_create(nvhcq_device *dev) {
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.engineType = NV2080_ENGINE_TYPE_GRAPHICS};
+  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp,
+                           &dev->h_group));
+  nvhcq_alloc_options ring_opts = {.contiguous = 1, .map_flags = NVHCQ_MAP_WRITE_COMBINED};
+  if (!dev->gpfifo_area)
+    NVHCQ_TRY(nvhcq_memory_alloc(dev, GPFIFO_AREA, NVHCQ_MEMORY_DEVICE_MAPPED, &ring_opts,
+                                 &dev->gpfifo_area));
+  memset(dev->gpfifo_area->host_pointer, 0, GPFIFO_AREA);
+  nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
+  if (!dev->cmd_area)
+    NVHCQ_TRY(nvhcq_memory_alloc(dev, 2 * CMD_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, &wc,
+                                 &dev->cmd_area));
+  NV_CTXSHARE_ALLOCATION_PARAMETERS cp = {.hVASpace = dev->h_vaspace,
+                                          .flags = NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC};
+  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_group, FERMI_CONTEXT_SHARE_A, &cp, sizeof cp,
+                           &dev->h_ctxshare));
+  NVHCQ_TRY(create_channel(dev, &dev->compute, 0));
+  if (dev->copy_engine_type && create_async_copy(dev)) {
+    /* The engine would not take a channel: copies stay in the graphics group. */
+    unregister_channel(dev, &dev->copy);
+    destroy_channel(dev, &dev->copy);
+    if (dev->h_copy_group) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_copy_group);
+    dev->h_copy_group = dev->copy_engine_type = 0;
+    dev->info.copy_engine = -1;
+  }
+  if (!dev->copy.handle) NVHCQ_TRY(create_channel(dev, &dev->copy, 1));
+  NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
+  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_group, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
+                             dev->rm.branch->schedule_params_size));
+  nvhcq_fault_attach(dev);
+  return NVHCQ_SUCCESS;
+}
+
+/* Binds the engine objects to their subchannels and sets the shader windows, then waits for
+ * both channels: the device is ready when this returns. */
+nvhcq_status nvhcq_context_setup(nvhcq_device *dev) {
+  nvhcq_push *p = nvhcq_timeline_scratch(dev);
+  nvhcq_push_method1(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_OBJECT, dev->classes.compute);
+  nvhcq_compute_push_state(dev, p);
+  uint64_t v0, v1;
+  NVHCQ_TRY(nvhcq_device_submit_scratch(dev, 0, &v0));
+  p = nvhcq_timeline_scratch(dev);
+  nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6C0_SET_OBJECT, dev->classes.copy);
+  NVHCQ_TRY(nvhcq_device_submit_scratch(dev, 1, &v1));
+  NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 0, v0));
+  return nvhcq_device_wait_timeline(dev, 1, v1);
+}
+
+/* Freeing a channel whose kernel never ends waits seconds for a preemption that cannot happen;
+ * stopping it the way a fault does takes milliseconds. */
+void nvhcq_context_stop_compute(nvhcq_device *dev) {
+  if (nvhcq_fault_channel_stopped(dev, 0) || !dev->compute.handle) return;
+  NV906F_CTRL_CMD_RESET_CHANNEL_PARAMS r = {.engineID = NV2080_ENGINE_TYPE_GRAPHICS};
+  (void)!nvhcq_rm_control(&dev->rm, dev->compute.handle, NV906F_CTRL_CMD_RESET_CHANNEL, &r,
+                          sizeof r);
+}
+
+void nvhcq_context_destroy(nvhcq_device *dev) {
+  nvhcq_fault_detach(dev);
+  unregister_channel(dev, &dev->compute);
+  unregister_channel(dev, &dev->copy);
+  destroy_channel(dev, &dev->compute);
+  destroy_channel(dev, &dev->copy);
+  if (dev->h_copy_group) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_copy_group);
+  if (dev->h_group) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_group);
+  dev->h_group = dev->h_ctxshare = dev->h_copy_group = 0;
+}
+
+void nvhcq_context_free_rings(nvhcq_device *dev) {
+  for (int i = 0; i < 2; i++) nvhcq_memory_drop(&dev->notifiers[i]);
+  nvhcq_memory_drop(&dev->cmd_area);
+  nvhcq_memory_drop(&dev->gpfifo_area);
+}
+
+void nvhcq_context_release_ranges(nvhcq_device *dev) {
+  for (uint32_t i = 0; i < dev->stuck_va_count; i++)
+    (void)!nvhcq_va_free(nvhcq_va_low(), dev->stuck_va[i], CHANNEL_VA_BYTES);
+  free(dev->stuck_va);
+}

@@ -1,0 +1,88 @@
+/* The device: the driver objects and GPU facts every layer reads, and one part per layer that
+ * keeps state on the device (the context's channels, signals, timelines, compute, faults). */
+#ifndef NVHCQ_DEVICE_H
+#define NVHCQ_DEVICE_H
+
+#include <stdint.h>
+
+#include "core/channel.h"
+#include "core/compute.h"
+#include "core/fault.h"
+#include "core/memory.h"
+#include "core/signal.h"
+#include "core/timeline.h"
+#include "driver/rm.h"
+#include "util/handle.h"
+
+#define NVHCQ_DEVICE_MAGIC 0x6e766476u /* "nvdv" */
+
+/* The classes chosen for a GPU from its class list. */
+typedef struct nvhcq_classes {
+  uint32_t usermode, gpfifo, compute, copy;
+} nvhcq_classes;
+
+struct nvhcq_device {
+  uint32_t magic;
+  int index;
+  nvhcq_rm rm;
+  int fd_dev;  /* /dev/nvidiaN, registered with the control fd */
+  int fd_uvm2; /* second UVM fd for UVM_MM_INITIALIZE */
+  uint32_t minor;
+  uint32_t h_device, h_subdevice, h_usermode, h_vaspace;
+  nvhcq_classes classes;
+  int copy_payload64; /* the copy class releases 64-bit semaphore payloads */
+  nvhcq_device_info info;
+  void *usermode_map;
+  int usermode_fd;
+  int uvm_gpu_registered, uvm_vaspace_registered;
+  uint32_t timeout_ms;
+  uint32_t next_host_handle;
+  int broken;          /* a channel faulted or a wait timed out: recover or close */
+  uint32_t generation; /* channel generation: each recovery starts a new one */
+
+  /* The GPU context (context.c): the group, its context share, the channels and their rings. */
+  uint32_t h_group, h_ctxshare;
+  uint32_t h_copy_group;     /* the copy channel's own group on an asynchronous copy engine */
+  uint32_t copy_engine_type; /* that engine (NV2080_ENGINE_TYPE_COPY(n)), 0: graphics group's */
+  uint64_t *stuck_va;        /* channel ranges UVM would not take again, returned at close */
+  uint32_t stuck_va_count;
+  nvhcq_buffer *gpfifo_area; /* both rings and their USERD */
+  nvhcq_buffer *cmd_area;    /* both command rings */
+  nvhcq_buffer *notifiers[2];
+  nvhcq_channel compute, copy;
+
+  /* Signals (signal.c): one page of slots and a stack of free slot indexes. */
+  nvhcq_buffer *signal_page;
+  uint32_t *free_slots;
+  uint32_t free_slot_count;
+
+  nvhcq_timeline_state timeline;     /* timeline.c */
+  nvhcq_compute_state compute_state; /* compute.c */
+  nvhcq_fault_state fault;           /* fault.c */
+
+  /* Kept by exec/, whose types are opaque here. The copy engine's best speed so far, in bytes per
+   * GPU nanosecond, for copies to the GPU, from it and within it; measured between two releases
+   * of the copy engine, at copy_stamp and the copy timeline, so a long copy's wait knows how much
+   * of it to sleep through. */
+  nvhcq_signal *copy_stamp;
+  double copy_rate[3];
+  nvhcq_buffer *staging;   /* pinned staging for copies from and to pageable memory */
+  nvhcq_queue *sync_queue; /* for nvhcq_launch_sync */
+  nvhcq_signal *sync_signal[2];
+  nvhcq_module *builtin;     /* built-in kernels, loaded on first use */
+  nvhcq_module *modules;     /* every loaded module, for naming the kernel at a faulting PC */
+  nvhcq_kernel *copy_kernel; /* NULL when the build has none for this GPU */
+  int builtin_tried;
+};
+
+/* Refuses NULL, foreign and closed device handles. */
+static inline NVHCQ_MUST_CHECK nvhcq_status nvhcq_device_check(const nvhcq_device *dev) {
+  return nvhcq_handle_check(dev, NVHCQ_DEVICE_MAGIC, "device", "was closed already");
+}
+
+/* The channel for a queue kind. */
+static inline nvhcq_channel *nvhcq_device_channel(nvhcq_device *dev, int copy) {
+  return copy ? &dev->copy : &dev->compute;
+}
+
+#endif

@@ -1,0 +1,46 @@
+/* Memory of every kind: RM allocation, CPU mapping at the same address as the GPU mapping
+ * (so a pointer and a GPU address are the same number), UVM mapping, free; the buffer struct. */
+#ifndef NVHCQ_MEMORY_H
+#define NVHCQ_MEMORY_H
+
+#include <stdint.h>
+
+#include "util/error.h"
+#include "util/va.h"
+
+#define NVHCQ_BUFFER_MAGIC 0x6e766266u /* "nvbf": catches foreign or freed handles */
+
+struct nvhcq_buffer {
+  uint32_t magic;
+  nvhcq_device *dev;
+  nvhcq_memory_kind kind;
+  uint64_t gpu_address; /* also the CPU address when host_pointer is set */
+  size_t size;          /* as asked */
+  uint64_t mapped_size; /* rounded to the page size */
+  void *host_pointer;
+  uint32_t handle; /* RM memory object */
+  int map_fd;      /* the fd the CPU mapping was made through, or -1 */
+  int low;         /* address from the CPU-visible range */
+};
+
+/* NVOS33 flags for CPU mappings the CPU only writes in bulk (command and argument rings):
+ * write-combined caching, reflected mapping, fixed address, as CUDA maps its GPFIFOs. */
+#define NVHCQ_MAP_WRITE_COMBINED 0x10d0000u
+
+/* Extra options for internal allocations. */
+typedef struct nvhcq_alloc_options {
+  int contiguous;     /* physically contiguous device memory (GPFIFO rings) */
+  uint32_t map_flags; /* NVOS33 flags for the CPU mapping */
+} nvhcq_alloc_options;
+
+nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
+                                const nvhcq_alloc_options *options,
+                                nvhcq_buffer **out) NVHCQ_MUST_CHECK;
+nvhcq_status nvhcq_memory_free(nvhcq_buffer *buf);
+/* Frees *b if it is set, and clears it. */
+void nvhcq_memory_drop(nvhcq_buffer **b);
+
+/* Validates a user handle: non-NULL, ours, not freed. */
+nvhcq_status nvhcq_buffer_check(const nvhcq_buffer *buf, const char *what) NVHCQ_MUST_CHECK;
+
+#endif

@@ -1,0 +1,152 @@
+/* Signals: the device's page of semaphore slots, the signal calls of the API, and
+ * nvhcq_wait_value, the one wait (sleep, spin, back off) that every wait on the GPU goes through.
+ */
+#include "core/signal.h"
+#include "util/clock.h"
+#include "util/handle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "core/device.h"
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* A stopped channel never releases: its error says why, and the waiter says what it waited for. */
+static nvhcq_status check_faults(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
+                                 const char *what) {
+  nvhcq_status s = nvhcq_device_check_faults(dev);
+  if (s)
+    return nvhcq_fail_context(s, "%s, waiting for value %llu, holds %llu", what,
+                              (unsigned long long)value, (unsigned long long)*value_ptr);
+  return NVHCQ_SUCCESS;
+}
+
+static void sleep_ns(uint64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+  nanosleep(&ts, NULL);
+}
+
+/* A sleep ends about 50 us late (the kernel's default timer slack): sleeps that should end on time
+ * stop this much short of the mark. */
+#define SLACK_MS 0.1
+
+nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
+                              uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
+  if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
+  double start = nvhcq_now_ms(), expect_ms = expect_ns / 1e6;
+  if (expect_ms > timeout_ms) expect_ms = timeout_ms; /* the timeout still ends the wait */
+  /* Work known to take a while is slept through, all but its last eighth; spinning from there
+   * sees the end within a microsecond, where a sleep would overshoot it by up to a sleep step. */
+  if (expect_ms * 7 / 8 > 2 * SLACK_MS) sleep_ns((uint64_t)((expect_ms * 7 / 8 - SLACK_MS) * 1e6));
+  /* Spin next: most waits end within microseconds, and a sleep costs more than that. */
+  double spin_ms = 2.0 + expect_ms * 5 / 4;
+  for (uint32_t i = 1;; i++) {
+    if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
+    if ((i & 1023) == 0) {
+      if (dev) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
+      if (nvhcq_now_ms() - start > spin_ms) break;
+    }
+    cpu_relax();
+  }
+  for (;;) {
+    if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
+    if (dev) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
+    double waited = nvhcq_now_ms() - start;
+    if (waited > timeout_ms)
+      return nvhcq_fail(NVHCQ_ERROR_TIMEOUT,
+                        "%s: waited %u ms for value %llu, the signal holds %llu; the GPU work "
+                        "before it has not completed (raise NVHCQ_TIMEOUT_MS if it is slow)%s",
+                        what, timeout_ms, (unsigned long long)value, (unsigned long long)*value_ptr,
+                        dev ? nvhcq_device_progress(dev) : "");
+    /* Back off in steps of 1/32 of the time waited: the end is seen at most ~3% late, and a long
+     * wait wakes at most once a millisecond. */
+    double step_ms = waited / 32;
+    sleep_ns((uint64_t)((step_ms < 0.01 ? 0.01 : step_ms > 1.0 ? 1.0 : step_ms) * 1e6));
+  }
+}
+
+nvhcq_status nvhcq_signal_pool_init(nvhcq_device *dev) {
+  NVHCQ_TRY(nvhcq_memory_alloc(dev, NVHCQ_SIGNAL_SLOTS * NVHCQ_SIGNAL_SLOT_BYTES,
+                               NVHCQ_MEMORY_HOST_UNCACHED, NULL, &dev->signal_page));
+  dev->free_slots = malloc(NVHCQ_SIGNAL_SLOTS * sizeof *dev->free_slots);
+  if (!dev->free_slots) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  for (uint32_t i = 0; i < NVHCQ_SIGNAL_SLOTS; i++) dev->free_slots[i] = NVHCQ_SIGNAL_SLOTS - 1 - i;
+  dev->free_slot_count = NVHCQ_SIGNAL_SLOTS;
+  return NVHCQ_SUCCESS;
+}
+
+void nvhcq_signal_pool_fini(nvhcq_device *dev) {
+  nvhcq_memory_drop(&dev->signal_page);
+  free(dev->free_slots);
+  dev->free_slots = NULL;
+}
+
+nvhcq_status nvhcq_signal_check(const nvhcq_signal *sig) {
+  return nvhcq_handle_check(sig, NVHCQ_SIGNAL_MAGIC, "signal", NULL);
+}
+
+nvhcq_status nvhcq_signal_create(nvhcq_device *dev, uint64_t initial, nvhcq_signal **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_signal_create: out is NULL");
+  if (dev->free_slot_count == 0)
+    return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY,
+                      "GPU %d: all %u signal slots are in use; destroy signals you no longer need",
+                      dev->index, NVHCQ_SIGNAL_SLOTS);
+  nvhcq_signal *sig = malloc(sizeof *sig);
+  if (!sig) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  uint32_t slot = dev->free_slots[--dev->free_slot_count];
+  uint64_t offset = (uint64_t)slot * NVHCQ_SIGNAL_SLOT_BYTES;
+  *sig =
+      (nvhcq_signal){.magic = NVHCQ_SIGNAL_MAGIC,
+                     .dev = dev,
+                     .slot = slot,
+                     .cpu = (volatile uint64_t *)((char *)dev->signal_page->host_pointer + offset),
+                     .gpu_address = dev->signal_page->gpu_address + offset};
+  sig->cpu[0] = initial;
+  sig->cpu[1] = 0;
+  *out = sig;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_signal_destroy(nvhcq_signal *sig) {
+  if (!sig) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(nvhcq_signal_check(sig));
+  sig->dev->free_slots[sig->dev->free_slot_count++] = sig->slot;
+  nvhcq_retire(sig);
+  return NVHCQ_SUCCESS;
+}
+
+uint64_t nvhcq_signal_value(const nvhcq_signal *sig) {
+  return __atomic_load_n(&sig->cpu[0], __ATOMIC_ACQUIRE);
+}
+
+void nvhcq_signal_set(nvhcq_signal *sig, uint64_t value) {
+  __atomic_store_n(&sig->cpu[0], value, __ATOMIC_RELEASE);
+}
+
+/* The GPU's semaphore timestamps count nanoseconds of its global timer. */
+uint64_t nvhcq_signal_timestamp_ns(const nvhcq_signal *sig) {
+  return sig->cpu[1];
+}
+
+uint64_t nvhcq_signal_gpu_address(const nvhcq_signal *sig) {
+  return sig->gpu_address;
+}
+
+nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms) {
+  NVHCQ_TRY(nvhcq_signal_check(sig));
+  if (nvhcq_signal_value(sig) >= value) return NVHCQ_SUCCESS;
+  char what[64];
+  snprintf(what, sizeof what, "GPU %d signal %u", sig->dev->index, sig->slot);
+  nvhcq_status s = nvhcq_wait_value(sig->dev, sig->cpu, value,
+                                    timeout_ms ? timeout_ms : sig->dev->timeout_ms, 0, what);
+  /* Only the device timeout means the GPU is stuck; a wait the caller bounded is just a poll. */
+  if (s == NVHCQ_ERROR_TIMEOUT && !timeout_ms) sig->dev->broken = 1;
+  return s;
+}

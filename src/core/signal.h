@@ -1,0 +1,35 @@
+/* Signals: 16-byte semaphore slots (value, then GPU timestamp) in one page per device, and the
+ * wait every wait on the GPU goes through. */
+#ifndef NVHCQ_SIGNAL_H
+#define NVHCQ_SIGNAL_H
+
+#include <stdint.h>
+
+#include "util/error.h"
+
+#define NVHCQ_SIGNAL_MAGIC      0x6e767367u /* "nvsg" */
+#define NVHCQ_SIGNAL_SLOT_BYTES 16u         /* value (8 bytes), then GPU timestamp (8 bytes) */
+#define NVHCQ_SIGNAL_SLOTS      65536u      /* per device */
+
+struct nvhcq_signal {
+  uint32_t magic;
+  nvhcq_device *dev;
+  uint32_t slot;
+  volatile uint64_t *cpu; /* [0] value, [1] timestamp */
+  uint64_t gpu_address;
+};
+
+/* Waits for *value_ptr >= value: spins briefly, then sleeps in growing steps. With `dev`, a
+ * channel fault ends the wait with its report. `expect_ns` (0 if unknown) is the least time the
+ * work can take: most of it is slept through before spinning. */
+nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
+                              uint32_t timeout_ms, uint64_t expect_ns,
+                              const char *what) NVHCQ_MUST_CHECK;
+
+nvhcq_status nvhcq_signal_check(const nvhcq_signal *sig) NVHCQ_MUST_CHECK;
+
+/* The device's page of signal slots and its stack of free slots; fini after the last signal. */
+nvhcq_status nvhcq_signal_pool_init(nvhcq_device *dev) NVHCQ_MUST_CHECK;
+void nvhcq_signal_pool_fini(nvhcq_device *dev);
+
+#endif

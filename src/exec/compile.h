@@ -1,0 +1,19 @@
+/* Run-time compilation (NVRTC for CUDA C, nvJitLink for PTX, both loaded with dlopen) and the
+ * on-disk cache of what they produce. */
+#ifndef NVHCQ_COMPILE_H
+#define NVHCQ_COMPILE_H
+
+#include <stdint.h>
+
+#include "util/error.h"
+
+/* Counters for tests: compiler invocations and cache hits in this process. */
+typedef struct nvhcq_compile_stats {
+  uint64_t compiles, cache_hits, cache_rejects;
+} nvhcq_compile_stats;
+
+void nvhcq_compile_get_stats(nvhcq_compile_stats *stats);
+/* The cache directory in use ("" when the cache is off). */
+const char *nvhcq_cache_dir(void);
+
+#endif

@@ -1,0 +1,195 @@
+/* Copies for users: between buffers on the copy engine, and between buffers and any host memory
+ * through pinned staging slots, pipelined so CPU memcpy and DMA overlap. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/device.h"
+#include "core/timeline.h"
+#include "exec/module.h"
+#include "exec/builtin.h"
+#include "util/memcpy_pool.h"
+
+#define STAGING_SLOTS      4u
+#define STAGING_SLOT_BYTES (16u << 20)
+
+/* Addresses nvhcq mapped for the CPU are also GPU addresses: such host memory needs no staging. */
+static int is_gpu_visible(const void *p, size_t size) {
+  nvhcq_va *low = nvhcq_va_low();
+  uint64_t a = (uint64_t)(uintptr_t)p;
+  return a >= low->base && a - low->base < low->size && low->size - (a - low->base) >= size;
+}
+
+static nvhcq_status check_range(const nvhcq_buffer *b, size_t offset, size_t size,
+                                const char *what) {
+  NVHCQ_TRY(nvhcq_buffer_check(b, what));
+  if (offset > b->size || size > b->size - offset)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "%s: range [%zu, %zu + %zu) is outside the %zu-byte buffer", what, offset,
+                      offset, size, b->size);
+  return NVHCQ_SUCCESS;
+}
+
+/* Submits a copy and the copy timeline's release (after a timestamp release at copy_stamp when
+ * `stamp`); *value is what to wait for. */
+static nvhcq_status submit_copy(nvhcq_device *dev, uint64_t dst, uint64_t src, uint64_t size,
+                                int stamp, uint64_t *value) {
+  nvhcq_push *p = nvhcq_timeline_scratch(dev);
+  if (stamp) nvhcq_push_copy_signal(p, dev->copy_stamp->gpu_address, 0, dev->copy_payload64);
+  nvhcq_push_copy(p, dst, src, size);
+  return nvhcq_device_submit_scratch(dev, 1, value);
+}
+
+/* Where a copy goes: index of nvhcq_device.copy_rate. */
+enum { TO_DEVICE, FROM_DEVICE, ON_DEVICE };
+
+/* Copies shorter than this end within the wait's spin: they are not timed. */
+#define TIMED_COPY_BYTES (4u << 20)
+
+/* One copy, waited for. A long one is timed on the GPU, and the best speed seen sets how long the
+ * next such copy's wait sleeps before it spins: a copy at full bus speed is seen to end at once,
+ * without a core spinning through all of it. */
+static nvhcq_status copy_sync(nvhcq_device *dev, uint64_t dst, uint64_t src, uint64_t size,
+                              int path) {
+  uint64_t v;
+  int timed = size >= TIMED_COPY_BYTES;
+  NVHCQ_TRY(submit_copy(dev, dst, src, size, timed, &v));
+  if (!timed) return nvhcq_device_wait_timeline(dev, 1, v);
+  double *rate = &dev->copy_rate[path];
+  NVHCQ_TRY(nvhcq_device_wait_timeline_for(dev, 1, v, *rate > 0 ? (uint64_t)(size / *rate) : 0));
+  uint64_t t0 = nvhcq_signal_timestamp_ns(dev->copy_stamp),
+           t1 = nvhcq_signal_timestamp_ns(dev->timeline.signal[1]);
+  /* Only the best speed is kept: a copy slowed by other traffic on the bus does not lengthen the
+   * sleep of the next one, which would then oversleep. */
+  if (t1 > t0 && size / (double)(t1 - t0) > *rate) *rate = size / (double)(t1 - t0);
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status ensure_staging(nvhcq_device *dev) {
+  if (dev->staging) return NVHCQ_SUCCESS;
+  return nvhcq_memory_alloc(dev, STAGING_SLOTS * STAGING_SLOT_BYTES, NVHCQ_MEMORY_HOST, NULL,
+                            &dev->staging);
+}
+
+static char *slot_cpu(nvhcq_device *dev, unsigned s) {
+  return (char *)dev->staging->host_pointer + (size_t)s * STAGING_SLOT_BYTES;
+}
+
+static uint64_t slot_gpu(nvhcq_device *dev, unsigned s) {
+  return dev->staging->gpu_address + (uint64_t)s * STAGING_SLOT_BYTES;
+}
+
+static nvhcq_status upload_staged(nvhcq_device *dev, uint64_t dst, const char *src, size_t size) {
+  NVHCQ_TRY(ensure_staging(dev));
+  uint64_t done_value[STAGING_SLOTS] = {0}, last = 0;
+  for (size_t off = 0, i = 0; off < size; off += STAGING_SLOT_BYTES, i++) {
+    unsigned s = i % STAGING_SLOTS;
+    size_t n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
+    if (done_value[s]) NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 1, done_value[s]));
+    nvhcq_parallel_memcpy(slot_cpu(dev, s), src + off, n);
+    NVHCQ_TRY(submit_copy(dev, dst + off, slot_gpu(dev, s), n, 0, &last));
+    done_value[s] = last;
+  }
+  return nvhcq_device_wait_timeline(dev, 1, last);
+}
+
+static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, size_t size) {
+  NVHCQ_TRY(ensure_staging(dev));
+  size_t chunks = (size + STAGING_SLOT_BYTES - 1) / STAGING_SLOT_BYTES;
+  uint64_t value[STAGING_SLOTS];
+  /* Keep every slot busy: chunk i+SLOTS is queued as soon as chunk i has been read out. */
+  for (size_t i = 0; i < chunks && i < STAGING_SLOTS; i++) {
+    size_t off = i * STAGING_SLOT_BYTES,
+           n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
+    NVHCQ_TRY(submit_copy(dev, slot_gpu(dev, (unsigned)i), src + off, n, 0, &value[i]));
+  }
+  for (size_t i = 0; i < chunks; i++) {
+    unsigned s = i % STAGING_SLOTS;
+    size_t off = i * STAGING_SLOT_BYTES,
+           n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
+    NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 1, value[s]));
+    nvhcq_parallel_memcpy(dst + off, slot_cpu(dev, s), n);
+    size_t next = i + STAGING_SLOTS;
+    if (next < chunks) {
+      size_t noff = next * STAGING_SLOT_BYTES;
+      size_t nn = size - noff < STAGING_SLOT_BYTES ? size - noff : STAGING_SLOT_BYTES;
+      NVHCQ_TRY(submit_copy(dev, slot_gpu(dev, s), src + noff, nn, 0, &value[s]));
+    }
+  }
+  return NVHCQ_SUCCESS;
+}
+
+/* The built-in copy kernel for this GPU, or NULL: an exact match, else the newest cubin of the
+ * same major version that is not newer than the GPU. */
+static nvhcq_kernel *copy_kernel(nvhcq_device *dev) {
+  if (dev->builtin_tried) return dev->copy_kernel;
+  dev->builtin_tried = 1;
+  unsigned sm = nvhcq_sm_number(dev->info.sm_version);
+  const nvhcq_builtin_cubin *best = NULL;
+  for (const nvhcq_builtin_cubin *b = nvhcq_builtin_cubins; b->sm; b++)
+    if (b->sm / 10 == sm / 10 && b->sm <= sm && (!best || b->sm > best->sm)) best = b;
+  if (!best || nvhcq_module_load(dev, best->data, best->size, &dev->builtin) ||
+      nvhcq_module_get_kernel(dev->builtin, "nvhcq_copy16", &dev->copy_kernel))
+    dev->copy_kernel = NULL;
+  return dev->copy_kernel;
+}
+
+/* Large aligned copies within device memory go through a kernel: the copy engines move far fewer
+ * bytes per second than the SMs. */
+static int use_copy_kernel(const nvhcq_buffer *dst, const nvhcq_buffer *src, uint64_t d, uint64_t s,
+                           size_t size) {
+  int device = (dst->kind == NVHCQ_MEMORY_DEVICE || dst->kind == NVHCQ_MEMORY_DEVICE_MAPPED) &&
+               (src->kind == NVHCQ_MEMORY_DEVICE || src->kind == NVHCQ_MEMORY_DEVICE_MAPPED);
+  return device && size >= (1u << 20) && ((d | s | size) & 15) == 0;
+}
+
+static nvhcq_status kernel_copy(nvhcq_device *dev, nvhcq_kernel *k, uint64_t d, uint64_t s,
+                                size_t size) {
+  struct {
+    uint64_t src, dst, n16;
+  } args = {s, d, size / 16};
+  /* Many short blocks balance the tail better than a few long ones (H200, 256 MiB: 4 blocks per
+   * SM 1835 GB/s, 64 per SM 1913, 128 per SM 1981). */
+  nvhcq_dim3 grid = {dev->info.sm_count ? dev->info.sm_count * 128 : 16384, 1, 1},
+             block = {512, 1, 1};
+  return nvhcq_launch_sync(k, grid, block, 0, &args, sizeof args, NULL);
+}
+
+nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const void *src,
+                                  size_t size) {
+  NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_copy_to_device destination"));
+  if (!src && size)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_to_device: src is NULL");
+  if (size == 0) return NVHCQ_SUCCESS;
+  nvhcq_device *dev = dst->dev;
+  if (is_gpu_visible(src, size))
+    return copy_sync(dev, dst->gpu_address + dst_offset, (uint64_t)(uintptr_t)src, size, TO_DEVICE);
+  return upload_staged(dev, dst->gpu_address + dst_offset, src, size);
+}
+
+nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_offset, size_t size) {
+  NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_copy_from_device source"));
+  if (!dst && size)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_from_device: dst is NULL");
+  if (size == 0) return NVHCQ_SUCCESS;
+  nvhcq_device *dev = src->dev;
+  if (is_gpu_visible(dst, size))
+    return copy_sync(dev, (uint64_t)(uintptr_t)dst, src->gpu_address + src_offset, size,
+                     FROM_DEVICE);
+  return download_staged(dev, dst, src->gpu_address + src_offset, size);
+}
+
+nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
+                               size_t src_offset, size_t size) {
+  NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_copy_device destination"));
+  NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_copy_device source"));
+  if (dst->dev != src->dev)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_copy_device: source is on GPU %d, destination on GPU %d",
+                      src->dev->index, dst->dev->index);
+  if (size == 0) return NVHCQ_SUCCESS;
+  uint64_t d = dst->gpu_address + dst_offset, s = src->gpu_address + src_offset;
+  nvhcq_kernel *k;
+  if (use_copy_kernel(dst, src, d, s, size) && (k = copy_kernel(dst->dev)))
+    return kernel_copy(dst->dev, k, d, s, size);
+  return copy_sync(dst->dev, d, s, size, ON_DEVICE);
+}

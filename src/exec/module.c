@@ -1,0 +1,348 @@
+/* Modules and kernels: loading cubins (PTX and CUDA C are compiled first), each kernel's QMD
+ * template and limits, lookups by name and by code address, occupancy and attributes. */
+#include "exec/module.h"
+#include "util/handle.h"
+#include "util/align.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Instruction prefetch reads past the last instruction: keep a page of slack behind the code. */
+#define CODE_GUARD_BYTES 4096u
+
+static nvhcq_status check_module(const nvhcq_module *m) {
+  return nvhcq_handle_check(m, NVHCQ_MODULE_MAGIC, "module", "was unloaded already");
+}
+
+nvhcq_status nvhcq_kernel_check(const nvhcq_kernel *k) {
+  return nvhcq_handle_check(k, NVHCQ_KERNEL_MAGIC, "kernel",
+                            "belongs to a module that was unloaded");
+}
+
+/* Registers are allocated per warp in units of 256, warps in groups of 4, from 64 Ki. */
+static uint32_t max_threads_for(const nvhcq_cubin_kernel *k) {
+  uint32_t regs = k->registers ? k->registers : 1;
+  uint32_t per_warp = NVHCQ_ALIGN_UP(regs * 32, 256u);
+  uint32_t threads = 65536 / per_warp / 4 * 4 * 32;
+  if (threads > 1024) threads = 1024;
+  uint32_t bound = k->max_threads[0]
+                       ? k->max_threads[0] * (k->max_threads[1] ? k->max_threads[1] : 1) *
+                             (k->max_threads[2] ? k->max_threads[2] : 1)
+                       : 0;
+  return bound && bound < threads ? bound : threads;
+}
+
+static nvhcq_status build_template(nvhcq_kernel *kn) {
+  nvhcq_device *dev = kn->module->dev;
+  const nvhcq_cubin_kernel *k = kn->cubin;
+  nvhcq_qmd_version v = dev->compute_state.qmd_version;
+  uint32_t *q = kn->qmd;
+  uint64_t code = kn->module->image->gpu_address + k->code_offset;
+  uint32_t sass = ((dev->info.sm_version & 0xf00) >> 4) | (dev->info.sm_version & 0xf);
+  memset(q, 0, sizeof kn->qmd);
+#define SET(f, val) NVHCQ_TRY(nvhcq_qmd_set(v, q, NVHCQ_QMD_##f, (val)))
+  SET(MAJOR_VERSION, v);
+  SET(QMD_GROUP_ID, 0x3f);
+  SET(REGISTER_COUNT, k->registers);
+  SET(BARRIER_COUNT, k->barriers ? k->barriers : 1);
+  SET(SASS_VERSION, sass);
+  SET(API_VISIBLE_CALL_LIMIT, 1);
+  SET(SAMPLER_INDEX, 1);
+  SET(CWD_MEMBAR_TYPE, NVHCQ_QMD_CWD_MEMBAR_TYPE_L1_SYSMEMBAR);
+  SET(INVALIDATE_TEXTURE_HEADER_CACHE, 1);
+  SET(INVALIDATE_TEXTURE_SAMPLER_CACHE, 1);
+  SET(INVALIDATE_TEXTURE_DATA_CACHE, 1);
+  SET(INVALIDATE_SHADER_DATA_CACHE, 1);
+  SET(CONSTANT_BUFFER_INVALIDATE_0, 1);
+  SET(PROGRAM_PREFETCH_ADDR_LOWER_SHIFTED, (uint32_t)(code >> 8));
+  SET(PROGRAM_PREFETCH_ADDR_UPPER_SHIFTED, code >> 40);
+  SET(PROGRAM_PREFETCH_SIZE, k->code_size >> 8 > 0x1ff ? 0x1ff : k->code_size >> 8);
+  if (v >= NVHCQ_QMD_V04) SET(QMD_TYPE, NVHCQ_QMD_TYPE_GRID_CTA);
+  if (v == NVHCQ_QMD_V03) SET(SM_GLOBAL_CACHING_ENABLE, 1);
+#undef SET
+  NVHCQ_TRY(nvhcq_qmd_set_program_address(v, q, code));
+  for (uint32_t i = 0; i < k->cbank_count; i++)
+    if (k->cbanks[i].bank != 0)
+      NVHCQ_TRY(nvhcq_qmd_set_constant_buffer(v, q, k->cbanks[i].bank,
+                                              kn->module->image->gpu_address + k->cbanks[i].offset,
+                                              (uint32_t)k->cbanks[i].size));
+  const nvhcq_cubin *c = kn->module->cubin;
+  for (uint32_t i = 0; i < c->cbank_count; i++)
+    NVHCQ_TRY(nvhcq_qmd_set_constant_buffer(v, q, c->cbanks[i].bank,
+                                            kn->module->image->gpu_address + c->cbanks[i].offset,
+                                            (uint32_t)c->cbanks[i].size));
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_cubin_kernel *k) {
+  kn->magic = NVHCQ_KERNEL_MAGIC;
+  kn->module = m;
+  kn->cubin = k;
+  uint32_t bank0 = k->cbank0_size > k->param_offset + k->param_size
+                       ? k->cbank0_size
+                       : k->param_offset + k->param_size;
+  kn->cbank0_bytes = NVHCQ_ALIGN_UP(bank0, 256u);
+  kn->local_bytes = k->min_stack_size ? k->min_stack_size + 0x240 : 0;
+  kn->max_threads = max_threads_for(k);
+  kn->static_shared = k->shared_size;
+  kn->carveout_preference = -1;
+  return build_template(kn);
+}
+
+static nvhcq_status upload(nvhcq_module *m) {
+  nvhcq_cubin *c = m->cubin;
+  NVHCQ_TRY(nvhcq_memory_alloc(m->dev, c->memory_size + CODE_GUARD_BYTES,
+                               NVHCQ_MEMORY_DEVICE_MAPPED, NULL, &m->image));
+  uint8_t *copy = malloc(c->image_size ? c->image_size : 1);
+  if (!copy) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  memcpy(copy, c->image, c->image_size);
+  nvhcq_status s = nvhcq_cubin_relocate(c, copy, m->image->gpu_address);
+  if (!s) {
+    uint8_t *dst = m->image->host_pointer;
+    memcpy(dst, copy, c->image_size);
+    memset(dst + c->image_size, 0, m->image->size - c->image_size);
+  }
+  free(copy);
+  return s;
+}
+
+/* New code and constants may sit where an unloaded module's were: the SMs' instruction and
+ * constant caches must forget the old bytes before the next launch (which the channel orders
+ * after this). */
+static nvhcq_status invalidate_caches(nvhcq_device *dev) {
+  nvhcq_push *p = nvhcq_timeline_scratch(dev);
+  nvhcq_push_invalidate_shader_caches(p);
+  NVHCQ_TRY(p->error);
+  return nvhcq_channel_submit(&dev->compute, p->words, p->len);
+}
+
+nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *data, size_t size,
+                               nvhcq_module **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!out || !data)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_load: %s is NULL",
+                      out ? "image" : "out");
+  if (!dev->compute_state.qmd_version)
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED, "GPU %d: no QMD layout known for compute class 0x%x",
+                      dev->index, dev->classes.compute);
+  nvhcq_module *m = calloc(1, sizeof *m);
+  if (!m) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  m->magic = NVHCQ_MODULE_MAGIC;
+  m->dev = dev;
+  nvhcq_status s = nvhcq_cubin_parse(data, size, &m->cubin);
+  if (!s) s = nvhcq_cubin_check_arch(m->cubin, nvhcq_sm_number(dev->info.sm_version));
+  if (!s) s = upload(m);
+  if (!s) s = invalidate_caches(dev);
+  if (!s) {
+    m->kernel_count = m->cubin->kernel_count;
+    m->kernels = calloc(m->kernel_count ? m->kernel_count : 1, sizeof *m->kernels);
+    if (!m->kernels) s = nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  }
+  for (uint32_t i = 0; !s && i < m->kernel_count; i++)
+    s = init_kernel(m, &m->kernels[i], &m->cubin->kernels[i]);
+  if (s) {
+    nvhcq_fail_context(s, "loading a module on GPU %d", dev->index);
+    m->magic = NVHCQ_MODULE_MAGIC;
+    char msg[2048];
+    snprintf(msg, sizeof msg, "%s", nvhcq_last_error());
+    if (m->image) nvhcq_memory_free(m->image);
+    nvhcq_cubin_free(m->cubin);
+    free(m->kernels);
+    free(m);
+    return nvhcq_fail(s, "%s", msg);
+  }
+  m->next = dev->modules;
+  dev->modules = m;
+  *out = m;
+  return NVHCQ_SUCCESS;
+}
+
+const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc) {
+  for (const nvhcq_module *m = dev->modules; m; m = m->next)
+    for (uint32_t i = 0; i < m->kernel_count; i++) {
+      const nvhcq_cubin_kernel *k = m->kernels[i].cubin;
+      uint64_t start = m->image->gpu_address + k->code_offset;
+      if (pc >= start && pc < start + k->code_size) return &m->kernels[i];
+    }
+  return NULL;
+}
+
+int nvhcq_module_name_pc(const nvhcq_device *dev, uint64_t pc, const char **kernel,
+                         uint64_t *offset) {
+  const nvhcq_kernel *k = nvhcq_module_kernel_at(dev, pc);
+  if (!k) return 0;
+  *kernel = k->cubin->name;
+  *offset = pc - k->module->image->gpu_address - k->cubin->code_offset;
+  return 1;
+}
+
+nvhcq_status nvhcq_module_load_file(nvhcq_device *dev, const char *path, nvhcq_module **out) {
+  if (!path)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_load_file: path is NULL");
+  FILE *f = fopen(path, "rb");
+  if (!f) return nvhcq_fail(NVHCQ_ERROR_IO, "cannot open %s: %s", path, strerror(errno));
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  void *data = n > 0 ? malloc((size_t)n) : NULL;
+  size_t got = data ? fread(data, 1, (size_t)n, f) : 0;
+  fclose(f);
+  if (!data || got != (size_t)n) {
+    free(data);
+    return nvhcq_fail(NVHCQ_ERROR_IO, "cannot read %s", path);
+  }
+  /* PTX and CUDA C files are compiled for the device (through the cache). */
+  nvhcq_status s = nvhcq_module_load_any(dev, data, got, NULL, 0, out);
+  free(data);
+  if (s) return nvhcq_fail_context(s, "%s", path);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t size,
+                                   const char *const *options, int num_options,
+                                   nvhcq_module **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (nvhcq_detect_source(data, size) == NVHCQ_SOURCE_CUBIN)
+    return nvhcq_module_load(dev, data, size, out);
+  void *bin;
+  size_t bin_size;
+  NVHCQ_TRY(nvhcq_compile(data, size, dev->info.arch, options, num_options, &bin, &bin_size));
+  nvhcq_status s = nvhcq_module_load(dev, bin, bin_size, out);
+  free(bin);
+  return s;
+}
+
+nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
+  if (!m) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(check_module(m));
+  /* The GPU may still run its kernels: let queued work finish first (a broken device runs
+   * nothing any more, as for nvhcq_free). */
+  nvhcq_status s = m->dev->broken ? NVHCQ_SUCCESS : nvhcq_device_synchronize(m->dev);
+  for (nvhcq_module **at = &m->dev->modules; *at; at = &(*at)->next)
+    if (*at == m) {
+      *at = m->next;
+      break;
+    }
+  for (uint32_t i = 0; i < m->kernel_count; i++) m->kernels[i].magic = NVHCQ_DEAD_MAGIC;
+  nvhcq_memory_free(m->image);
+  nvhcq_cubin_free(m->cubin);
+  nvhcq_retire(m->kernels); /* kernel handles point into it */
+  nvhcq_retire(m);
+  return s;
+}
+
+uint32_t nvhcq_module_kernel_count(const nvhcq_module *m) {
+  return m && m->magic == NVHCQ_MODULE_MAGIC ? m->kernel_count : 0;
+}
+
+const char *nvhcq_module_kernel_name(const nvhcq_module *m, uint32_t index) {
+  return m && m->magic == NVHCQ_MODULE_MAGIC && index < m->kernel_count
+             ? m->kernels[index].cubin->name
+             : NULL;
+}
+
+nvhcq_status nvhcq_module_get_kernel(nvhcq_module *m, const char *name, nvhcq_kernel **out) {
+  NVHCQ_TRY(check_module(m));
+  if (!name || !out)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_get_kernel: NULL argument");
+  const nvhcq_cubin_kernel *k = nvhcq_cubin_find_kernel(m->cubin, name);
+  if (!k) return NVHCQ_ERROR_NOT_FOUND; /* its message lists the kernels there are */
+  *out = &m->kernels[k - m->cubin->kernels];
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_module_get_global(nvhcq_module *m, const char *name, uint64_t *gpu_address,
+                                     size_t *size) {
+  NVHCQ_TRY(check_module(m));
+  if (!name)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_get_global: name is NULL");
+  const nvhcq_cubin_global *g = nvhcq_cubin_find_global(m->cubin, name);
+  if (!g) return NVHCQ_ERROR_NOT_FOUND; /* with its message */
+  if (gpu_address) *gpu_address = m->image->gpu_address + g->offset;
+  if (size) *size = g->size;
+  return NVHCQ_SUCCESS;
+}
+
+/* Shared bytes the block occupies: static (which includes the reserved window when the compiler
+ * recorded any) plus dynamic, in the SM's 128-byte allocation unit. */
+uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic) {
+  uint32_t base = nvhcq_kernel_static_shared(k);
+  return NVHCQ_ALIGN_UP(base + dynamic, 128u);
+}
+
+nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *info) {
+  NVHCQ_TRY(nvhcq_kernel_check(k));
+  if (!info) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "info is NULL");
+  uint32_t base = nvhcq_kernel_static_shared(k);
+  *info = (nvhcq_kernel_info){.name = k->cubin->name,
+                              .registers = k->cubin->registers,
+                              .param_size = k->cubin->param_size,
+                              .shared_bytes = k->static_shared,
+                              .local_bytes = k->local_bytes,
+                              .max_threads = k->max_threads,
+                              .max_dynamic_shared = k->module->dev->compute_state.max_shared +
+                                                    NVHCQ_RESERVED_SHARED - base};
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
+                                        uint32_t dynamic_shared, nvhcq_occupancy *out) {
+  NVHCQ_TRY(nvhcq_kernel_check(k));
+  if (!out)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_kernel_get_occupancy: out is NULL");
+  const nvhcq_device *dev = k->module->dev;
+  const nvhcq_compute_state *cs = &dev->compute_state;
+  uint64_t threads = (uint64_t)block.x * block.y * block.z;
+  if (!threads || threads > k->max_threads)
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: a block of %llu threads cannot run (1 to %u for this kernel)",
+                      k->cubin->name, (unsigned long long)threads, k->max_threads);
+  uint32_t shared = nvhcq_kernel_shared_total(k, dynamic_shared);
+  nvhcq_carveout_choice c;
+  if (dynamic_shared > cs->max_shared ||
+      !nvhcq_choose_carveout(&cs->sm_limits, (uint32_t)threads, k->cubin->registers, shared,
+                             k->carveout_preference, &c))
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: %u bytes of dynamic shared memory leave no room for one block "
+                      "(%u bytes a block at most on %s)",
+                      k->cubin->name, dynamic_shared, cs->max_shared, dev->info.arch);
+  uint32_t warps = (uint32_t)(threads + 31) / 32;
+  *out = (nvhcq_occupancy){.blocks_per_sm = c.blocks_per_sm,
+                           .warps_per_sm = c.blocks_per_sm * warps,
+                           .max_warps_per_sm = cs->sm_limits.warps,
+                           .limiter = c.limiter,
+                           .shared_per_block = shared,
+                           .shared_config_bytes = c.target_bytes,
+                           .shared_config_min = c.min_bytes,
+                           .shared_config_max = c.max_bytes};
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_kernel_set_attribute(nvhcq_kernel *k, uint32_t attribute, int64_t value) {
+  NVHCQ_TRY(nvhcq_kernel_check(k));
+  if (attribute != NVHCQ_KERNEL_CARVEOUT_PREFERENCE)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "kernel %s: attribute %u is unknown (NVHCQ_KERNEL_CARVEOUT_PREFERENCE is 1)",
+                      k->cubin->name, attribute);
+  if (value < -1 || value > 100)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "kernel %s: carveout preference %lld is not a percentage (0 to 100, or -1 "
+                      "for nvhcq's occupancy-driven choice)",
+                      k->cubin->name, (long long)value);
+  k->carveout_preference = (int)value;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_kernel_get_attribute(const nvhcq_kernel *k, uint32_t attribute, int64_t *value) {
+  NVHCQ_TRY(nvhcq_kernel_check(k));
+  if (!value)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_kernel_get_attribute: value is NULL");
+  if (attribute != NVHCQ_KERNEL_CARVEOUT_PREFERENCE)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "kernel %s: attribute %u is unknown (NVHCQ_KERNEL_CARVEOUT_PREFERENCE is 1)",
+                      k->cubin->name, attribute);
+  *value = k->carveout_preference;
+  return NVHCQ_SUCCESS;
+}

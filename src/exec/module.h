@@ -1,0 +1,56 @@
+/* Modules (uploaded cubins) and their kernels: the QMD template and constant-bank layout each
+ * launch starts from. */
+#ifndef NVHCQ_MODULE_H
+#define NVHCQ_MODULE_H
+
+#include "core/device.h"
+#include "hw/elf.h"
+#include "hw/qmd.h"
+
+#define NVHCQ_MODULE_MAGIC  0x6e766d64u /* "nvmd" */
+#define NVHCQ_KERNEL_MAGIC  0x6e766b6eu /* "nvkn" */
+#define NVHCQ_QMD_MAX_WORDS 96
+
+struct nvhcq_kernel {
+  uint32_t magic;
+  nvhcq_module *module;
+  const nvhcq_cubin_kernel *cubin;
+  uint32_t qmd[NVHCQ_QMD_MAX_WORDS]; /* template: everything but grid, block, bank 0, shared */
+  uint32_t cbank0_bytes;             /* driver words + parameters, rounded to 256 */
+  uint32_t local_bytes;              /* per-thread local memory the kernel needs */
+  uint32_t max_threads;
+  uint32_t static_shared;
+  int carveout_preference; /* NVHCQ_KERNEL_CARVEOUT_PREFERENCE: percent, or -1 for none */
+};
+
+struct nvhcq_module {
+  uint32_t magic;
+  nvhcq_device *dev;
+  nvhcq_cubin *cubin;
+  nvhcq_buffer *image;
+  uint32_t kernel_count;
+  nvhcq_kernel *kernels;
+  nvhcq_module *next; /* the device's list of loaded modules */
+};
+
+/* The kernel whose code holds GPU address `pc`, or NULL. */
+const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc);
+/* The same as a name and an offset into the kernel's code (0 when no kernel holds it): what the
+ * fault reports of the core name kernels through (nvhcq_fault_state.name_pc). */
+int nvhcq_module_name_pc(const nvhcq_device *dev, uint64_t pc, const char **kernel,
+                         uint64_t *offset);
+
+/* Static shared memory of a block of `k`: what the compiler recorded (the system reserve
+ * included), or the reserve alone. */
+static inline uint32_t nvhcq_kernel_static_shared(const nvhcq_kernel *k) {
+  return k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
+}
+
+/* Shared memory a block of `k` occupies with `dynamic` bytes more: static (the system reserve
+ * included) plus dynamic, rounded to the SM's 128-byte unit. */
+uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic);
+
+/* Refuses NULL, foreign and stale kernel handles (their module unloaded). */
+nvhcq_status nvhcq_kernel_check(const nvhcq_kernel *k) NVHCQ_MUST_CHECK;
+
+#endif

@@ -1,0 +1,119 @@
+/* Eager queues: creating, resetting and destroying them, recording waits, signals and copies,
+ * and submitting them to their channel. */
+#include "exec/queue.h"
+#include "util/handle.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- user queues ---- */
+
+nvhcq_status nvhcq_queue_check(const nvhcq_queue *q) {
+  return nvhcq_handle_check(q, NVHCQ_QUEUE_MAGIC, "queue", NULL);
+}
+
+static nvhcq_status check_signal_for(const nvhcq_queue *q, const nvhcq_signal *sig) {
+  NVHCQ_TRY(nvhcq_signal_check(sig));
+  if (sig->dev != q->dev)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "signal belongs to GPU %d but the queue to GPU %d", sig->dev->index,
+                      q->dev->index);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind, nvhcq_queue **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_queue_create: out is NULL");
+  if (kind != NVHCQ_QUEUE_COMPUTE && kind != NVHCQ_QUEUE_COPY)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "queue kind %d is unknown; use NVHCQ_QUEUE_COMPUTE or NVHCQ_QUEUE_COPY",
+                      kind);
+  nvhcq_queue *q = calloc(1, sizeof *q);
+  if (!q) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  q->magic = NVHCQ_QUEUE_MAGIC;
+  q->dev = dev;
+  q->kind = kind;
+  q->launch_pending = 1; /* earlier submissions' grids may still run */
+  q->args_first = ~0ull;
+  q->last_qmd_shadow = q->qmd_shadows[0];
+  nvhcq_push_init(&q->push);
+  *out = q;
+  return NVHCQ_SUCCESS;
+}
+
+/* A recorded queue's memory may still be read by a running replay, unless the device is broken:
+ * it waits for the replays, then frees the recording. */
+static nvhcq_status drop_recording(nvhcq_queue *q) {
+  if (!q->recorded) return NVHCQ_SUCCESS;
+  if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
+  nvhcq_queue_free_recording(q);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
+  if (!q) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  NVHCQ_TRY(drop_recording(q));
+  nvhcq_push_finish(&q->push);
+  nvhcq_retire(q);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  NVHCQ_TRY(drop_recording(q));
+  nvhcq_push_reset(&q->push);
+  nvhcq_queue_end_chain(q);
+  q->launch_pending = 1;
+  q->args_first = ~0ull;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  NVHCQ_TRY(check_signal_for(q, sig));
+  nvhcq_push_host_wait(&q->push, sig->gpu_address, value);
+  nvhcq_queue_end_chain(q);
+  return q->push.error;
+}
+
+nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  NVHCQ_TRY(check_signal_for(q, sig));
+  if (q->kind == NVHCQ_QUEUE_COPY) {
+    nvhcq_push_copy_signal(&q->push, sig->gpu_address, value, q->dev->copy_payload64);
+  } else if (!nvhcq_queue_signal_on_qmd(q, sig->gpu_address, value)) {
+    nvhcq_push_host_signal(&q->push, sig->gpu_address, value);
+    nvhcq_queue_end_chain(q);
+    q->launch_pending = 0; /* the release waited for idle */
+  }
+  return q->push.error;
+}
+
+nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64_t size) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  if (q->kind != NVHCQ_QUEUE_COPY)
+    return nvhcq_fail(
+        NVHCQ_ERROR_INVALID_ARGUMENT,
+        "nvhcq_queue_copy needs a copy queue (NVHCQ_QUEUE_COPY); this is a compute queue");
+  if (size == 0) return NVHCQ_SUCCESS;
+  if (dst + size < dst || src + size < src)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "copy of %llu bytes wraps the address space",
+                      (unsigned long long)size);
+  nvhcq_push_copy(&q->push, dst, src, size);
+  return q->push.error;
+}
+
+nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  NVHCQ_TRY(q->push.error);
+  if (q->dev->broken) return nvhcq_device_synchronize(q->dev); /* says why */
+  nvhcq_queue_name_last_kernel(q);
+  if (q->recorded) return nvhcq_queue_submit_recorded(q);
+  NVHCQ_TRY(nvhcq_queue_submit_args(q));
+  /* The GPU may be running the last QMD now: a later launch must not chain onto it. */
+  nvhcq_queue_end_chain(q);
+  return nvhcq_channel_submit(nvhcq_device_channel(q->dev, q->kind == NVHCQ_QUEUE_COPY),
+                              q->push.words, q->push.len);
+}

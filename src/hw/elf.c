@@ -1,0 +1,673 @@
+/* Cubin parsing on top of the ELF container (elf_read.c): architecture, image layout,
+ * relocations, constant banks, kernels and module-scope variables. The file is untrusted: every
+ * read goes through a range check made once per section or per record (relocations, symbols),
+ * so a corrupt file ends in NVHCQ_ERROR_INVALID_IMAGE, never an out-of-bounds read. */
+#include "hw/elf.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw/elf_read.h"
+#include "util/align.h"
+
+/* ---- architecture ------------------------------------------------------------------------ */
+
+static nvhcq_status nvhcq_cubin_read_compat(const nvhcq_elf *e, nvhcq_cubin *c) {
+  const nvhcq_elf_section *s = nvhcq_elf_find(e, ".nv.compat", "");
+  if (!s) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(nvhcq_need_data(s));
+  for (uint64_t pos = 0; pos < s->size;) {
+    nvhcq_eiattr a = {0};
+    NVHCQ_TRY(nvhcq_eiattr_next(e, s, &pos, &a));
+    if (a.attr == NVHCQ_EICOMPAT_ACCELERATOR_TARGET && a.format != NVHCQ_EIFMT_SVAL &&
+        nvhcq_eiattr_scalar(&a))
+      c->arch_specific = true;
+  }
+  return NVHCQ_SUCCESS;
+}
+
+/* ELF ABI version 8 (CUDA 13) keeps the SM in e_flags bits 8..15 and "a" in bit 3; version 7 and
+ * older keep the SM in bits 0..7 and "a" in bit 11. ptxas 13.0 leaves bit 3 clear for sm_90a and
+ * sm_100a and marks them in .nv.compat instead, so both places are read. */
+static nvhcq_status nvhcq_cubin_read_arch(const nvhcq_elf *e, nvhcq_cubin *c) {
+  if (e->abi_version >= 8) {
+    c->sm = (e->flags >> 8) & 0xff;
+    c->arch_specific = (e->flags & 0x8) != 0;
+  } else {
+    c->sm = e->flags & 0xff;
+    c->arch_specific = (e->flags & 0x800) != 0;
+  }
+  if (c->sm < 20)
+    return NVHCQ_BAD("e_flags 0x%x (ELF ABI version %u) name no SM version", e->flags,
+                     e->abi_version);
+  return nvhcq_cubin_read_compat(e, c);
+}
+
+/* ---- image layout ------------------------------------------------------------------------ */
+
+static bool nvhcq_gets_memory(const nvhcq_elf_section *s) {
+  if (!(s->flags & NVHCQ_SHF_ALLOC) || s->type == NVHCQ_SHT_NULL) return false;
+  if (s->type != NVHCQ_SHT_NOBITS) return true;
+  /* shared and local memory are per-block and per-thread windows that the launch sizes */
+  return strncmp(s->name, ".nv.shared.", 11) != 0 && strncmp(s->name, ".nv.local.", 10) != 0;
+}
+
+static nvhcq_status nvhcq_place(nvhcq_elf_section *s, uint64_t *end) {
+  uint64_t align = s->addralign > NVHCQ_MIN_ALIGN ? s->addralign : NVHCQ_MIN_ALIGN;
+  if ((align & (align - 1)) || align > NVHCQ_MAX_ALIGN)
+    return NVHCQ_BAD("%s asks for alignment %llu (a power of two up to 4096 expected)", s->name,
+                     (nvhcq_ull)s->addralign);
+  uint64_t start = NVHCQ_ALIGN_UP(*end, align);
+  if (!nvhcq_in_range(start, s->size, NVHCQ_MAX_MEMORY))
+    return NVHCQ_BAD("%s (0x%llx bytes) takes the image past 1 TiB", s->name, (nvhcq_ull)s->size);
+  s->place = start;
+  *end = start + s->size;
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status nvhcq_cubin_list_sections(const nvhcq_elf *e, nvhcq_cubin *c) {
+  c->sections = calloc(e->section_count, sizeof *c->sections);
+  if (!c->sections) return NVHCQ_OOM();
+  for (uint32_t i = 0; i < e->section_count; i++) {
+    const nvhcq_elf_section *s = &e->sections[i];
+    if (s->place == NVHCQ_NOT_PLACED) continue;
+    c->sections[c->section_count++] =
+        (nvhcq_cubin_section){s->name, s->place, s->size, !s->has_data};
+  }
+  return NVHCQ_SUCCESS;
+}
+
+/* Sections with bytes first (the uploaded image), then the zero-filled ones past image_size. */
+static nvhcq_status nvhcq_cubin_layout(nvhcq_elf *e, nvhcq_cubin *c) {
+  uint64_t end = 0;
+  for (uint32_t i = 0; i < e->section_count; i++)
+    if (nvhcq_gets_memory(&e->sections[i]) && e->sections[i].has_data)
+      NVHCQ_TRY(nvhcq_place(&e->sections[i], &end));
+  c->image_size = end;
+  for (uint32_t i = 0; i < e->section_count; i++)
+    if (nvhcq_gets_memory(&e->sections[i]) && !e->sections[i].has_data)
+      NVHCQ_TRY(nvhcq_place(&e->sections[i], &end));
+  c->memory_size = end;
+  c->image = calloc(c->image_size ? c->image_size : 1, 1);
+  if (!c->image) return NVHCQ_OOM();
+  for (uint32_t i = 0; i < e->section_count; i++) {
+    const nvhcq_elf_section *s = &e->sections[i];
+    if (s->place != NVHCQ_NOT_PLACED && s->has_data)
+      memcpy(c->image + s->place, e->data + s->offset, s->size);
+  }
+  return nvhcq_cubin_list_sections(e, c);
+}
+
+/* ---- relocations ------------------------------------------------------------------------- */
+
+/* Where a relocation type writes, relative to r_offset; false for types nvhcq does not apply. */
+static bool nvhcq_reloc_field(uint32_t type, uint64_t *at, uint64_t *bytes) {
+  switch (type) {
+  case NVHCQ_R_CUDA_32:
+  case NVHCQ_R_CUDA_G32:
+    *at = 0, *bytes = 4;
+    return true;
+  case NVHCQ_R_CUDA_64:
+  case NVHCQ_R_CUDA_G64:
+    *at = 0, *bytes = 8;
+    return true;
+  case NVHCQ_R_CUDA_ABS32_LO_32:
+  case NVHCQ_R_CUDA_ABS32_HI_32:
+    *at = 4, *bytes = 4;
+    return true;
+  }
+  return false;
+}
+
+/* The section a REL/RELA section patches, or NULL when it patches nothing loaded (.debug_frame). */
+static nvhcq_status nvhcq_rel_target(const nvhcq_elf *e, const nvhcq_elf_section *s,
+                                     const nvhcq_elf_section **out) {
+  uint64_t entsize = s->type == NVHCQ_SHT_RELA ? NVHCQ_RELA_SIZE : NVHCQ_REL_SIZE;
+  *out = NULL;
+  if (s->entsize != entsize || s->size % entsize)
+    return NVHCQ_BAD("%s: entry size %llu and size 0x%llx, expected %llu-byte entries", s->name,
+                     (nvhcq_ull)s->entsize, (nvhcq_ull)s->size, (nvhcq_ull)entsize);
+  if (s->info >= e->section_count)
+    return NVHCQ_BAD("%s patches section %u, but only %u sections", s->name, s->info,
+                     e->section_count);
+  const nvhcq_elf_section *t = &e->sections[s->info];
+  if (t->place == NVHCQ_NOT_PLACED) return NVHCQ_SUCCESS;
+  if (!t->has_data) return NVHCQ_BAD("%s patches %s, which has no bytes", s->name, t->name);
+  if (s->size && s->link != e->symtab_index)
+    return NVHCQ_BAD("%s: section %u is not the symbol table", s->name, s->link);
+  *out = t;
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status nvhcq_reloc_symbol(const nvhcq_elf *e, const nvhcq_elf_section *s, uint64_t j,
+                                       uint32_t index, uint64_t *out) {
+  if (index == 0 || index >= e->symbol_count)
+    return NVHCQ_BAD("%s: relocation %llu names symbol %u of %u", s->name, (nvhcq_ull)j, index,
+                     e->symbol_count);
+  const nvhcq_elf_symbol *sym = &e->symbols[index];
+  const nvhcq_elf_section *home = nvhcq_symbol_section(e, sym);
+  if (sym->shndx == 0)
+    return NVHCQ_BAD("%s: relocation %llu needs undefined symbol %s; link the cubin (nvlink) "
+                     "first",
+                     s->name, (nvhcq_ull)j, sym->name);
+  if (!home || home->place == NVHCQ_NOT_PLACED)
+    return NVHCQ_BAD("%s: relocation %llu refers to %s, which has no device memory", s->name,
+                     (nvhcq_ull)j, sym->name);
+  if (sym->value > home->size)
+    return NVHCQ_BAD("%s: symbol %s lies at 0x%llx, past the end of %s", s->name, sym->name,
+                     (nvhcq_ull)sym->value, home->name);
+  *out = home->place + sym->value;
+  return NVHCQ_SUCCESS;
+}
+
+/* Reads entry j of s into *r; r->type stays 0 for R_CUDA_NONE, which is skipped. */
+static nvhcq_status nvhcq_reloc_read(const nvhcq_elf *e, const nvhcq_elf_section *s,
+                                     const nvhcq_elf_section *t, uint64_t j, nvhcq_cubin_reloc *r) {
+  bool rela = s->type == NVHCQ_SHT_RELA;
+  const uint8_t *p = e->data + s->offset + j * (rela ? NVHCQ_RELA_SIZE : NVHCQ_REL_SIZE);
+  uint64_t off = nvhcq_rd64(p), info = nvhcq_rd64(p + 8), at, bytes;
+  uint32_t type = (uint32_t)info;
+  *r = (nvhcq_cubin_reloc){0};
+  if (type == 0) return NVHCQ_SUCCESS;
+  if (!nvhcq_reloc_field(type, &at, &bytes))
+    return NVHCQ_BAD("relocation type 0x%x in %s is not supported (nvhcq applies R_CUDA_32, 64, "
+                     "G32, G64, ABS32_LO_32 and ABS32_HI_32)",
+                     type, s->name);
+  if (!nvhcq_in_range(off, at + bytes, t->size))
+    return NVHCQ_BAD("%s: relocation %llu writes at 0x%llx, past the end of %s (0x%llx bytes)",
+                     s->name, (nvhcq_ull)j, (nvhcq_ull)off, t->name, (nvhcq_ull)t->size);
+  NVHCQ_TRY(nvhcq_reloc_symbol(e, s, j, (uint32_t)(info >> 32), &r->symbol_offset));
+  const uint8_t *field = e->data + t->offset + off + at;
+  /* REL keeps its addend in the patched field itself */
+  uint64_t addend = rela ? nvhcq_rd64(p + 16) : bytes == 8 ? nvhcq_rd64(field) : nvhcq_rd32(field);
+  r->offset = t->place + off;
+  r->addend = nvhcq_to_i64(addend);
+  r->type = type;
+  return NVHCQ_SUCCESS;
+}
+
+static bool nvhcq_is_rel(const nvhcq_elf_section *s) {
+  return s->type == NVHCQ_SHT_REL || s->type == NVHCQ_SHT_RELA;
+}
+
+static nvhcq_status nvhcq_cubin_read_relocs(const nvhcq_elf *e, nvhcq_cubin *c) {
+  uint64_t total = 0;
+  const nvhcq_elf_section *t;
+  for (uint32_t i = 0; i < e->section_count; i++) {
+    if (!nvhcq_is_rel(&e->sections[i])) continue;
+    NVHCQ_TRY(nvhcq_rel_target(e, &e->sections[i], &t));
+    if (t) total += e->sections[i].size / e->sections[i].entsize;
+  }
+  c->relocs = calloc(total + 1, sizeof *c->relocs);
+  if (!c->relocs) return NVHCQ_OOM();
+  for (uint32_t i = 0; i < e->section_count; i++) {
+    const nvhcq_elf_section *s = &e->sections[i];
+    if (!nvhcq_is_rel(s)) continue;
+    NVHCQ_TRY(nvhcq_rel_target(e, s, &t));
+    for (uint64_t j = 0; t && j < s->size / s->entsize; j++) {
+      NVHCQ_TRY(nvhcq_reloc_read(e, s, t, j, &c->relocs[c->reloc_count]));
+      if (c->relocs[c->reloc_count].type) c->reloc_count++;
+    }
+  }
+  return NVHCQ_SUCCESS;
+}
+
+/* ---- constant banks ---------------------------------------------------------------------- */
+
+/* ".nv.constant<N>" (module bank, *owner NULL) or ".nv.constant<N>.<kernel>". */
+static bool nvhcq_cbank_name(const char *name, uint32_t *bank, const char **owner) {
+  static const char prefix[] = ".nv.constant";
+  if (strncmp(name, prefix, sizeof prefix - 1) != 0) return false;
+  const char *p = name + sizeof prefix - 1;
+  if (*p < '0' || *p > '9') return false;
+  uint32_t n = 0;
+  while (*p >= '0' && *p <= '9' && n < 1000) n = n * 10 + (uint32_t)(*p++ - '0');
+  if (*p != '\0' && *p != '.') return false;
+  *bank = n;
+  *owner = *p == '.' ? p + 1 : NULL;
+  return true;
+}
+
+static nvhcq_status nvhcq_cbank_make(const nvhcq_elf_section *s, uint32_t bank,
+                                     nvhcq_cubin_cbank *out) {
+  if (bank >= NVHCQ_CUBIN_MAX_BANKS)
+    return NVHCQ_BAD("%s: constant bank %u does not exist (0..17)", s->name, bank);
+  if (s->place == NVHCQ_NOT_PLACED)
+    return NVHCQ_BAD("%s is a constant bank without device memory (not SHF_ALLOC)", s->name);
+  if (s->size > NVHCQ_MAX_CBANK)
+    return NVHCQ_BAD("%s is 0x%llx bytes; a constant bank holds at most 64 KiB", s->name,
+                     (nvhcq_ull)s->size);
+  *out = (nvhcq_cubin_cbank){bank, s->place, s->size};
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status nvhcq_cubin_read_cbanks(const nvhcq_elf *e, nvhcq_cubin *c) {
+  c->cbanks = calloc(e->section_count, sizeof *c->cbanks);
+  if (!c->cbanks) return NVHCQ_OOM();
+  for (uint32_t i = 0; i < e->section_count; i++) {
+    uint32_t bank;
+    const char *owner;
+    if (!nvhcq_cbank_name(e->sections[i].name, &bank, &owner) || owner) continue;
+    for (uint32_t j = 0; j < c->cbank_count; j++)
+      if (c->cbanks[j].bank == bank)
+        return NVHCQ_BAD("constant bank %u appears twice (%s)", bank, e->sections[i].name);
+    NVHCQ_TRY(nvhcq_cbank_make(&e->sections[i], bank, &c->cbanks[c->cbank_count++]));
+  }
+  return NVHCQ_SUCCESS;
+}
+
+/* ---- kernels ----------------------------------------------------------------------------- */
+
+/* A kernel is a FUNC symbol that owns .text.<name> and carries STO_CUDA_ENTRY; device functions
+ * (noinline callees, named $kernel$callee) are LOCAL FUNCs inside their caller's section. */
+static bool nvhcq_is_kernel(const nvhcq_elf *e, const nvhcq_elf_symbol *s, bool by_entry_flag) {
+  const nvhcq_elf_section *text = nvhcq_symbol_section(e, s);
+  if ((s->info & 0xf) != NVHCQ_STT_FUNC || !text) return false;
+  if (by_entry_flag ? !(s->other & NVHCQ_STO_CUDA_ENTRY) : (s->info >> 4) != NVHCQ_STB_GLOBAL)
+    return false;
+  return nvhcq_name_is(text->name, ".text.", s->name);
+}
+
+static int nvhcq_elf_kernel_name_cmp(const void *a, const void *b) {
+  return strcmp(((const nvhcq_elf_kernel_name *)a)->name, ((const nvhcq_elf_kernel_name *)b)->name);
+}
+
+static nvhcq_cubin_kernel *nvhcq_elf_kernel_named(const nvhcq_elf *e, nvhcq_cubin *c,
+                                                  const char *name) {
+  nvhcq_elf_kernel_name key = {name, 0};
+  const nvhcq_elf_kernel_name *hit =
+      bsearch(&key, e->kernel_names, c->kernel_count, sizeof key, nvhcq_elf_kernel_name_cmp);
+  return hit ? &c->kernels[hit->index] : NULL;
+}
+
+/* {symbol, value} records of .nv.info; they may name device functions, which are not kept. */
+static nvhcq_status nvhcq_function_attr(const nvhcq_elf *e, nvhcq_cubin *c,
+                                        const nvhcq_elf_section *s, const nvhcq_eiattr *a) {
+  uint32_t *field;
+  NVHCQ_TRY(nvhcq_eiattr_need(s, a, 8));
+  uint32_t sym = nvhcq_eiattr_u32(a, 0);
+  if (sym >= e->symbol_count || e->symbol_kernel[sym] < 0) return NVHCQ_SUCCESS;
+  nvhcq_cubin_kernel *k = &c->kernels[e->symbol_kernel[sym]];
+  switch (a->attr) {
+  case NVHCQ_EIATTR_REGCOUNT:
+    field = &k->registers;
+    break;
+  case NVHCQ_EIATTR_FRAME_SIZE:
+    field = &k->frame_size;
+    break;
+  case NVHCQ_EIATTR_MIN_STACK_SIZE:
+    field = &k->min_stack_size;
+    break;
+  default:
+    field = &k->max_stack_size;
+    break;
+  }
+  *field = nvhcq_eiattr_u32(a, 1);
+  return NVHCQ_SUCCESS;
+}
+
+static bool nvhcq_is_function_attr(uint8_t attr) {
+  return attr == NVHCQ_EIATTR_REGCOUNT || attr == NVHCQ_EIATTR_FRAME_SIZE ||
+         attr == NVHCQ_EIATTR_MIN_STACK_SIZE || attr == NVHCQ_EIATTR_MAX_STACK_SIZE;
+}
+
+static void nvhcq_read_dims(const nvhcq_eiattr *a, uint32_t dims[3]) {
+  for (uint32_t i = 0; i < 3; i++) dims[i] = nvhcq_eiattr_u32(a, i);
+}
+
+/* KPARAM_INFO: u32 index, u32 ordinal | offset << 16, u32 flags: log_align bits 0..7, space
+ * 8..11, cbank 12..16, size 18..31. */
+static void nvhcq_read_param(const nvhcq_eiattr *a, nvhcq_cubin_kernel *k) {
+  uint32_t where = nvhcq_eiattr_u32(a, 1), flags = nvhcq_eiattr_u32(a, 2);
+  k->params[k->param_count++] =
+      (nvhcq_cubin_param){where & 0xffff, where >> 16, flags >> 18, flags & 0xff};
+}
+
+static nvhcq_status nvhcq_elf_kernel_attr(const nvhcq_elf_section *s, const nvhcq_eiattr *a,
+                                          nvhcq_cubin_kernel *k, bool *have_cbank) {
+  bool dims = a->attr == NVHCQ_EIATTR_MAX_THREADS || a->attr == NVHCQ_EIATTR_REQNTID;
+  if (a->attr == NVHCQ_EIATTR_PARAM_CBANK || a->attr == NVHCQ_EIATTR_KPARAM_INFO || dims)
+    NVHCQ_TRY(nvhcq_eiattr_need(s, a, a->attr == NVHCQ_EIATTR_PARAM_CBANK ? 8 : 12));
+  switch (a->attr) {
+  case NVHCQ_EIATTR_PARAM_CBANK: /* u32 symbol of .nv.constant0.<k>, u16 offset, u16 size */
+    k->param_offset = nvhcq_eiattr_u32(a, 1) & 0xffff;
+    k->param_size = nvhcq_eiattr_u32(a, 1) >> 16;
+    *have_cbank = true;
+    break;
+  case NVHCQ_EIATTR_KPARAM_INFO:
+    nvhcq_read_param(a, k);
+    break;
+  case NVHCQ_EIATTR_MAX_THREADS:
+    nvhcq_read_dims(a, k->max_threads);
+    break;
+  case NVHCQ_EIATTR_REQNTID:
+    nvhcq_read_dims(a, k->reqntid);
+    break;
+  case NVHCQ_EIATTR_CBANK_PARAM_SIZE:
+    k->cbank_param_size = nvhcq_eiattr_scalar(a);
+    break;
+  case NVHCQ_EIATTR_MAXREG_COUNT:
+    k->max_registers = nvhcq_eiattr_scalar(a);
+    break;
+  case NVHCQ_EIATTR_NUM_BARRIERS:
+    k->barriers = nvhcq_eiattr_scalar(a);
+    break;
+  }
+  return NVHCQ_SUCCESS;
+}
+
+static int nvhcq_param_cmp(const void *a, const void *b) {
+  uint32_t x = ((const nvhcq_cubin_param *)a)->ordinal, y = ((const nvhcq_cubin_param *)b)->ordinal;
+  return (x > y) - (x < y);
+}
+
+/* Launch-time argument checks rely on these, so a cubin that breaks them is refused here. */
+static nvhcq_status nvhcq_elf_kernel_check_params(nvhcq_cubin_kernel *k) {
+  if (k->param_count > 1) qsort(k->params, k->param_count, sizeof *k->params, nvhcq_param_cmp);
+  for (uint32_t i = 0; i < k->param_count; i++) {
+    const nvhcq_cubin_param *p = &k->params[i];
+    if (i && p->ordinal == k->params[i - 1].ordinal)
+      return NVHCQ_BAD("kernel %s: parameter %u is described twice", k->name, p->ordinal);
+    if ((uint64_t)p->offset + p->size > k->param_size)
+      return NVHCQ_BAD("kernel %s: parameter %u (%u bytes at 0x%x) lies outside its %u-byte "
+                       "parameter block",
+                       k->name, p->ordinal, p->size, p->offset, k->param_size);
+  }
+  if (k->param_size && (uint64_t)k->param_offset + k->param_size > k->cbank0_size)
+    return NVHCQ_BAD("kernel %s: parameters at 0x%x..0x%x overflow constant bank 0 (0x%x bytes)",
+                     k->name, k->param_offset, k->param_offset + k->param_size, k->cbank0_size);
+  return NVHCQ_SUCCESS;
+}
+
+/* The attributes of .nv.info.<kernel>: parameters, launch bounds, barriers. */
+static nvhcq_status nvhcq_elf_kernel_info(const nvhcq_elf *e, nvhcq_cubin *c, uint32_t index) {
+  nvhcq_cubin_kernel *k = &c->kernels[index];
+  const nvhcq_elf_section *s = e->kernel_info[index];
+  bool have_cbank = false;
+  if (s) {
+    NVHCQ_TRY(nvhcq_need_data(s));
+    k->params = calloc(s->size / 16 + 1, sizeof *k->params); /* a KPARAM record is 16 bytes */
+    if (!k->params) return NVHCQ_OOM();
+    for (uint64_t pos = 0; pos < s->size;) {
+      nvhcq_eiattr a = {0};
+      NVHCQ_TRY(nvhcq_eiattr_next(e, s, &pos, &a));
+      if (nvhcq_is_function_attr(a.attr))
+        NVHCQ_TRY(nvhcq_function_attr(e, c, s, &a));
+      else
+        NVHCQ_TRY(nvhcq_elf_kernel_attr(s, &a, k, &have_cbank));
+    }
+  }
+  if (!have_cbank) k->param_offset = k->cbank0_size; /* no parameters: they would start there */
+  return nvhcq_elf_kernel_check_params(k);
+}
+
+/* Code placement, plus what older cubins kept in the .text header. */
+static nvhcq_status nvhcq_elf_kernel_code(const nvhcq_elf *e, nvhcq_cubin *c, uint32_t index) {
+  const nvhcq_elf_symbol *sym = &e->symbols[e->kernel_symbols[index]];
+  const nvhcq_elf_section *text = &e->sections[sym->shndx];
+  nvhcq_cubin_kernel *k = &c->kernels[index];
+  if (text->place == NVHCQ_NOT_PLACED || !text->has_data)
+    return NVHCQ_BAD("kernel %s: %s has no code to load", k->name, text->name);
+  if (sym->value >= text->size)
+    return NVHCQ_BAD("kernel %s starts at 0x%llx, past the end of %s (0x%llx bytes)", k->name,
+                     (nvhcq_ull)sym->value, text->name, (nvhcq_ull)text->size);
+  k->code_offset = text->place + sym->value;
+  k->code_size = text->size - sym->value;
+  k->registers = text->info >> 24;          /* before CUDA 13, and still for sm_8x */
+  k->barriers = (text->flags >> 20) & 0x1f; /* before CUDA 13 */
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status nvhcq_elf_kernel_cbank(const nvhcq_elf_section *s, uint32_t bank,
+                                           nvhcq_cubin_kernel *k) {
+  for (uint32_t j = 0; j < k->cbank_count; j++)
+    if (k->cbanks[j].bank == bank) return NVHCQ_BAD("%s appears twice", s->name);
+  NVHCQ_TRY(nvhcq_cbank_make(s, bank, &k->cbanks[k->cbank_count++]));
+  if (bank == 0) k->cbank0_size = (uint32_t)s->size;
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status nvhcq_elf_kernel_remember(const nvhcq_elf_section *s,
+                                              const nvhcq_elf_section **slot) {
+  if (*slot) return NVHCQ_BAD("%s appears twice", s->name);
+  *slot = s;
+  return NVHCQ_SUCCESS;
+}
+
+/* Files section s under the kernel its name ends with (.nv.info.<k>, .nv.shared.<k>,
+ * .nv.constant<N>.<k>); other sections are left alone. */
+static nvhcq_status nvhcq_elf_kernel_section(const nvhcq_elf *e, nvhcq_cubin *c,
+                                             const nvhcq_elf_section *s) {
+  nvhcq_cubin_kernel *k;
+  uint32_t bank;
+  const char *owner;
+  if (!strncmp(s->name, ".nv.info.", 9) && (k = nvhcq_elf_kernel_named(e, c, s->name + 9)))
+    return nvhcq_elf_kernel_remember(s, &e->kernel_info[k - c->kernels]);
+  if (!strncmp(s->name, ".nv.shared.", 11) && (k = nvhcq_elf_kernel_named(e, c, s->name + 11))) {
+    if (s->size > UINT32_MAX)
+      return NVHCQ_BAD("%s: 0x%llx bytes of shared memory", s->name, (nvhcq_ull)s->size);
+    k->shared_size = (uint32_t)s->size;
+    return nvhcq_elf_kernel_remember(s, &e->kernel_shared[k - c->kernels]);
+  }
+  if (nvhcq_cbank_name(s->name, &bank, &owner) && owner &&
+      (k = nvhcq_elf_kernel_named(e, c, owner)))
+    return nvhcq_elf_kernel_cbank(s, bank, k);
+  return NVHCQ_SUCCESS;
+}
+
+/* EIATTRs in .nv.info that name kernels by symbol (registers, frame and stack sizes). */
+static nvhcq_status nvhcq_cubin_read_module_info(const nvhcq_elf *e, nvhcq_cubin *c) {
+  const nvhcq_elf_section *s = nvhcq_elf_find(e, ".nv.info", "");
+  if (!s) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(nvhcq_need_data(s));
+  for (uint64_t pos = 0; pos < s->size;) {
+    nvhcq_eiattr a = {0};
+    NVHCQ_TRY(nvhcq_eiattr_next(e, s, &pos, &a));
+    if (nvhcq_is_function_attr(a.attr)) NVHCQ_TRY(nvhcq_function_attr(e, c, s, &a));
+  }
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status nvhcq_cubin_alloc_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
+  uint32_t n = e->symbol_count + 1;
+  e->kernel_symbols = calloc(n, sizeof *e->kernel_symbols);
+  e->symbol_kernel = malloc(n * sizeof *e->symbol_kernel);
+  e->kernel_names = calloc(n, sizeof *e->kernel_names);
+  e->kernel_info = calloc(n, sizeof *e->kernel_info);
+  e->kernel_shared = calloc(n, sizeof *e->kernel_shared);
+  c->kernels = calloc(n, sizeof *c->kernels);
+  if (!e->kernel_symbols || !e->symbol_kernel || !e->kernel_names || !e->kernel_info ||
+      !e->kernel_shared || !c->kernels)
+    return NVHCQ_OOM();
+  for (uint32_t i = 0; i < n; i++) e->symbol_kernel[i] = -1;
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status nvhcq_cubin_find_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
+  bool by_entry_flag = false; /* cubins without STO_CUDA_ENTRY: every GLOBAL FUNC owning .text */
+  for (uint32_t i = 0; i < e->symbol_count && !by_entry_flag; i++)
+    by_entry_flag = nvhcq_is_kernel(e, &e->symbols[i], true);
+  for (uint32_t i = 0; i < e->symbol_count; i++) {
+    if (!nvhcq_is_kernel(e, &e->symbols[i], by_entry_flag)) continue;
+    e->symbol_kernel[i] = (int32_t)c->kernel_count;
+    e->kernel_names[c->kernel_count] = (nvhcq_elf_kernel_name){e->symbols[i].name, c->kernel_count};
+    c->kernels[c->kernel_count].name = e->symbols[i].name;
+    e->kernel_symbols[c->kernel_count++] = i;
+  }
+  qsort(e->kernel_names, c->kernel_count, sizeof *e->kernel_names, nvhcq_elf_kernel_name_cmp);
+  for (uint32_t i = 1; i < c->kernel_count; i++)
+    if (!strcmp(e->kernel_names[i - 1].name, e->kernel_names[i].name))
+      return NVHCQ_BAD("kernel %s is defined twice", e->kernel_names[i].name);
+  return NVHCQ_SUCCESS;
+}
+
+/* Order matters: the .text fallbacks first, then .nv.info, then .nv.info.<kernel> (which needs
+ * bank 0's size from the section pass). */
+static nvhcq_status nvhcq_cubin_read_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
+  NVHCQ_TRY(nvhcq_cubin_alloc_kernels(e, c));
+  NVHCQ_TRY(nvhcq_cubin_find_kernels(e, c));
+  for (uint32_t i = 0; i < c->kernel_count; i++) NVHCQ_TRY(nvhcq_elf_kernel_code(e, c, i));
+  for (uint32_t i = 0; i < e->section_count; i++)
+    NVHCQ_TRY(nvhcq_elf_kernel_section(e, c, &e->sections[i]));
+  NVHCQ_TRY(nvhcq_cubin_read_module_info(e, c));
+  for (uint32_t i = 0; i < c->kernel_count; i++) NVHCQ_TRY(nvhcq_elf_kernel_info(e, c, i));
+  return NVHCQ_SUCCESS;
+}
+
+/* ---- module-scope variables -------------------------------------------------------------- */
+
+static nvhcq_status nvhcq_global_make(const nvhcq_elf_section *home, const nvhcq_elf_symbol *sym,
+                                      nvhcq_cubin_global *g) {
+  uint32_t bank = 0;
+  const char *owner;
+  if (sym->value > home->size || sym->size > home->size - sym->value)
+    return NVHCQ_BAD("%s (0x%llx bytes at 0x%llx) runs past the end of %s (0x%llx bytes)",
+                     sym->name, (nvhcq_ull)sym->size, (nvhcq_ull)sym->value, home->name,
+                     (nvhcq_ull)home->size);
+  bool constant = nvhcq_cbank_name(home->name, &bank, &owner);
+  *g = (nvhcq_cubin_global){sym->name,
+                            home->name,
+                            constant ? NVHCQ_CUBIN_GLOBAL_CONSTANT : NVHCQ_CUBIN_GLOBAL_DEVICE,
+                            constant ? bank : 0,
+                            home->place + sym->value,
+                            sym->size};
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status nvhcq_cubin_read_globals(const nvhcq_elf *e, nvhcq_cubin *c) {
+  c->globals = calloc(e->symbol_count + 1, sizeof *c->globals);
+  if (!c->globals) return NVHCQ_OOM();
+  for (uint32_t i = 0; i < e->symbol_count; i++) {
+    const nvhcq_elf_symbol *sym = &e->symbols[i];
+    const nvhcq_elf_section *home = nvhcq_symbol_section(e, sym);
+    if ((sym->info & 0xf) != NVHCQ_STT_OBJECT || !home || home->place == NVHCQ_NOT_PLACED)
+      continue; /* undefined, or in shared memory */
+    NVHCQ_TRY(nvhcq_global_make(home, sym, &c->globals[c->global_count++]));
+  }
+  return NVHCQ_SUCCESS;
+}
+
+/* ---- public ------------------------------------------------------------------------------ */
+
+static nvhcq_status nvhcq_cubin_build(nvhcq_elf *e, nvhcq_cubin *c) {
+  NVHCQ_TRY(nvhcq_elf_read_header(e));
+  NVHCQ_TRY(nvhcq_elf_read_sections(e));
+  NVHCQ_TRY(nvhcq_elf_read_symbols(e));
+  NVHCQ_TRY(nvhcq_cubin_read_arch(e, c));
+  NVHCQ_TRY(nvhcq_cubin_layout(e, c));
+  NVHCQ_TRY(nvhcq_cubin_read_relocs(e, c));
+  NVHCQ_TRY(nvhcq_cubin_read_cbanks(e, c));
+  NVHCQ_TRY(nvhcq_cubin_read_kernels(e, c));
+  return nvhcq_cubin_read_globals(e, c);
+}
+
+nvhcq_status nvhcq_cubin_parse(const void *data, size_t size, nvhcq_cubin **out) {
+  if (!out || (!data && size))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_parse: %s is NULL",
+                      out ? "data" : "out");
+  *out = NULL;
+  nvhcq_cubin *c = calloc(1, sizeof *c);
+  if (!c || !(c->file = malloc(size ? size : 1))) {
+    free(c);
+    return NVHCQ_OOM();
+  }
+  if (size) memcpy(c->file, data, size);
+  nvhcq_elf e = {.data = c->file, .size = size};
+  nvhcq_status status = nvhcq_cubin_build(&e, c);
+  free(e.sections);
+  free(e.symbols);
+  free(e.kernel_symbols);
+  free(e.symbol_kernel);
+  free(e.kernel_names);
+  free(e.kernel_info);
+  free(e.kernel_shared);
+  if (status != NVHCQ_SUCCESS) {
+    nvhcq_cubin_free(c);
+    return status;
+  }
+  *out = c;
+  return NVHCQ_SUCCESS;
+}
+
+void nvhcq_cubin_free(nvhcq_cubin *c) {
+  if (!c) return;
+  for (uint32_t i = 0; c->kernels && i < c->kernel_count; i++) free(c->kernels[i].params);
+  free(c->kernels);
+  free(c->globals);
+  free(c->cbanks);
+  free(c->relocs);
+  free(c->sections);
+  free(c->image);
+  free(c->file);
+  free(c);
+}
+
+/* "a, b, c" of the cubin's kernels, cut to fit `out`. */
+static void nvhcq_kernel_names(const nvhcq_cubin *c, char *out, size_t size) {
+  size_t used = 0;
+  out[0] = '\0';
+  for (uint32_t i = 0; i < c->kernel_count && used < size; i++) {
+    int n = snprintf(out + used, size - used, "%s%s", i ? ", " : "", c->kernels[i].name);
+    if (n < 0) break;
+    used += (size_t)n;
+  }
+}
+
+const nvhcq_cubin_kernel *nvhcq_cubin_find_kernel(const nvhcq_cubin *c, const char *name) {
+  if (!c || !name) {
+    nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_find_kernel: NULL argument");
+    return NULL;
+  }
+  for (uint32_t i = 0; i < c->kernel_count; i++)
+    if (!strcmp(c->kernels[i].name, name)) return &c->kernels[i];
+  char names[512];
+  nvhcq_kernel_names(c, names, sizeof names);
+  nvhcq_fail(NVHCQ_ERROR_NOT_FOUND,
+             "no kernel named %s in the cubin (it has: %s; C++ kernels have mangled names unless "
+             "declared extern \"C\")",
+             name, c->kernel_count ? names : "no kernels");
+  return NULL;
+}
+
+const nvhcq_cubin_global *nvhcq_cubin_find_global(const nvhcq_cubin *c, const char *name) {
+  if (!c || !name) {
+    nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_find_global: NULL argument");
+    return NULL;
+  }
+  for (uint32_t i = 0; i < c->global_count; i++)
+    if (!strcmp(c->globals[i].name, name)) return &c->globals[i];
+  nvhcq_fail(NVHCQ_ERROR_NOT_FOUND,
+             "no __device__ or __constant__ variable named %s in the cubin (C++ names are "
+             "mangled unless declared extern \"C\")",
+             name);
+  return NULL;
+}
+
+nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t *image, uint64_t gpu_base) {
+  if (!c || !image)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_relocate: NULL argument");
+  for (uint32_t i = 0; i < c->reloc_count; i++) {
+    const nvhcq_cubin_reloc *r = &c->relocs[i];
+    uint64_t v = gpu_base + r->symbol_offset + (uint64_t)r->addend, at, bytes;
+    if (!nvhcq_reloc_field(r->type, &at, &bytes))
+      return nvhcq_fail(NVHCQ_ERROR_INVALID_IMAGE, "relocation %u has unsupported type 0x%x", i,
+                        r->type);
+    if (r->type == NVHCQ_R_CUDA_ABS32_HI_32) v >>= 32;
+    if (bytes == 8)
+      nvhcq_wr64(image + r->offset + at, v);
+    else
+      nvhcq_wr32(image + r->offset + at, (uint32_t)v);
+  }
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_cubin_check_arch(const nvhcq_cubin *c, unsigned gpu_sm) {
+  if (!c) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_check_arch: cubin is NULL");
+  bool ok =
+      c->arch_specific ? c->sm == gpu_sm : c->sm / 10 == gpu_sm / 10 && c->sm % 10 <= gpu_sm % 10;
+  if (ok) return NVHCQ_SUCCESS;
+  return nvhcq_fail(NVHCQ_ERROR_INVALID_IMAGE,
+                    "cubin is for sm_%u%s, this GPU needs sm_%u code; rebuild with -arch=sm_%u",
+                    c->sm, c->arch_specific ? "a" : "", gpu_sm, gpu_sm);
+}

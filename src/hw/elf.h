@@ -1,0 +1,152 @@
+/* Cubin (CUDA ELF) parsing: turns the ELF file nvcc/ptxas writes into what a launch needs — one
+ * loadable image, its relocations, and per-kernel resources — without libcuda.
+ *
+ * Layout of the image: every SHF_ALLOC section with file bytes (.text.<k>, .nv.constant<N>[.<k>],
+ * .nv.global.init, ...) is copied in section-table order, each at an offset aligned to
+ * max(sh_addralign, 128). The NOBITS sections that need device memory (.nv.global) follow, past
+ * image_size: upload `image` (image_size bytes) into a buffer of memory_size bytes whose tail is
+ * zeroed. .nv.shared.* and .nv.local.* take no device memory of the image (the launch sizes them).
+ * Every offset below is relative to the image start; the GPU address is gpu_base + offset, with
+ * gpu_base aligned to at least 128 bytes (constant banks need 64, code 128).
+ *
+ * Everything a nvhcq_cubin holds (names included) is owned by it: the input buffer may be freed
+ * once nvhcq_cubin_parse returns. The structures are read-only for users. */
+#ifndef NVHCQ_ELF_H
+#define NVHCQ_ELF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+/* Constant banks c[0]..c[17]; 0 is the per-kernel parameter bank the runtime fills. */
+#define NVHCQ_CUBIN_MAX_BANKS 18
+
+/* Relocation types (R_CUDA_*) nvhcq applies; r_type numbers as nvdisasm/nvlink name them. */
+enum {
+  NVHCQ_R_CUDA_32 = 1,             /* 32-bit address at +0 */
+  NVHCQ_R_CUDA_64 = 2,             /* 64-bit address at +0 */
+  NVHCQ_R_CUDA_G32 = 3,            /* 32-bit global address at +0 */
+  NVHCQ_R_CUDA_G64 = 4,            /* 64-bit global address at +0 (pointer initialisers) */
+  NVHCQ_R_CUDA_ABS32_LO_32 = 0x38, /* low 32 bits into instruction bytes +4..+8 */
+  NVHCQ_R_CUDA_ABS32_HI_32 = 0x39, /* high 32 bits into instruction bytes +4..+8 */
+};
+
+typedef struct nvhcq_cubin_cbank {
+  uint32_t bank;   /* N of .nv.constant<N> */
+  uint64_t offset; /* in the image */
+  uint64_t size;   /* bytes; bind this size at gpu_base + offset */
+} nvhcq_cubin_cbank;
+
+/* One kernel parameter (EIATTR_KPARAM_INFO). */
+typedef struct nvhcq_cubin_param {
+  uint32_t ordinal;   /* position in the C parameter list */
+  uint32_t offset;    /* bytes from the kernel's param_offset */
+  uint32_t size;      /* bytes */
+  uint32_t log_align; /* the pointee's log2 alignment, as ptxas records it (usually 0) */
+} nvhcq_cubin_param;
+
+typedef struct nvhcq_cubin_kernel {
+  const char *name;
+  uint64_t code_offset;   /* entry point in the image */
+  uint64_t code_size;     /* the .text section from the entry on, device functions included */
+  uint32_t registers;     /* per thread: EIATTR_REGCOUNT, else .text sh_info >> 24 (older cubins) */
+  uint32_t max_registers; /* EIATTR_MAXREG_COUNT (__maxnreg__/launch bounds), 0 when absent */
+  uint32_t param_offset;  /* first parameter's byte offset in constant bank 0 (EIATTR_PARAM_CBANK;
+                             without it, when a kernel has no parameters, bank 0's size) */
+  uint32_t param_size;    /* bytes of parameters (EIATTR_PARAM_CBANK) */
+  uint32_t cbank_param_size; /* EIATTR_CBANK_PARAM_SIZE (same as param_size in practice) */
+  uint32_t param_count;
+  nvhcq_cubin_param *params; /* sorted by ordinal */
+  uint32_t shared_size;      /* static shared memory: .nv.shared.<name> sh_size. Since CUDA 13 on
+                                sm_90+ it includes a 1 KiB reserved window at its start; dynamic
+                                shared memory begins at this offset */
+  uint32_t frame_size;       /* EIATTR_FRAME_SIZE of the kernel itself */
+  uint32_t min_stack_size;   /* per-thread local memory the kernel needs (EIATTR_MIN_STACK_SIZE);
+                                0 with recursion, where the runtime must choose a stack size */
+  uint32_t max_stack_size;   /* EIATTR_MAX_STACK_SIZE, 0 when absent */
+  uint32_t max_threads[3];   /* EIATTR_MAX_THREADS (__launch_bounds__), zeros when absent */
+  uint32_t reqntid[3];       /* EIATTR_REQNTID (required block size), zeros when absent */
+  uint32_t barriers;         /* EIATTR_NUM_BARRIERS, else .text sh_flags bits 20..24 */
+  uint32_t cbank0_size;      /* size of this kernel's .nv.constant0 (driver words + parameters) */
+  uint32_t cbank_count;
+  nvhcq_cubin_cbank cbanks[NVHCQ_CUBIN_MAX_BANKS]; /* .nv.constant<N>.<name>, bank 0 included */
+} nvhcq_cubin_kernel;
+
+typedef enum nvhcq_cubin_global_kind {
+  NVHCQ_CUBIN_GLOBAL_DEVICE = 0, /* __device__: .nv.global (zero-filled) or .nv.global.init */
+  NVHCQ_CUBIN_GLOBAL_CONSTANT,   /* __constant__: .nv.constant<bank> (3 for user constants) */
+} nvhcq_cubin_global_kind;
+
+/* A module-scope variable (STT_OBJECT symbol in a section with device memory). */
+typedef struct nvhcq_cubin_global {
+  const char *name;
+  const char *section; /* ".nv.constant3", ".nv.global", ".nv.global.init", ... */
+  nvhcq_cubin_global_kind kind;
+  uint32_t bank;   /* constant bank for NVHCQ_CUBIN_GLOBAL_CONSTANT, else 0 */
+  uint64_t offset; /* in the image (>= image_size for zero-filled sections) */
+  uint64_t size;
+} nvhcq_cubin_global;
+
+/* A section given device memory by the layout. */
+typedef struct nvhcq_cubin_section {
+  const char *name;
+  uint64_t offset;
+  uint64_t size;
+  bool zero_fill; /* NOBITS: lies past image_size, must be zeroed on the device */
+} nvhcq_cubin_section;
+
+/* One relocation to apply after upload: write (gpu_base + symbol_offset + addend) at `offset`. */
+typedef struct nvhcq_cubin_reloc {
+  uint64_t offset;        /* image offset of the patched word (instruction start for ABS32_*) */
+  uint64_t symbol_offset; /* image offset of the symbol */
+  int64_t addend;         /* RELA addend, or the REL section's implicit addend */
+  uint32_t type;          /* NVHCQ_R_CUDA_* */
+} nvhcq_cubin_reloc;
+
+typedef struct nvhcq_cubin {
+  unsigned sm;        /* target SM from e_flags, e.g. 90 */
+  bool arch_specific; /* an "a" target (sm_90a): runs only on exactly that SM */
+  uint8_t *image;     /* image_size bytes, relocations not applied */
+  uint64_t image_size;
+  uint64_t memory_size; /* device bytes to allocate, >= image_size; the tail is zero-filled */
+  uint32_t kernel_count;
+  nvhcq_cubin_kernel *kernels;
+  uint32_t global_count;
+  nvhcq_cubin_global *globals;
+  uint32_t cbank_count;
+  nvhcq_cubin_cbank *cbanks; /* module-wide banks (.nv.constant<N> without a kernel name): bind
+                                for every launch, e.g. 3 (__constant__) and 4 (global addresses) */
+  uint32_t reloc_count;
+  nvhcq_cubin_reloc *relocs;
+  uint32_t section_count;
+  nvhcq_cubin_section *sections;
+  uint8_t *file; /* private copy of the input; every name points into it */
+} nvhcq_cubin;
+
+/* Parses a cubin. Every offset and size is checked against the buffer: a truncated or malformed
+ * file is NVHCQ_ERROR_INVALID_IMAGE with a message that names the part at fault. */
+NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_parse(const void *data, size_t size, nvhcq_cubin **out);
+void nvhcq_cubin_free(nvhcq_cubin *c); /* NULL is fine */
+
+/* NULL when absent; then nvhcq_last_error() names the kernels the cubin does have. */
+const nvhcq_cubin_kernel *nvhcq_cubin_find_kernel(const nvhcq_cubin *c, const char *name);
+const nvhcq_cubin_global *nvhcq_cubin_find_global(const nvhcq_cubin *c, const char *name);
+
+/* Applies every relocation to `image` (a copy of c->image, image_size bytes) for an image that
+ * will live at GPU address gpu_base. Idempotent: each write uses only gpu_base and the cubin. */
+NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t *image,
+                                                   uint64_t gpu_base);
+
+/* Refuses a cubin the GPU cannot run. gpu_sm is major*10+minor (90) or the RM encoding (0x900).
+ * CUDA's rule: same major and cubin minor <= GPU minor (sm_80 code runs on sm_86/sm_89); an
+ * arch-specific cubin (sm_90a) runs only on exactly its SM. */
+NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_check_arch(const nvhcq_cubin *c, unsigned gpu_sm);
+
+/* RM's SM version (major in bits 15:8, minor in 7:0: 0x809) as the number in its name (89). */
+static inline unsigned nvhcq_sm_number(uint32_t rm_sm_version) {
+  return (rm_sm_version >> 8) * 10 + (rm_sm_version & 0xff);
+}
+
+#endif
