@@ -35,6 +35,7 @@ static void read_debug_knobs(nvhcq_compute_state *cs) {
 void nvhcq_compute_init(nvhcq_device *dev) {
   nvhcq_compute_state *cs = &dev->compute_state;
   cs->qmd_version = nvhcq_qmd_version_for_class(dev->classes.compute);
+  nvhcq_qmd_launch_layout_for(cs->qmd_version, &cs->launch_layout); /* none: modules refuse */
   nvhcq_sm_limits_for(dev->info.sm_version, dev->info.warps_per_sm, &cs->sm_limits);
   cs->max_shared = cs->sm_limits.block_shared;
   read_debug_knobs(cs);

@@ -7,6 +7,7 @@
 
 #include "hw/occupancy.h"
 #include "hw/push.h"
+#include "hw/qmd.h"
 #include "util/error.h"
 
 /* NVHCQ_DEBUG_FENCE values (read_debug_knobs in compute.c says what each does). */
@@ -18,8 +19,9 @@ enum {
 };
 
 typedef struct nvhcq_compute_state {
-  int qmd_version;              /* nvhcq_qmd_version for the compute class, 0 if unknown */
-  uint32_t max_shared;          /* bytes of shared memory one block may use */
+  int qmd_version;                       /* nvhcq_qmd_version for the compute class, 0 if unknown */
+  nvhcq_qmd_launch_layout launch_layout; /* where each launch writes its own fields */
+  uint32_t max_shared;                   /* bytes of shared memory one block may use */
   nvhcq_sm_limits sm_limits;    /* per-SM occupancy limits and shared-memory configurations */
   int debug_fence;              /* NVHCQ_DEBUG_FENCE_*: weaker or older ordering, for tests */
   int debug_one_block_carveout; /* NVHCQ_DEBUG_CARVEOUT=one-block */

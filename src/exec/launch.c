@@ -64,25 +64,21 @@ static void carveout_for(const nvhcq_compute_state *cs, const nvhcq_kernel *k, n
   cfg[0] = c.min_bytes, cfg[1] = c.target_bytes, cfg[2] = c.max_bytes;
 }
 
-/* Builds a launch's QMD from the kernel's template: the checks before made every value fit. */
-static nvhcq_status fill_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel *k, uint32_t *qmd,
-                             nvhcq_dim3 g, nvhcq_dim3 b, uint32_t shared, uint64_t cbank0) {
+/* Builds a launch's QMD: the kernel's template, then the fields that change per launch, written
+ * without checks (record_launch checked them against the kernel and the GPU). */
+static void fill_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel *k, uint32_t *qmd,
+                     nvhcq_dim3 g, nvhcq_dim3 b, uint32_t shared, uint64_t cbank0) {
   nvhcq_qmd_version v = cs->qmd_version;
   memcpy(qmd, k->qmd, nvhcq_qmd_size(v));
-  uint32_t cfg[3];
-  carveout_for(cs, k, b, shared, cfg);
-#define SET(f, val) NVHCQ_TRY(nvhcq_qmd_set(v, qmd, NVHCQ_QMD_##f, (val)))
-  SET(GRID_WIDTH, g.x);
-  SET(GRID_HEIGHT, g.y);
-  SET(GRID_DEPTH, g.z);
-  SET(CTA_THREAD_DIMENSION0, b.x);
-  SET(CTA_THREAD_DIMENSION1, b.y);
-  SET(CTA_THREAD_DIMENSION2, b.z);
-#undef SET
-  NVHCQ_TRY(nvhcq_qmd_set_shared_memory(v, qmd, shared, cfg[0], cfg[1], cfg[2]));
-  NVHCQ_TRY(nvhcq_qmd_set_local_memory(v, qmd, 0, cs->local_per_thread));
+  nvhcq_qmd_launch l = {.grid = {g.x, g.y, g.z},
+                        .block = {b.x, b.y, b.z},
+                        .shared_bytes = shared,
+                        .local_high_bytes = cs->local_per_thread,
+                        .cbank0_address = cbank0,
+                        .cbank0_bytes = k->cbank0_bytes};
+  carveout_for(cs, k, b, shared, l.config_bytes);
+  nvhcq_qmd_write_launch(&cs->launch_layout, qmd, &l);
   if (cs->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_NONE);
-  return nvhcq_qmd_set_constant_buffer(v, qmd, 0, cbank0, k->cbank0_bytes);
 }
 
 /* The fence a chained grid ends with. Every QMD is built ending with the system-scope membar
@@ -198,7 +194,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
   /* Built in the spare shadow, so the previous launch's stays intact until this one is whole. */
   uint32_t *qmd = q->qmd_shadows[q->last_qmd_shadow == q->qmd_shadows[0]];
   uint32_t shared = nvhcq_kernel_shared_total(k, dynamic_shared);
-  NVHCQ_TRY(fill_qmd(cs, k, qmd, grid, block, shared, gpu));
+  fill_qmd(cs, k, qmd, grid, block, shared, gpu);
   memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
   push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd);
   q->last_qmd_shadow = qmd;

@@ -327,3 +327,49 @@ void nvhcq_qmd_copy_chain_words(nvhcq_qmd_version v, uint32_t *dst, const uint32
     for (unsigned w = b->lo / 32; w <= b->hi / 32u; w++) dst[w] = src[w];
   }
 }
+
+int nvhcq_qmd_launch_layout_for(nvhcq_qmd_version v, nvhcq_qmd_launch_layout *out) {
+  const nvhcq_qmd_layout *l = layout_of(v);
+  if (!l) return 0;
+  static const nvhcq_qmd_field grid[3] = {NVHCQ_QMD_GRID_WIDTH, NVHCQ_QMD_GRID_HEIGHT,
+                                          NVHCQ_QMD_GRID_DEPTH};
+  static const nvhcq_qmd_field config[3] = {NVHCQ_QMD_MIN_SM_CONFIG_SHARED_MEM_SIZE,
+                                            NVHCQ_QMD_TARGET_SM_CONFIG_SHARED_MEM_SIZE,
+                                            NVHCQ_QMD_MAX_SM_CONFIG_SHARED_MEM_SIZE};
+  for (int d = 0; d < 3; d++) {
+    out->grid[d] = *bits_of(v, grid[d]);
+    out->block[d] = *bits_of(v, NVHCQ_QMD_CTA_THREAD_DIMENSION0 + d);
+    out->config[d] = *bits_of(v, config[d]);
+  }
+  out->shared = *bits_of(v, l->shared_memory_size);
+  out->local_high = *bits_of(v, l->local_memory_high);
+  out->cbank_lower = *bits_of(v, l->cbuf_address_lower0);
+  out->cbank_upper = *bits_of(v, l->cbuf_address_upper0);
+  out->cbank_size = *bits_of(v, NVHCQ_QMD_CONSTANT_BUFFER_SIZE_SHIFTED4_0);
+  out->cbank_valid = *bits_of(v, NVHCQ_QMD_CONSTANT_BUFFER_VALID_0);
+  out->shared_shift = (uint8_t)l->shared_memory_shift;
+  out->local_shift = (uint8_t)l->local_memory_shift;
+  out->cbank_shift = (uint8_t)l->cbuf_address_shift;
+  return 1;
+}
+
+static void put(uint32_t *qmd, nvhcq_qmd_bits b, uint64_t value) {
+  nvhcq_qmd_write_bits(qmd, b.hi, b.lo, value);
+}
+
+void nvhcq_qmd_write_launch(const nvhcq_qmd_launch_layout *l, uint32_t *qmd,
+                            const nvhcq_qmd_launch *launch) {
+  for (int d = 0; d < 3; d++) {
+    put(qmd, l->grid[d], launch->grid[d]);
+    put(qmd, l->block[d], launch->block[d]);
+    put(qmd, l->config[d], launch->config_bytes[d] / 4096 + 1);
+  }
+  put(qmd, l->shared, round_up_pow2(launch->shared_bytes, l->shared_shift) >> l->shared_shift);
+  put(qmd, l->local_high,
+      round_up_pow2(launch->local_high_bytes, l->local_shift) >> l->local_shift);
+  uint64_t stored = launch->cbank0_address >> l->cbank_shift;
+  put(qmd, l->cbank_lower, stored & 0xffffffffu);
+  put(qmd, l->cbank_upper, stored >> 32);
+  put(qmd, l->cbank_size, round_up_pow2(launch->cbank0_bytes, 4) >> 4);
+  put(qmd, l->cbank_valid, 1);
+}

@@ -68,6 +68,31 @@ NVHCQ_MUST_CHECK nvhcq_status nvhcq_qmd_set_local_memory(nvhcq_qmd_version v, ui
 NVHCQ_MUST_CHECK nvhcq_status nvhcq_qmd_set_dependent(nvhcq_qmd_version v, uint32_t *qmd,
                                                       uint64_t next_qmd_addr);
 
+/* ---- the per-launch fields, written without checks ---------------------------------------- */
+
+/* Where one version keeps what changes from launch to launch, looked up once per device so a
+ * launch writes its fields directly (its values were checked against the kernel and the GPU). */
+typedef struct nvhcq_qmd_launch_layout {
+  nvhcq_qmd_bits grid[3], block[3], shared, config[3], local_high, cbank_lower, cbank_upper,
+      cbank_size, cbank_valid;
+  uint8_t shared_shift, local_shift, cbank_shift;
+} nvhcq_qmd_launch_layout;
+
+typedef struct nvhcq_qmd_launch {
+  uint32_t grid[3], block[3];
+  uint32_t shared_bytes;    /* per block, the reserve included */
+  uint32_t config_bytes[3]; /* min, target, max shared-memory configuration, multiples of 4 KiB */
+  uint32_t local_high_bytes;
+  uint64_t cbank0_address; /* aligned to the version's unit */
+  uint32_t cbank0_bytes;
+} nvhcq_qmd_launch;
+
+/* 0 for a version nvhcq has no layout for. */
+int nvhcq_qmd_launch_layout_for(nvhcq_qmd_version v, nvhcq_qmd_launch_layout *out);
+/* Writes one launch's fields; the same bits the checked setters above write for these values. */
+void nvhcq_qmd_write_launch(const nvhcq_qmd_launch_layout *l, uint32_t *qmd,
+                            const nvhcq_qmd_launch *launch);
+
 /* The fence a grid runs when it completes (CWD_MEMBAR_TYPE, and on V04/V05 whether the next
  * grid may start while it drains: CWD_MEMBAR_TASK_CHASING_ENABLE). */
 typedef enum nvhcq_qmd_fence {

@@ -479,6 +479,35 @@ static void test_prefetch_successor(void) {
   TEST_CHECK(ring[35] == q[35] && ring[42] == q[42] && ring[43] == q[43] && ring[58] == q[58]);
 }
 
+/* The unchecked per-launch writer sets exactly the bits the checked setters set. */
+static void test_launch_writer_matches_setters(void) {
+  for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
+    nvhcq_qmd_version v = versions[i];
+    nvhcq_qmd_launch_layout l;
+    TEST_CHECK(nvhcq_qmd_launch_layout_for(v, &l) == 1);
+    nvhcq_qmd_launch x = {.grid = {0x7fffffff, 65535, 3},
+                          .block = {1024, 1, 1},
+                          .shared_bytes = 101 * 1024 + 128,
+                          .config_bytes = {16u << 10, 132u << 10, 228u << 10},
+                          .local_high_bytes = 1600,
+                          .cbank0_address = 0x7f04b6010900ull,
+                          .cbank0_bytes = 0x300};
+    uint32_t a[QMD_DWORDS] = {0}, b[QMD_DWORDS] = {0};
+    nvhcq_qmd_write_launch(&l, a, &x);
+    for (int d = 0; d < 3; d++) {
+      TEST_CHECK(nvhcq_qmd_set(v, b, NVHCQ_QMD_GRID_WIDTH + d, x.grid[d]) == 0);
+      TEST_CHECK(nvhcq_qmd_set(v, b, NVHCQ_QMD_CTA_THREAD_DIMENSION0 + d, x.block[d]) == 0);
+    }
+    TEST_CHECK(nvhcq_qmd_set_shared_memory(v, b, x.shared_bytes, x.config_bytes[0],
+                                           x.config_bytes[1], x.config_bytes[2]) == 0);
+    TEST_CHECK(nvhcq_qmd_set_local_memory(v, b, 0, x.local_high_bytes) == 0);
+    TEST_CHECK(nvhcq_qmd_set_constant_buffer(v, b, 0, x.cbank0_address, x.cbank0_bytes) == 0);
+    TEST_CHECK_MSG(memcmp(a, b, sizeof a) == 0, "QMD V%02d", (int)v);
+  }
+  nvhcq_qmd_launch_layout l;
+  TEST_CHECK(nvhcq_qmd_launch_layout_for(NVHCQ_QMD_NONE, &l) == 0);
+}
+
 TEST_MAIN(TEST(test_version_for_class), TEST(test_size_per_version),
           TEST(test_every_field_sets_exactly_its_bits), TEST(test_round_trip_all_fields),
           TEST(test_fields_do_not_overlap), TEST(test_v04_ranges_from_header),
@@ -487,4 +516,4 @@ TEST_MAIN(TEST(test_version_for_class), TEST(test_size_per_version),
           TEST(test_field_names), TEST(test_bits_spanning_dwords), TEST(test_dims_are_byte_aligned),
           TEST(test_program_address), TEST(test_constant_buffer), TEST(test_release),
           TEST(test_shared_memory), TEST(test_local_memory), TEST(test_dependent), TEST(test_fence),
-          TEST(test_prefetch_successor))
+          TEST(test_prefetch_successor), TEST(test_launch_writer_matches_setters))
