@@ -161,15 +161,6 @@ static nvhcq_status check_launch(const nvhcq_queue *q, const nvhcq_kernel *k, nv
   return check_shared(dev, k, dynamic_shared);
 }
 
-/* Memory for a launch's bank 0 and QMD: the recorded queue's own, else the device's ring. */
-static nvhcq_status launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t **cpu, uint64_t *gpu) {
-  if (q->recorded) return nvhcq_queue_launch_memory(q, bytes, cpu, gpu);
-  uint64_t pos;
-  NVHCQ_TRY(nvhcq_compute_args_alloc(q->dev, bytes, &pos, cpu, gpu));
-  if (q->args_first == ~0ull) q->args_first = pos;
-  return NVHCQ_SUCCESS;
-}
-
 /* Records a launch; `cbank` and `qmd` receive where its bank 0 and QMD were written (for the
  * variables of recorded queues). */
 static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
@@ -183,7 +174,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
   uint32_t bytes = k->cbank0_bytes + NVHCQ_ALIGN_UP(qmd_size, 256u);
   uint8_t *cpu;
   uint64_t gpu;
-  NVHCQ_TRY(launch_memory(q, bytes, &cpu, &gpu));
+  NVHCQ_TRY(q->ops->launch_memory(q, bytes, &cpu, &gpu));
   /* Bank 0: driver words (block and grid sizes, windows), then the parameters. */
   uint32_t words[12];
   memcpy(words, cs->cbank0_prefix, sizeof words);
@@ -231,7 +222,7 @@ nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3
                                      nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
                                      size_t args_size, const nvhcq_launch_vars *vars) {
   NVHCQ_TRY(nvhcq_queue_check(q));
-  if (!q->recorded)
+  if (!nvhcq_queue_is_recorded(q))
     return nvhcq_fail(
         NVHCQ_ERROR_INVALID_ARGUMENT,
         "launches with variables need a recorded queue (nvhcq_queue_create_recorded)");

@@ -37,24 +37,16 @@ nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind, nvhcq_
   q->launch_pending = 1; /* earlier submissions' grids may still run */
   q->args_first = ~0ull;
   q->last_qmd_shadow = q->qmd_shadows[0];
+  q->ops = &nvhcq_eager_queue_ops;
   nvhcq_push_init(&q->push);
   *out = q;
-  return NVHCQ_SUCCESS;
-}
-
-/* A recorded queue's memory may still be read by a running replay, unless the device is broken:
- * it waits for the replays, then frees the recording. */
-static nvhcq_status drop_recording(nvhcq_queue *q) {
-  if (!q->recorded) return NVHCQ_SUCCESS;
-  if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
-  nvhcq_queue_free_recording(q);
   return NVHCQ_SUCCESS;
 }
 
 nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
   if (!q) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_queue_check(q));
-  NVHCQ_TRY(drop_recording(q));
+  NVHCQ_TRY(q->ops->drop(q));
   nvhcq_push_finish(&q->push);
   nvhcq_retire(q);
   return NVHCQ_SUCCESS;
@@ -62,7 +54,7 @@ nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
 
 nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
   NVHCQ_TRY(nvhcq_queue_check(q));
-  NVHCQ_TRY(drop_recording(q));
+  NVHCQ_TRY(q->ops->drop(q));
   nvhcq_push_reset(&q->push);
   nvhcq_queue_end_chain(q);
   q->launch_pending = 1;
@@ -110,10 +102,36 @@ nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
   NVHCQ_TRY(q->push.error);
   if (q->dev->broken) return nvhcq_device_synchronize(q->dev); /* says why */
   nvhcq_queue_name_last_kernel(q);
-  if (q->recorded) return nvhcq_queue_submit_recorded(q);
+  return q->ops->submit(q);
+}
+
+/* ---- the eager implementation ---- */
+
+static nvhcq_status eager_launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t **cpu,
+                                        uint64_t *gpu) {
+  uint64_t pos;
+  NVHCQ_TRY(nvhcq_compute_args_alloc(q->dev, bytes, &pos, cpu, gpu));
+  if (q->args_first == ~0ull) q->args_first = pos;
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status eager_submit(nvhcq_queue *q) {
   NVHCQ_TRY(nvhcq_queue_submit_args(q));
   /* The GPU may be running the last QMD now: a later launch must not chain onto it. */
   nvhcq_queue_end_chain(q);
   return nvhcq_channel_submit(nvhcq_device_channel(q->dev, q->kind == NVHCQ_QUEUE_COPY),
                               q->push.words, q->push.len);
 }
+
+/* The commands were copied into the channel at submit, the arguments live in the device's ring:
+ * nothing of the queue's own outlives a submission. */
+static nvhcq_status eager_drop(nvhcq_queue *q) {
+  (void)q;
+  return NVHCQ_SUCCESS;
+}
+
+const nvhcq_queue_ops nvhcq_eager_queue_ops = {
+    .launch_memory = eager_launch_memory,
+    .submit = eager_submit,
+    .drop = eager_drop,
+};

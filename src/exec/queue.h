@@ -25,7 +25,8 @@ struct nvhcq_queue {
 
   /* Recorded queues: arguments and QMDs in arena chunks of their own, commands uploaded at
    * finish, variables and the places they patch, and a counter of completed replays. */
-  int recorded, finished;
+  const struct nvhcq_queue_ops *ops; /* eager or recorded */
+  int finished;
   nvhcq_buffer **arena;
   uint32_t arena_count;
   uint64_t arena_used; /* bytes used in the last chunk */
@@ -83,11 +84,23 @@ nvhcq_status nvhcq_queue_add_var_launch(nvhcq_queue *q, const nvhcq_kernel *k, n
                                         nvhcq_dim3 block, const nvhcq_launch_vars *vars);
 /* The grid and block limits of kernel `k` (NVHCQ_ERROR_LAUNCH_CHECK and why). */
 nvhcq_status nvhcq_launch_check_dims(const nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block);
-/* Memory for one launch's bank 0 and QMD: the device ring, or a recorded queue's arena. */
-nvhcq_status nvhcq_queue_launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t **cpu,
-                                       uint64_t *gpu);
-void nvhcq_queue_free_recording(nvhcq_queue *q);
-nvhcq_status nvhcq_queue_submit_recorded(nvhcq_queue *q);
+/* What differs between the two kinds of queue. An eager queue's launches take their arguments
+ * and QMDs from the device's ring and its commands go to the channel as recorded; a recorded
+ * queue keeps arguments, QMDs and commands in memory of its own and replays them. */
+typedef struct nvhcq_queue_ops {
+  /* Memory for one launch's bank 0 and QMD. */
+  nvhcq_status (*launch_memory)(nvhcq_queue *q, uint32_t bytes, uint8_t **cpu, uint64_t *gpu);
+  nvhcq_status (*submit)(nvhcq_queue *q);
+  /* Before a reset or destroy: waits for what the GPU may still read, then frees it. */
+  nvhcq_status (*drop)(nvhcq_queue *q);
+} nvhcq_queue_ops;
+
+extern const nvhcq_queue_ops nvhcq_eager_queue_ops;    /* queue.c */
+extern const nvhcq_queue_ops nvhcq_recorded_queue_ops; /* record.c */
+
+static inline int nvhcq_queue_is_recorded(const nvhcq_queue *q) {
+  return q->ops == &nvhcq_recorded_queue_ops;
+}
 /* Replays submitted and not yet complete (a recovery discards them). */
 uint64_t nvhcq_queue_replays_pending(nvhcq_queue *q);
 

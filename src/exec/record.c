@@ -20,13 +20,12 @@ static nvhcq_status check_recording(const nvhcq_queue *q, const char *what) {
 nvhcq_status nvhcq_queue_create_recorded(nvhcq_device *dev, nvhcq_queue_kind kind,
                                          nvhcq_queue **out) {
   NVHCQ_TRY(nvhcq_queue_create(dev, kind, out));
-  (*out)->recorded = 1;
+  (*out)->ops = &nvhcq_recorded_queue_ops;
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_queue_launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t **cpu,
-                                       uint64_t *gpu) {
-  if (!q->recorded) return NVHCQ_ERROR_INVALID_ARGUMENT; /* the caller uses the device ring */
+static nvhcq_status recorded_launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t **cpu,
+                                           uint64_t *gpu) {
   if (!q->arena_count || q->arena_used + bytes > ARENA_CHUNK_BYTES) {
     nvhcq_buffer **grown = realloc(q->arena, (q->arena_count + 1) * sizeof *grown);
     if (!grown) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -44,7 +43,7 @@ nvhcq_status nvhcq_queue_launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t *
   return NVHCQ_SUCCESS;
 }
 
-void nvhcq_queue_free_recording(nvhcq_queue *q) {
+static void free_recording(nvhcq_queue *q) {
   for (uint32_t i = 0; i < q->arena_count; i++) nvhcq_memory_free(q->arena[i]);
   free(q->arena);
   if (q->cmds) nvhcq_memory_free(q->cmds);
@@ -62,7 +61,7 @@ void nvhcq_queue_free_recording(nvhcq_queue *q) {
 
 nvhcq_status nvhcq_queue_var(nvhcq_queue *q, const char *name, uint64_t value, nvhcq_var *out) {
   NVHCQ_TRY(check_recording(q, "nvhcq_queue_var"));
-  if (!q->recorded || !out)
+  if (!nvhcq_queue_is_recorded(q) || !out)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "variables belong to recorded queues "
                       "(nvhcq_queue_create_recorded)%s",
@@ -206,7 +205,7 @@ static nvhcq_status apply_var(nvhcq_queue *q, nvhcq_var var, uint64_t value) {
 
 nvhcq_status nvhcq_queue_set_var(nvhcq_queue *q, nvhcq_var var, uint64_t value) {
   NVHCQ_TRY(nvhcq_queue_check(q));
-  if (!q->recorded || var == NVHCQ_NO_VAR || var >= q->var_count)
+  if (!nvhcq_queue_is_recorded(q) || var == NVHCQ_NO_VAR || var >= q->var_count)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "variable %u does not exist in this queue",
                       var);
   if (q->finished && nvhcq_queue_replays_pending(q))
@@ -228,7 +227,7 @@ nvhcq_status nvhcq_queue_set_var(nvhcq_queue *q, nvhcq_var var, uint64_t value) 
 
 nvhcq_status nvhcq_queue_finish(nvhcq_queue *q) {
   NVHCQ_TRY(check_recording(q, "nvhcq_queue_finish"));
-  if (!q->recorded)
+  if (!nvhcq_queue_is_recorded(q))
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "only recorded queues are finished (nvhcq_queue_create_recorded)");
   NVHCQ_TRY(q->push.error);
@@ -259,7 +258,7 @@ uint64_t nvhcq_queue_replays_pending(nvhcq_queue *q) {
 
 /* The recorded commands in one entry, then the replay counter's release in a second: the
  * counter is what makes variable changes safe. */
-nvhcq_status nvhcq_queue_submit_recorded(nvhcq_queue *q) {
+static nvhcq_status recorded_submit(nvhcq_queue *q) {
   if (!q->finished)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "a recorded queue is submitted after nvhcq_queue_finish");
@@ -282,7 +281,8 @@ nvhcq_status nvhcq_queue_submit_recorded(nvhcq_queue *q) {
 
 nvhcq_status nvhcq_queue_wait_idle(nvhcq_queue *q, uint32_t timeout_ms) {
   NVHCQ_TRY(nvhcq_queue_check(q));
-  if (!q->recorded || !q->finished || !nvhcq_queue_replays_pending(q)) return NVHCQ_SUCCESS;
+  if (!nvhcq_queue_is_recorded(q) || !q->finished || !nvhcq_queue_replays_pending(q))
+    return NVHCQ_SUCCESS;
   return nvhcq_signal_wait(q->done, q->replays, timeout_ms);
 }
 
@@ -353,3 +353,17 @@ nvhcq_status nvhcq_queue_copy_vars(nvhcq_queue *q, uint64_t dst, uint64_t src, u
   NVHCQ_TRY(nvhcq_queue_add_patch(q, dst_var, NVHCQ_PATCH_HI_LO, 1, start + 3, NULL, 0));
   return nvhcq_queue_add_patch(q, size_var, NVHCQ_PATCH_LENGTH, 1, start + 6, NULL, 0);
 }
+
+/* Its memory may still be read by a running replay, unless the device is broken: it waits for
+ * the replays, then frees the recording. */
+static nvhcq_status recorded_drop(nvhcq_queue *q) {
+  if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
+  free_recording(q);
+  return NVHCQ_SUCCESS;
+}
+
+const nvhcq_queue_ops nvhcq_recorded_queue_ops = {
+    .launch_memory = recorded_launch_memory,
+    .submit = recorded_submit,
+    .drop = recorded_drop,
+};
