@@ -2,6 +2,7 @@
  * and submitting them to their channel. */
 #include "exec/queue.h"
 #include "util/handle.h"
+#include "util/abi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,7 @@ nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind kind, nvhcq_
  * it waits for the replays, then frees the recording. */
 static nvhcq_status drop_recording(nvhcq_queue *q) {
   if (!q->recorded) return NVHCQ_SUCCESS;
-  if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
+  if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_cpu_wait_idle(q, 0));
   nvhcq_queue_free_recording(q);
   return NVHCQ_SUCCESS;
 }
@@ -70,7 +71,7 @@ nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
+nvhcq_status nvhcq_queue_gpu_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(check_signal_for(q, sig));
   nvhcq_push_host_wait(&q->push, sig->gpu_address, value);
@@ -108,7 +109,7 @@ nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64
 nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(q->push.error);
-  if (q->dev->broken) return nvhcq_device_synchronize(q->dev); /* says why */
+  if (q->dev->broken) return nvhcq_device_cpu_wait_idle(q->dev); /* says why */
   nvhcq_queue_name_last_kernel(q);
   if (q->recorded) return nvhcq_queue_submit_recorded(q);
   NVHCQ_TRY(nvhcq_queue_submit_args(q));
@@ -117,3 +118,6 @@ nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
   return nvhcq_channel_submit(nvhcq_device_channel(q->dev, q->kind == NVHCQ_QUEUE_COPY),
                               q->push.words, q->push.len);
 }
+
+/* The 0.1 names (nvhcq.h declares them deprecated). */
+NVHCQ_0_1_NAME(nvhcq_queue_wait, nvhcq_queue_gpu_wait);

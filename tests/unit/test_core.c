@@ -195,12 +195,13 @@ static void t_mock_unknown_branch(void) {
 
 static void t_null_handles(void) {
   TEST_CHECK(nvhcq_device_close(NULL) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_free(NULL) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_destroy(NULL) == NVHCQ_SUCCESS);
   nvhcq_buffer *b;
-  TEST_CHECK(nvhcq_alloc(NULL, 16, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_device_synchronize(NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_create(NULL, 16, NVHCQ_MEMORY_DEVICE, &b) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(nvhcq_device_open(0, NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_signal_wait(NULL, 1, 1) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_signal_cpu_wait(NULL, 1, 1) == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(nvhcq_queue_submit(NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
 }
 
@@ -209,12 +210,12 @@ static void t_stale_handles(void) {
   nvhcq_buffer *b = calloc(1, sizeof *b);
   b->magic = NVHCQ_BUFFER_MAGIC;
   TEST_CHECK(nvhcq_buffer_check(b, "test") == NVHCQ_SUCCESS);
-  nvhcq_retire(b); /* what nvhcq_free does last */
+  nvhcq_retire(b); /* what nvhcq_buffer_destroy does last */
   TEST_CHECK(nvhcq_buffer_check(b, "test") == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK_MSG(strstr(nvhcq_last_error(), "freed already"), "%s", nvhcq_last_error());
-  TEST_CHECK(nvhcq_free(b) == NVHCQ_ERROR_INVALID_ARGUMENT); /* double free */
+  TEST_CHECK(nvhcq_buffer_destroy(b) == NVHCQ_ERROR_INVALID_ARGUMENT); /* double free */
   int not_ours[8] = {0};
-  TEST_CHECK(nvhcq_free((nvhcq_buffer *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_destroy((nvhcq_buffer *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(strstr(nvhcq_last_error(), "not made by nvhcq") != NULL);
   TEST_CHECK(nvhcq_signal_destroy((nvhcq_signal *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(nvhcq_queue_destroy((nvhcq_queue *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
