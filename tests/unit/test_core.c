@@ -241,47 +241,6 @@ static void t_null_accessors(void) {
   TEST_CHECK_MSG(strstr(nvhcq_last_error(), "freed already"), "%s", nvhcq_last_error());
 }
 
-/* 0.1's nvhcq_device_get_info as programs built against 0.1 call it (nvhcq.h has an inline
- * function of that name for programs built against 0.2). */
-extern nvhcq_status device_get_info_0_1(const nvhcq_device *dev,
-                                        void *info) __asm__("nvhcq_device_get_info");
-
-/* Sized structs: struct_size says what the caller has; the 0.1 entry point fills the 0.1 layout. */
-static void t_sized_info(void) {
-  nvhcq_device *dev = calloc(1, sizeof *dev);
-  dev->magic = NVHCQ_DEVICE_MAGIC;
-  snprintf(dev->info.name, sizeof dev->info.name, "NVIDIA Test");
-  dev->info.memory_bytes = 123456789, dev->info.copy_engine = -1, dev->info.open_ms = 2.5;
-  nvhcq_device_info info = {.struct_size = sizeof info};
-  TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
-  TEST_CHECK(info.struct_size == sizeof info && !strcmp(info.name, "NVIDIA Test"));
-  TEST_CHECK(info.memory_bytes == 123456789 && info.copy_engine == -1 && info.open_ms == 2.5);
-  nvhcq_device_info unset = {0}; /* struct_size not set: refused, untouched */
-  TEST_CHECK(nvhcq_device_query_info(dev, &unset) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "struct_size is 0"), "%s", nvhcq_last_error());
-  TEST_CHECK(unset.name[0] == 0);
-  TEST_CHECK(nvhcq_device_query_info(dev, NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  /* A caller built against a later, larger struct: what this library does not know is zeroed. */
-  struct {
-    nvhcq_device_info info;
-    unsigned char later[24];
-  } larger;
-  memset(&larger, 0xab, sizeof larger);
-  larger.info.struct_size = sizeof larger;
-  TEST_CHECK(nvhcq_device_query_info(dev, &larger.info) == NVHCQ_SUCCESS);
-  TEST_CHECK(larger.info.struct_size == sizeof larger && larger.info.memory_bytes == 123456789);
-  unsigned char zero[sizeof larger.later] = {0};
-  TEST_CHECK(!memcmp(larger.later, zero, sizeof zero));
-  /* The 0.1 layout is the 0.2 struct from `name` on: 288 bytes. */
-  unsigned char old[288 + 8];
-  memset(old, 0xcd, sizeof old);
-  TEST_CHECK(device_get_info_0_1(dev, old) == NVHCQ_SUCCESS);
-  TEST_CHECK(!memcmp(old, info.name, 288) && old[288] == 0xcd);
-  TEST_CHECK(device_get_info_0_1(dev, NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(device_get_info_0_1(NULL, old) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  free(dev);
-}
-
 /* A freed handle is refused with a message that says it was freed, not touched. */
 static void t_stale_handles(void) {
   nvhcq_buffer *b = calloc(1, sizeof *b);
@@ -376,4 +335,4 @@ TEST_MAIN(TEST(t_stale_handles), TEST(t_wait_value), TEST(t_uvm_fault_events),
           TEST(t_method_header), TEST(t_push_encoding_and_print), TEST(t_va_allocator),
           TEST(t_visible_devices), TEST(t_branches), TEST(t_trace_format_and_status),
           TEST(t_ring_arithmetic), TEST(t_mock_no_driver), TEST(t_mock_unknown_branch),
-          TEST(t_null_handles), TEST(t_null_accessors), TEST(t_sized_info))
+          TEST(t_null_handles), TEST(t_null_accessors))
