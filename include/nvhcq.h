@@ -157,6 +157,7 @@ NVHCQ_API size_t nvhcq_buffer_size(const nvhcq_buffer *buf);
 /* Copies of 4 MiB and more sleep through most of their expected time (from the best speed seen so
  * far on this device) and spin through the rest: they end on time without a core spinning. */
 
+/* Host memory into a buffer (write), a buffer into host memory (read), buffer to buffer (copy). */
 NVHCQ_API nvhcq_status nvhcq_buffer_write(nvhcq_buffer *dst, size_t dst_offset, const void *src,
                                           size_t size);
 NVHCQ_API nvhcq_status nvhcq_buffer_read(void *dst, nvhcq_buffer *src, size_t src_offset,
