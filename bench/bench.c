@@ -34,16 +34,16 @@ static void bench_nvhcq(size_t size, results *r) {
   CHECK_NV(nvhcq_device_open(0, &dev));
   r->open_ms = (now_s() - t0) * 1e3;
   nvhcq_buffer *a, *b, *host;
-  CHECK_NV(nvhcq_alloc(dev, size, NVHCQ_MEMORY_DEVICE, &a));
-  CHECK_NV(nvhcq_alloc(dev, size, NVHCQ_MEMORY_DEVICE, &b));
-  CHECK_NV(nvhcq_alloc(dev, size, NVHCQ_MEMORY_HOST, &host));
+  CHECK_NV(nvhcq_buffer_create(dev, size, NVHCQ_MEMORY_DEVICE, &a));
+  CHECK_NV(nvhcq_buffer_create(dev, size, NVHCQ_MEMORY_DEVICE, &b));
+  CHECK_NV(nvhcq_buffer_create(dev, size, NVHCQ_MEMORY_HOST, &host));
   char *pageable = malloc(size);
   memset(pageable, 1, size);
   memset(nvhcq_buffer_host_pointer(host), 2, size);
   double t[REPS];
   /* Warm up: the GPU and the bus settle into full speed only after some traffic. */
   for (int i = 0; i < 20; i++)
-    CHECK_NV(nvhcq_copy_to_device(a, 0, nvhcq_buffer_host_pointer(host), size));
+    CHECK_NV(nvhcq_buffer_write(a, 0, nvhcq_buffer_host_pointer(host), size));
 #define TIME(dst, expr)                                                                            \
   do {                                                                                             \
     CHECK_NV(expr);                                                                                \
@@ -55,25 +55,25 @@ static void bench_nvhcq(size_t size, results *r) {
     dst = gbps(size, median(t, REPS));                                                             \
   } while (0)
   double c0 = cpu_s();
-  TIME(r->h2d_pinned, nvhcq_copy_to_device(a, 0, nvhcq_buffer_host_pointer(host), size));
-  TIME(r->d2h_pinned, nvhcq_copy_from_device(nvhcq_buffer_host_pointer(host), a, 0, size));
+  TIME(r->h2d_pinned, nvhcq_buffer_write(a, 0, nvhcq_buffer_host_pointer(host), size));
+  TIME(r->d2h_pinned, nvhcq_buffer_read(nvhcq_buffer_host_pointer(host), a, 0, size));
   r->pinned_cpu_ms = (cpu_s() - c0) / (2 * (REPS + 1)) * 1e3;
-  TIME(r->h2d_pageable, nvhcq_copy_to_device(a, 0, pageable, size));
-  TIME(r->d2h_pageable, nvhcq_copy_from_device(pageable, a, 0, size));
-  TIME(r->d2d, nvhcq_copy_device(b, 0, a, 0, size));
+  TIME(r->h2d_pageable, nvhcq_buffer_write(a, 0, pageable, size));
+  TIME(r->d2h_pageable, nvhcq_buffer_read(pageable, a, 0, size));
+  TIME(r->d2d, nvhcq_buffer_copy(b, 0, a, 0, size));
 #undef TIME
   double lat[1000];
   uint32_t word;
   for (int i = 0; i < 1000; i++) {
     double s0 = now_s();
-    CHECK_NV(nvhcq_copy_from_device(&word, a, 0, 4));
+    CHECK_NV(nvhcq_buffer_read(&word, a, 0, 4));
     lat[i] = now_s() - s0;
   }
   r->small_d2h_us = median(lat, 1000) * 1e6;
   free(pageable);
-  nvhcq_free(host);
-  nvhcq_free(b);
-  nvhcq_free(a);
+  nvhcq_buffer_destroy(host);
+  nvhcq_buffer_destroy(b);
+  nvhcq_buffer_destroy(a);
   CHECK_NV(nvhcq_device_close(dev));
 }
 

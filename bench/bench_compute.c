@@ -41,20 +41,20 @@ static double nv_init(void) {
   double t0 = now_s();
   CHECK_NV(nvhcq_device_open(0, &dev));
   CHECK_NV(nvhcq_module_load(dev, file_data, file_size, &mod));
-  CHECK_NV(nvhcq_launch_sync(nv_kernel("empty"), (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){1, 1, 1}, 0,
-                             NULL, 0, NULL));
+  CHECK_NV(nvhcq_kernel_launch_cpu_wait(nv_kernel("empty"), (nvhcq_dim3){1, 1, 1},
+                                        (nvhcq_dim3){1, 1, 1}, 0, NULL, 0, NULL));
   return (now_s() - t0) * 1e3;
 }
 
 static void nv_rest(results *r) {
-  nvhcq_device_info info;
-  nvhcq_device_get_info(dev, &info);
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  nvhcq_device_query_info(dev, &info);
   nvhcq_dim3 one = {1, 1, 1};
   nvhcq_kernel *empty = nv_kernel("empty");
   double t[2000];
   for (int i = 0; i < 2000; i++) {
     double s0 = now_s();
-    CHECK_NV(nvhcq_launch_sync(empty, one, one, 0, NULL, 0, NULL));
+    CHECK_NV(nvhcq_kernel_launch_cpu_wait(empty, one, one, 0, NULL, 0, NULL));
     t[i] = now_s() - s0;
   }
   r->roundtrip_us = median(t + 100, 1900) * 1e6;
@@ -69,7 +69,7 @@ static void nv_rest(results *r) {
     CHECK_NV(nvhcq_queue_submit(q));
   }
   r->submit_us = (now_s() - s0) / n * 1e6;
-  CHECK_NV(nvhcq_device_synchronize(dev));
+  CHECK_NV(nvhcq_device_cpu_wait_idle(dev));
   /* The same split in two: recording a launch, and submitting recorded commands. */
   s0 = now_s();
   for (int i = 0; i < n; i++) {
@@ -80,18 +80,18 @@ static void nv_rest(results *r) {
   s0 = now_s();
   for (int i = 0; i < n; i++) CHECK_NV(nvhcq_queue_submit(q));
   r->resubmit_us = (now_s() - s0) / n * 1e6;
-  CHECK_NV(nvhcq_device_synchronize(dev));
+  CHECK_NV(nvhcq_device_cpu_wait_idle(dev));
   uint64_t gns;
   for (int i = 0; i < 200; i++) {
-    CHECK_NV(nvhcq_launch_sync(empty, one, one, 0, NULL, 0, &gns));
+    CHECK_NV(nvhcq_kernel_launch_cpu_wait(empty, one, one, 0, NULL, 0, &gns));
     t[i] = gns * 1e-3;
   }
   r->empty_gpu_us = median(t, 200);
   /* 100k atomic increments, counted. */
   nvhcq_buffer *counter;
-  CHECK_NV(nvhcq_alloc(dev, 8, NVHCQ_MEMORY_DEVICE, &counter));
+  CHECK_NV(nvhcq_buffer_create(dev, 8, NVHCQ_MEMORY_DEVICE, &counter));
   uint64_t zero = 0, addr = nvhcq_buffer_gpu_address(counter), got;
-  CHECK_NV(nvhcq_copy_to_device(counter, 0, &zero, 8));
+  CHECK_NV(nvhcq_buffer_write(counter, 0, &zero, 8));
   nvhcq_kernel *inc = nv_kernel("atomic_increment");
   s0 = now_s();
   for (int i = 0; i < 100000; i++) {
@@ -99,22 +99,23 @@ static void nv_rest(results *r) {
     CHECK_NV(nvhcq_queue_launch(q, inc, one, (nvhcq_dim3){32, 1, 1}, 0, &addr, 8));
     CHECK_NV(nvhcq_queue_submit(q));
   }
-  CHECK_NV(nvhcq_device_synchronize(dev));
+  CHECK_NV(nvhcq_device_cpu_wait_idle(dev));
   r->launches_per_s = 100000 / (now_s() - s0);
-  CHECK_NV(nvhcq_copy_from_device(&got, counter, 0, 8));
+  CHECK_NV(nvhcq_buffer_read(&got, counter, 0, 8));
   if (got != 100000)
     fprintf(stderr, "nvhcq counted %llu, not 100000\n", (unsigned long long)got), exit(1);
   /* Bandwidth and arithmetic, timed on the GPU. */
   nvhcq_buffer *a, *b;
-  CHECK_NV(nvhcq_alloc(dev, COPY_BYTES, NVHCQ_MEMORY_DEVICE, &a));
-  CHECK_NV(nvhcq_alloc(dev, COPY_BYTES, NVHCQ_MEMORY_DEVICE, &b));
+  CHECK_NV(nvhcq_buffer_create(dev, COPY_BYTES, NVHCQ_MEMORY_DEVICE, &a));
+  CHECK_NV(nvhcq_buffer_create(dev, COPY_BYTES, NVHCQ_MEMORY_DEVICE, &b));
   struct {
     uint64_t src, dst, n16;
   } cargs = {nvhcq_buffer_gpu_address(a), nvhcq_buffer_gpu_address(b), COPY_BYTES / 16};
   nvhcq_dim3 cgrid = {info.sm_count * 4, 1, 1}, cblock = {512, 1, 1};
   uint64_t ns;
   for (int i = 0; i < 20; i++) {
-    CHECK_NV(nvhcq_launch_sync(nv_kernel("copy16"), cgrid, cblock, 0, &cargs, sizeof cargs, &ns));
+    CHECK_NV(nvhcq_kernel_launch_cpu_wait(nv_kernel("copy16"), cgrid, cblock, 0, &cargs,
+                                          sizeof cargs, &ns));
     t[i] = ns * 1e-9;
   }
   r->copy_gbps = 2.0 * COPY_BYTES / median(t + 2, 18) / 1e9;
@@ -124,7 +125,8 @@ static void nv_rest(results *r) {
   } fargs = {nvhcq_buffer_gpu_address(a), FMA_ITERS};
   nvhcq_dim3 fgrid = {info.sm_count * 8, 1, 1}, fblock = {256, 1, 1};
   for (int i = 0; i < 10; i++) {
-    CHECK_NV(nvhcq_launch_sync(nv_kernel("fma_loop"), fgrid, fblock, 0, &fargs, 12, &ns));
+    CHECK_NV(
+        nvhcq_kernel_launch_cpu_wait(nv_kernel("fma_loop"), fgrid, fblock, 0, &fargs, 12, &ns));
     t[i] = ns * 1e-9;
   }
   double flops = (double)fgrid.x * fblock.x * FMA_ITERS * 16 * 8 * 2;
@@ -136,15 +138,15 @@ static void nv_rest(results *r) {
     CHECK_NV(nvhcq_queue_launch(rq, empty, one, one, 0, NULL, 0));
   CHECK_NV(nvhcq_queue_finish(rq));
   CHECK_NV(nvhcq_queue_submit(rq));
-  CHECK_NV(nvhcq_queue_wait_idle(rq, 10000));
+  CHECK_NV(nvhcq_queue_cpu_wait_idle(rq, 10000));
   s0 = now_s();
   for (int i = 0; i < REPLAYS; i++) {
     CHECK_NV(nvhcq_queue_submit(rq));
-    CHECK_NV(nvhcq_queue_wait_idle(rq, 10000));
+    CHECK_NV(nvhcq_queue_cpu_wait_idle(rq, 10000));
   }
   r->replay_us = (now_s() - s0) / (REPLAYS * REPLAY_KERNELS) * 1e6;
   nvhcq_queue_destroy(rq);
-  nvhcq_free(a), nvhcq_free(b), nvhcq_free(counter);
+  nvhcq_buffer_destroy(a), nvhcq_buffer_destroy(b), nvhcq_buffer_destroy(counter);
   nvhcq_queue_destroy(q);
   nvhcq_module_unload(mod);
   nvhcq_device_close(dev);

@@ -298,7 +298,7 @@ static double nv_time_queue(nvhcq_kernel *k, const bench_case *c, const kernel_a
     nv_launches(q, k, c, a);
     CHECK_NV(nvhcq_queue_signal(q, nv_sig[1], v)); /* rides on the last launch's QMD */
     CHECK_NV(nvhcq_queue_submit(q));
-    CHECK_NV(nvhcq_signal_wait(nv_sig[1], v, 0));
+    CHECK_NV(nvhcq_signal_cpu_wait(nv_sig[1], v, 0));
     if (r >= 0) t[r] = nv_elapsed_us(v);
   }
   nvhcq_queue_destroy(q);
@@ -321,7 +321,7 @@ static double nv_time_recorded(nvhcq_kernel *k, const bench_case *c, const kerne
     uint64_t v = ++nv_value;
     CHECK_NV(nvhcq_queue_set_var(q, epoch, v));
     CHECK_NV(nvhcq_queue_submit(q));
-    CHECK_NV(nvhcq_queue_wait_idle(q, 0));
+    CHECK_NV(nvhcq_queue_cpu_wait_idle(q, 0));
     if (r >= 0) t[r] = nv_elapsed_us(v);
   }
   nvhcq_queue_destroy(q);
@@ -330,13 +330,13 @@ static double nv_time_recorded(nvhcq_kernel *k, const bench_case *c, const kerne
 
 static void nv_poison(nvhcq_buffer *b, size_t bytes) {
   void *p = poison_bytes(bytes);
-  CHECK_NV(nvhcq_copy_to_device(b, 0, p, bytes));
+  CHECK_NV(nvhcq_buffer_write(b, 0, p, bytes));
   free(p);
 }
 
 static void *nv_read(nvhcq_buffer *b, size_t bytes) {
   void *p = poison_bytes(bytes);
-  CHECK_NV(nvhcq_copy_from_device(p, b, 0, bytes));
+  CHECK_NV(nvhcq_buffer_read(p, b, 0, bytes));
   return p;
 }
 
@@ -345,11 +345,12 @@ static void nv_run(const bench_case *c, void *const in[2], outcome *o) {
   nvhcq_buffer *buf[3];
   kernel_args a = {0};
   CHECK_NV(nvhcq_module_get_kernel(nv_mod, c->name, &k));
-  CHECK_NV(nvhcq_kernel_get_info(k, &o->info));
+  o->info.struct_size = sizeof o->info;
+  CHECK_NV(nvhcq_kernel_query_info(k, &o->info));
   for (int i = 0; i <= c->inputs; i++) {
     size_t bytes = i < c->inputs ? c->in_bytes : c->out_bytes;
-    CHECK_NV(nvhcq_alloc(nv_dev, bytes, NVHCQ_MEMORY_DEVICE, &buf[i]));
-    if (i < c->inputs) CHECK_NV(nvhcq_copy_to_device(buf[i], 0, in[i], bytes));
+    CHECK_NV(nvhcq_buffer_create(nv_dev, bytes, NVHCQ_MEMORY_DEVICE, &buf[i]));
+    if (i < c->inputs) CHECK_NV(nvhcq_buffer_write(buf[i], 0, in[i], bytes));
     a.ptr[i] = nvhcq_buffer_gpu_address(buf[i]);
   }
   pack_args(&a, c);
@@ -360,7 +361,7 @@ static void nv_run(const bench_case *c, void *const in[2], outcome *o) {
   nv_poison(out, c->out_bytes);
   o->rec_us = nv_time_recorded(k, c, &a);
   o->rec_out = nv_read(out, c->out_bytes);
-  for (int i = 0; i <= c->inputs; i++) nvhcq_free(buf[i]);
+  for (int i = 0; i <= c->inputs; i++) nvhcq_buffer_destroy(buf[i]);
 }
 
 /* Opens GPU 0 and loads the cubin; 0 (with a message) where there is no GPU nvhcq can drive. */
@@ -562,8 +563,8 @@ int main(int argc, char **argv) {
     return usage(argv[0]);
   }
   if (!nv_open(image, size)) return 1;
-  nvhcq_device_info info;
-  nvhcq_device_get_info(nv_dev, &info);
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  nvhcq_device_query_info(nv_dev, &info);
   int have_cu = cuda_load();
   void *in[CASES][2] = {{NULL}};
   outcome o[CASES] = {0};

@@ -142,7 +142,7 @@ static void nvhcq_own(const char *path) {
   CHECK_NV(nvhcq_module_load_file(dev, path, &mod));
   CHECK_NV(nvhcq_module_get_kernel(mod, "ew_add", &k));
   nvhcq_buffer *b;
-  CHECK_NV(nvhcq_alloc(dev, 64 << 20, NVHCQ_MEMORY_DEVICE, &b));
+  CHECK_NV(nvhcq_buffer_create(dev, 64 << 20, NVHCQ_MEMORY_DEVICE, &b));
   uint8_t args[28] = {0};
   uint64_t a = nvhcq_buffer_gpu_address(b);
   uint32_t n = 1 << 20;
@@ -152,7 +152,7 @@ static void nvhcq_own(const char *path) {
     CHECK_NV(nvhcq_queue_launch(q, k, (nvhcq_dim3){1024, 1, 1}, (nvhcq_dim3){128, 1, 1}, 0, args,
                                 sizeof args));
   CHECK_NV(nvhcq_queue_submit(q));
-  CHECK_NV(nvhcq_device_synchronize(dev));
+  CHECK_NV(nvhcq_device_cpu_wait_idle(dev));
   only_driver = 1, want_threads = 128;
   scan(1024, "nvhcq queue of 3 ew_add");
   nvhcq_device_close(dev);

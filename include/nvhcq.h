@@ -1,11 +1,29 @@
 /* nvhcq: drive NVIDIA GPUs through the kernel driver's ioctl interface, without libcuda.
  *
  * Every call returns an nvhcq_status. On failure nvhcq_last_error() gives a message (per thread)
- * that says what failed, on which object, and what to do about it.
+ * that says what failed, on which object, and what to do about it. Accessors that return a value
+ * instead (nvhcq_buffer_size, nvhcq_signal_value, ...) return 0 or NULL for a NULL or dead
+ * handle and set that message.
+ *
+ * Names (0.2): every function is nvhcq_<kind>_<verb>, its first word the kind of object it acts
+ * on (device, buffer, signal, queue, module, kernel, graph, binary, source, status, version).
+ * Each kind that is made and released has one verb pair for it: devices are opened and closed
+ * (nvhcq_device_open/_close), modules loaded and unloaded (nvhcq_module_load, _load_file,
+ * _load_any / nvhcq_module_unload), binaries compiled and destroyed (nvhcq_binary_compile /
+ * _destroy), and buffers, signals, queues and graphs created and destroyed (nvhcq_<kind>_create
+ * / nvhcq_<kind>_destroy). Destroying NULL is fine. A wait says who waits: *_cpu_wait* blocks the
+ * calling thread until the GPU got somewhere; *_gpu_wait* records a command that makes the GPU
+ * wait, and returns at once. Copies take their destination first, as memcpy does.
+ *
+ * Compatibility: the 0.1 names still compile, link and work; they are declared at the end of this
+ * file, deprecated (define NVHCQ_DEPRECATED(msg) as empty to silence the warnings), and README's
+ * "0.2 renames" lists them. Structs the library fills (nvhcq_device_info, nvhcq_kernel_info,
+ * nvhcq_occupancy) start with struct_size: set it to sizeof the struct; the library fills what
+ * fits, zeroes the bytes past what it knows, and refuses a size below the 0.2 layout.
  *
  * Threading: a device and everything made from it may be used by one thread at a time; different
- * devices may be used from different threads at once. nvhcq_signal_value/nvhcq_signal_wait may be
- * called from any thread. */
+ * devices may be used from different threads at once. nvhcq_signal_value/nvhcq_signal_cpu_wait
+ * may be called from any thread. */
 #ifndef NVHCQ_H
 #define NVHCQ_H
 
@@ -22,8 +40,19 @@ extern "C" {
 #define NVHCQ_API
 #endif
 
+#if !defined(NVHCQ_DEPRECATED) && defined(__GNUC__)
+#define NVHCQ_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#elif !defined(NVHCQ_DEPRECATED)
+#define NVHCQ_DEPRECATED(msg)
+#endif
+
+/* The version of this header; nvhcq_version() says that of the library that runs. */
 #define NVHCQ_VERSION_MAJOR 0
-#define NVHCQ_VERSION_MINOR 1
+#define NVHCQ_VERSION_MINOR 2
+#define NVHCQ_VERSION       ((NVHCQ_VERSION_MAJOR << 16) | NVHCQ_VERSION_MINOR)
+
+/* The library's (major << 16) | minor, to compare with NVHCQ_VERSION. */
+NVHCQ_API uint32_t nvhcq_version(void);
 
 /* Every status, in the order of its value from 0, with what it means: the enum below and
  * nvhcq_status_name are both made from this list. */
@@ -44,11 +73,13 @@ extern "C" {
   X(NVHCQ_ERROR_COMPILE)       /* CUDA C or PTX did not compile: the message holds the log */      \
   X(NVHCQ_ERROR_BUSY)          /* the object is in use by the GPU; wait, then try again */
 
-typedef enum nvhcq_status {
+/* The types of the ABI are fixed-width integers; the enums only name the values. */
+typedef uint32_t nvhcq_status;
+enum {
 #define NVHCQ_STATUS_ENUM_(name) name,
   NVHCQ_STATUS_LIST(NVHCQ_STATUS_ENUM_)
 #undef NVHCQ_STATUS_ENUM_
-} nvhcq_status;
+};
 
 NVHCQ_API const char *nvhcq_status_name(nvhcq_status status);
 /* The message of the last failed call on this thread ("no error" if none). */
@@ -59,6 +90,8 @@ NVHCQ_API const char *nvhcq_last_error(void);
 typedef struct nvhcq_device nvhcq_device;
 
 typedef struct nvhcq_device_info {
+  uint32_t struct_size;    /* set by the caller: sizeof(nvhcq_device_info) */
+  uint32_t reserved;       /* 0 */
   char name[96];           /* "NVIDIA H200" */
   uint8_t uuid[16];        /* the GPU's UUID, binary */
   char uuid_string[48];    /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
@@ -87,9 +120,10 @@ NVHCQ_API nvhcq_status nvhcq_device_count(int *count);
 NVHCQ_API nvhcq_status nvhcq_device_open(int index, nvhcq_device **out);
 /* Waits for outstanding work (bounded by the timeout), then releases everything. NULL is fine. */
 NVHCQ_API nvhcq_status nvhcq_device_close(nvhcq_device *dev);
-NVHCQ_API nvhcq_status nvhcq_device_get_info(const nvhcq_device *dev, nvhcq_device_info *info);
-/* Waits until all work submitted on both channels has completed. */
-NVHCQ_API nvhcq_status nvhcq_device_synchronize(nvhcq_device *dev);
+/* Fills *info; info->struct_size must be set (see the top of this file). */
+NVHCQ_API nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_device_info *info);
+/* The CPU waits until all work submitted on both channels has completed. */
+NVHCQ_API nvhcq_status nvhcq_device_cpu_wait_idle(nvhcq_device *dev);
 /* Default timeout of waits in milliseconds (NVHCQ_TIMEOUT_MS, else 10000). */
 NVHCQ_API nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms);
 /* After NVHCQ_ERROR_GPU_FAULT or NVHCQ_ERROR_TIMEOUT (or to abandon running work): stops the
@@ -98,23 +132,22 @@ NVHCQ_API nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t time
  * values they had, and recorded queues count its replays as over. */
 NVHCQ_API nvhcq_status nvhcq_device_recover(nvhcq_device *dev);
 /* Device memory still free, as the driver counts it. */
-NVHCQ_API nvhcq_status nvhcq_device_free_memory(nvhcq_device *dev, uint64_t *free_bytes);
+NVHCQ_API nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_bytes);
 
 /* ---- memory ----------------------------------------------------------------------------- */
 
-typedef enum nvhcq_memory_kind {
-  NVHCQ_MEMORY_DEVICE = 0,    /* device memory, GPU only */
-  NVHCQ_MEMORY_DEVICE_MAPPED, /* device memory the CPU can also read and write (through BAR1) */
-  NVHCQ_MEMORY_HOST,          /* pinned, cached host memory the GPU reads and writes */
-  NVHCQ_MEMORY_HOST_UNCACHED, /* uncached system memory (signals, small shared structures) */
-} nvhcq_memory_kind;
+typedef uint32_t nvhcq_memory_kind;
+#define NVHCQ_MEMORY_DEVICE        0u /* device memory, GPU only */
+#define NVHCQ_MEMORY_DEVICE_MAPPED 1u /* device memory the CPU can also read and write (BAR1) */
+#define NVHCQ_MEMORY_HOST          2u /* pinned, cached host memory the GPU reads and writes */
+#define NVHCQ_MEMORY_HOST_UNCACHED 3u /* uncached system memory (signals, small shared data) */
 
 typedef struct nvhcq_buffer nvhcq_buffer;
 
-NVHCQ_API nvhcq_status nvhcq_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
-                                   nvhcq_buffer **out);
-/* Frees a buffer once the GPU no longer uses it. NULL is fine. */
-NVHCQ_API nvhcq_status nvhcq_free(nvhcq_buffer *buf);
+NVHCQ_API nvhcq_status nvhcq_buffer_create(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
+                                           nvhcq_buffer **out);
+/* Frees a buffer once the GPU no longer uses it (waits for the device). NULL is fine. */
+NVHCQ_API nvhcq_status nvhcq_buffer_destroy(nvhcq_buffer *buf);
 NVHCQ_API uint64_t nvhcq_buffer_gpu_address(const nvhcq_buffer *buf);
 /* CPU pointer, or NULL for NVHCQ_MEMORY_DEVICE. */
 NVHCQ_API void *nvhcq_buffer_host_pointer(const nvhcq_buffer *buf);
@@ -124,11 +157,12 @@ NVHCQ_API size_t nvhcq_buffer_size(const nvhcq_buffer *buf);
 /* Copies of 4 MiB and more sleep through most of their expected time (from the best speed seen so
  * far on this device) and spin through the rest: they end on time without a core spinning. */
 
-NVHCQ_API nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const void *src,
-                                            size_t size);
-NVHCQ_API nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_offset,
-                                              size_t size);
-NVHCQ_API nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
+/* Host memory into a buffer (write), a buffer into host memory (read), buffer to buffer (copy). */
+NVHCQ_API nvhcq_status nvhcq_buffer_write(nvhcq_buffer *dst, size_t dst_offset, const void *src,
+                                          size_t size);
+NVHCQ_API nvhcq_status nvhcq_buffer_read(void *dst, nvhcq_buffer *src, size_t src_offset,
+                                         size_t size);
+NVHCQ_API nvhcq_status nvhcq_buffer_copy(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
                                          size_t src_offset, size_t size);
 
 /* ---- signals ---------------------------------------------------------------------------- */
@@ -142,20 +176,20 @@ NVHCQ_API uint64_t nvhcq_signal_value(const nvhcq_signal *sig);
 NVHCQ_API void nvhcq_signal_set(nvhcq_signal *sig, uint64_t value);
 /* GPU time at which the signal was last released by the GPU, in nanoseconds. */
 NVHCQ_API uint64_t nvhcq_signal_timestamp_ns(const nvhcq_signal *sig);
-/* Waits until value >= `value`. timeout_ms 0 uses the device timeout; running out of it means the
- * GPU is stuck, and the device refuses work until nvhcq_device_recover (a timeout the caller gave
- * leaves the device as it was). Spins for 2 ms, then sleeps
- * in steps of 1/32 of the time waited (at most 1 ms), so a long wait does not burn a core and its
- * end is seen at most about 3% late. */
-NVHCQ_API nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms);
+/* The CPU waits until value >= `value`. timeout_ms 0 uses the device timeout; running out of it
+ * means the GPU is stuck, and the device refuses work until nvhcq_device_recover (a timeout the
+ * caller gave leaves the device as it was). Spins for 2 ms, then sleeps in steps of 1/32 of the
+ * time waited (at most 1 ms), so a long wait does not burn a core and its end is seen at most about
+ * 3% late. */
+NVHCQ_API nvhcq_status nvhcq_signal_cpu_wait(nvhcq_signal *sig, uint64_t value,
+                                             uint32_t timeout_ms);
 NVHCQ_API uint64_t nvhcq_signal_gpu_address(const nvhcq_signal *sig);
 
 /* ---- queues: record commands, then submit them to a channel ------------------------------ */
 
-typedef enum nvhcq_queue_kind {
-  NVHCQ_QUEUE_COMPUTE = 0,
-  NVHCQ_QUEUE_COPY,
-} nvhcq_queue_kind;
+typedef uint32_t nvhcq_queue_kind;
+#define NVHCQ_QUEUE_COMPUTE 0u
+#define NVHCQ_QUEUE_COPY    1u
 
 typedef struct nvhcq_queue nvhcq_queue;
 
@@ -164,8 +198,9 @@ NVHCQ_API nvhcq_status nvhcq_queue_create(nvhcq_device *dev, nvhcq_queue_kind ki
 NVHCQ_API nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q);
 /* Forgets recorded commands so the queue can be recorded again. */
 NVHCQ_API nvhcq_status nvhcq_queue_reset(nvhcq_queue *q);
-/* GPU waits until the signal's value >= `value` before running later commands. */
-NVHCQ_API nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value);
+/* Records a GPU wait: the queue's later commands wait until the signal's value >= `value`. The
+ * CPU does not wait (nvhcq_signal_cpu_wait does). */
+NVHCQ_API nvhcq_status nvhcq_queue_gpu_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value);
 /* GPU sets the signal to `value` (and its timestamp) once earlier commands completed. */
 NVHCQ_API nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value);
 /* Copy engine copy between GPU virtual addresses, any size (copy queues only). */
@@ -184,6 +219,7 @@ typedef struct nvhcq_module nvhcq_module;
 typedef struct nvhcq_kernel nvhcq_kernel;
 
 typedef struct nvhcq_kernel_info {
+  uint32_t struct_size; /* set by the caller: sizeof(nvhcq_kernel_info) */
   const char *name;
   uint32_t registers;          /* per thread */
   uint32_t param_size;         /* bytes of arguments the kernel takes */
@@ -211,7 +247,8 @@ NVHCQ_API nvhcq_status nvhcq_module_get_kernel(nvhcq_module *mod, const char *na
 /* A module-scope __device__ or __constant__ variable: its GPU address and size. */
 NVHCQ_API nvhcq_status nvhcq_module_get_global(nvhcq_module *mod, const char *name,
                                                uint64_t *gpu_address, size_t *size);
-NVHCQ_API nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *info);
+/* Fills *info; info->struct_size must be set. */
+NVHCQ_API nvhcq_status nvhcq_kernel_query_info(const nvhcq_kernel *k, nvhcq_kernel_info *info);
 
 /* What stops an SM from holding more blocks of a launch shape. */
 #define NVHCQ_LIMIT_WARPS     1u /* resident threads (warps) per SM */
@@ -224,6 +261,7 @@ NVHCQ_API nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel
  * the kernel's threads, registers and shared memory allow (the rest of the SM's 256 KiB stays
  * L1 cache), unless the kernel has a carveout preference. */
 typedef struct nvhcq_occupancy {
+  uint32_t struct_size;         /* set by the caller: sizeof(nvhcq_occupancy) */
   uint32_t blocks_per_sm;       /* resident blocks */
   uint32_t warps_per_sm;        /* resident warps: blocks x warps per block */
   uint32_t max_warps_per_sm;    /* the SM's limit: warps_per_sm / this is the occupancy */
@@ -235,9 +273,9 @@ typedef struct nvhcq_occupancy {
 } nvhcq_occupancy;
 
 /* The occupancy of blocks of `block` threads with `dynamic_shared` bytes, and the configuration
- * launches of that shape ask for (the grid does not change it). */
-NVHCQ_API nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
-                                                  uint32_t dynamic_shared, nvhcq_occupancy *out);
+ * launches of that shape ask for (the grid does not change it). out->struct_size must be set. */
+NVHCQ_API nvhcq_status nvhcq_kernel_query_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
+                                                    uint32_t dynamic_shared, nvhcq_occupancy *out);
 
 /* Kernel attributes (nvhcq_kernel_set_attribute / _get_attribute). */
 /* Shared-memory carveout hint in percent of the largest configuration (0: most L1 cache, 100:
@@ -256,10 +294,12 @@ NVHCQ_API nvhcq_status nvhcq_kernel_get_attribute(const nvhcq_kernel *k, uint32_
 NVHCQ_API nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
                                           nvhcq_dim3 block, uint32_t dynamic_shared,
                                           const void *args, size_t args_size);
-/* Launches, waits, and reports the kernel's GPU time in nanoseconds (gpu_ns may be NULL). */
-NVHCQ_API nvhcq_status nvhcq_launch_sync(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
-                                         uint32_t dynamic_shared, const void *args,
-                                         size_t args_size, uint64_t *gpu_ns);
+/* Launches, the CPU waits for it, and reports the kernel's GPU time in nanoseconds (gpu_ns may be
+ * NULL). */
+NVHCQ_API nvhcq_status nvhcq_kernel_launch_cpu_wait(nvhcq_kernel *k, nvhcq_dim3 grid,
+                                                    nvhcq_dim3 block, uint32_t dynamic_shared,
+                                                    const void *args, size_t args_size,
+                                                    uint64_t *gpu_ns);
 
 /* ---- recorded queues and variables ------------------------------------------------------
  *
@@ -282,8 +322,8 @@ NVHCQ_API nvhcq_status nvhcq_queue_var(nvhcq_queue *q, const char *name, uint64_
 NVHCQ_API nvhcq_status nvhcq_queue_set_var(nvhcq_queue *q, nvhcq_var var, uint64_t value);
 /* Uploads the recorded commands; the queue can then be submitted (replayed) repeatedly. */
 NVHCQ_API nvhcq_status nvhcq_queue_finish(nvhcq_queue *q);
-/* Waits until every replay submitted so far has completed. */
-NVHCQ_API nvhcq_status nvhcq_queue_wait_idle(nvhcq_queue *q, uint32_t timeout_ms);
+/* The CPU waits until every replay submitted so far has completed. */
+NVHCQ_API nvhcq_status nvhcq_queue_cpu_wait_idle(nvhcq_queue *q, uint32_t timeout_ms);
 
 /* An argument bound to a variable: `size` bytes (4 or 8) at byte `offset` of the argument block
  * receive the variable's value plus `add` (e.g. a buffer's address plus an offset). */
@@ -303,12 +343,14 @@ NVHCQ_API nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, 
                                                nvhcq_dim3 block, uint32_t dynamic_shared,
                                                const void *args, size_t args_size,
                                                const nvhcq_launch_vars *vars);
-/* A copy whose destination, source or size (below 4 GiB) come from variables. */
+/* A copy whose destination, source or size come from variables. It is one piece: its size, given
+ * or from a variable, is 1 byte to 2^31 - 1 bytes (2 GiB - 1). */
 NVHCQ_API nvhcq_status nvhcq_queue_copy_vars(nvhcq_queue *q, uint64_t dst, uint64_t src,
                                              uint64_t size, nvhcq_var dst_var, nvhcq_var src_var,
                                              nvhcq_var size_var);
 NVHCQ_API nvhcq_status nvhcq_queue_signal_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value);
-NVHCQ_API nvhcq_status nvhcq_queue_wait_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value);
+/* nvhcq_queue_gpu_wait with the value from a variable. */
+NVHCQ_API nvhcq_status nvhcq_queue_gpu_wait_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value);
 
 /* ---- graphs: launches and copies with dependencies, across both channels ----------------
  *
@@ -337,19 +379,19 @@ NVHCQ_API nvhcq_status nvhcq_graph_instantiate(nvhcq_graph *g);
 NVHCQ_API nvhcq_status nvhcq_graph_set_var(nvhcq_graph *g, nvhcq_var var, uint64_t value);
 /* Replays the graph; NVHCQ_ERROR_BUSY while the previous replay is still running. */
 NVHCQ_API nvhcq_status nvhcq_graph_launch(nvhcq_graph *g);
-NVHCQ_API nvhcq_status nvhcq_graph_wait(nvhcq_graph *g, uint32_t timeout_ms);
+/* The CPU waits until the last replay has completed. */
+NVHCQ_API nvhcq_status nvhcq_graph_cpu_wait(nvhcq_graph *g, uint32_t timeout_ms);
 
 /* ---- compiling at run time ------------------------------------------------------------- */
 
-typedef enum nvhcq_source_kind {
-  NVHCQ_SOURCE_UNKNOWN = 0,
-  NVHCQ_SOURCE_CUBIN, /* an ELF image */
-  NVHCQ_SOURCE_PTX,   /* PTX assembly (.version / .target directives) */
-  NVHCQ_SOURCE_CUDA,  /* CUDA C++ */
-} nvhcq_source_kind;
+typedef uint32_t nvhcq_source_kind;
+#define NVHCQ_SOURCE_UNKNOWN 0u
+#define NVHCQ_SOURCE_CUBIN   1u /* an ELF image */
+#define NVHCQ_SOURCE_PTX     2u /* PTX assembly (.version / .target directives) */
+#define NVHCQ_SOURCE_CUDA    3u /* CUDA C++ */
 
 /* What a buffer holds, judged by its content. */
-NVHCQ_API nvhcq_source_kind nvhcq_detect_source(const void *data, size_t size);
+NVHCQ_API nvhcq_source_kind nvhcq_source_detect(const void *data, size_t size);
 
 /* Compiles CUDA C (through NVRTC) or PTX (through nvJitLink) into a cubin for `arch` ("sm_90",
  * "sm_90a"; Hopper-only instructions need the "a" form, which is chosen by itself when the source
@@ -357,15 +399,82 @@ NVHCQ_API nvhcq_source_kind nvhcq_detect_source(const void *data, size_t size);
  * cached on disk ($XDG_CACHE_HOME/nvhcq or ~/.cache/nvhcq; NVHCQ_CACHE=0 turns that off). The
  * compilers are loaded when first needed: NVHCQ_NVRTC / NVHCQ_NVJITLINK name the libraries,
  * else CUDA_PATH, CUDA_HOME, /usr/local/cuda*, and the loader path are searched. Free *binary
- * with nvhcq_free_binary. */
-NVHCQ_API nvhcq_status nvhcq_compile(const void *source, size_t size, const char *arch,
-                                     const char *const *options, int num_options, void **binary,
-                                     size_t *binary_size);
-NVHCQ_API void nvhcq_free_binary(void *binary);
+ * with nvhcq_binary_destroy. */
+NVHCQ_API nvhcq_status nvhcq_binary_compile(const void *source, size_t size, const char *arch,
+                                            const char *const *options, int num_options,
+                                            void **binary, size_t *binary_size);
+NVHCQ_API void nvhcq_binary_destroy(void *binary);
 /* Loads a cubin, PTX or CUDA C module, compiling for the device's architecture as needed. */
 NVHCQ_API nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t size,
                                              const char *const *options, int num_options,
                                              nvhcq_module **out);
+
+/* ---- 0.1 names (deprecated) -------------------------------------------------------------
+ *
+ * Code written for 0.1 compiles against this header and runs unchanged; each 0.1 name warns and
+ * says its 0.2 name. The library exports every 0.1 name too, so programs built against 0.1 keep
+ * running with this library (SOVERSION 0). The three calls whose structs gained struct_size are
+ * inline functions here that set it; the library's own functions of those names fill the 0.1
+ * layout, for programs built against 0.1. */
+
+#define NVHCQ_0_1_(new_name) NVHCQ_API NVHCQ_DEPRECATED("use " #new_name)
+
+NVHCQ_0_1_(nvhcq_buffer_create)
+nvhcq_status nvhcq_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
+                         nvhcq_buffer **out);
+NVHCQ_0_1_(nvhcq_buffer_destroy) nvhcq_status nvhcq_free(nvhcq_buffer *buf);
+NVHCQ_0_1_(nvhcq_buffer_write)
+nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const void *src,
+                                  size_t size);
+NVHCQ_0_1_(nvhcq_buffer_read)
+nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_offset, size_t size);
+NVHCQ_0_1_(nvhcq_buffer_copy)
+nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
+                               size_t src_offset, size_t size);
+NVHCQ_0_1_(nvhcq_device_cpu_wait_idle) nvhcq_status nvhcq_device_synchronize(nvhcq_device *dev);
+NVHCQ_0_1_(nvhcq_device_get_free_memory)
+nvhcq_status nvhcq_device_free_memory(nvhcq_device *dev, uint64_t *free_bytes);
+NVHCQ_0_1_(nvhcq_signal_cpu_wait)
+nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms);
+NVHCQ_0_1_(nvhcq_queue_gpu_wait)
+nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value);
+NVHCQ_0_1_(nvhcq_queue_gpu_wait_var)
+nvhcq_status nvhcq_queue_wait_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value);
+NVHCQ_0_1_(nvhcq_queue_cpu_wait_idle)
+nvhcq_status nvhcq_queue_wait_idle(nvhcq_queue *q, uint32_t timeout_ms);
+NVHCQ_0_1_(nvhcq_graph_cpu_wait) nvhcq_status nvhcq_graph_wait(nvhcq_graph *g, uint32_t timeout_ms);
+NVHCQ_0_1_(nvhcq_kernel_launch_cpu_wait)
+nvhcq_status nvhcq_launch_sync(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
+                               uint32_t dynamic_shared, const void *args, size_t args_size,
+                               uint64_t *gpu_ns);
+NVHCQ_0_1_(nvhcq_source_detect)
+nvhcq_source_kind nvhcq_detect_source(const void *data, size_t size);
+NVHCQ_0_1_(nvhcq_binary_compile)
+nvhcq_status nvhcq_compile(const void *source, size_t size, const char *arch,
+                           const char *const *options, int num_options, void **binary,
+                           size_t *binary_size);
+NVHCQ_0_1_(nvhcq_binary_destroy) void nvhcq_free_binary(void *binary);
+
+/* src/compat.c defines the library's 0.1-layout functions of these names instead. */
+#ifndef NVHCQ_COMPAT_DEFINITIONS_
+NVHCQ_DEPRECATED("use nvhcq_device_query_info")
+static inline nvhcq_status nvhcq_device_get_info(const nvhcq_device *dev, nvhcq_device_info *info) {
+  if (info) info->struct_size = (uint32_t)sizeof *info;
+  return nvhcq_device_query_info(dev, info);
+}
+NVHCQ_DEPRECATED("use nvhcq_kernel_query_info")
+static inline nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *info) {
+  if (info) info->struct_size = (uint32_t)sizeof *info;
+  return nvhcq_kernel_query_info(k, info);
+}
+NVHCQ_DEPRECATED("use nvhcq_kernel_query_occupancy")
+static inline nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
+                                                      uint32_t dynamic_shared,
+                                                      nvhcq_occupancy *out) {
+  if (out) out->struct_size = (uint32_t)sizeof *out;
+  return nvhcq_kernel_query_occupancy(k, block, dynamic_shared, out);
+}
+#endif
 
 #ifdef __cplusplus
 }

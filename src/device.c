@@ -16,6 +16,7 @@
 #include "exec/module.h"
 #include "exec/queue.h"
 #include "util/clock.h"
+#include "util/abi.h"
 
 #define HOST_HANDLE_BASE 0x1000u
 
@@ -377,7 +378,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   /* A broken device's channels will never drain: tear down without waiting. */
   nvhcq_status s = dev->compute.handle && dev->copy.handle && !dev->broken
-                       ? nvhcq_device_synchronize(dev)
+                       ? nvhcq_device_cpu_wait_idle(dev)
                        : NVHCQ_SUCCESS;
   char saved[2048];
   snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
@@ -420,11 +421,10 @@ nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_device_get_info(const nvhcq_device *dev, nvhcq_device_info *info) {
+nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_device_info *info) {
   NVHCQ_TRY(nvhcq_device_check(dev));
-  if (!info) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_get_info: info is NULL");
-  *info = dev->info;
-  return NVHCQ_SUCCESS;
+  return nvhcq_fill_sized(info, &dev->info, sizeof dev->info, sizeof(nvhcq_device_info),
+                          "nvhcq_device_query_info");
 }
 
 nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms) {
@@ -434,7 +434,7 @@ nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms) {
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_device_free_memory(nvhcq_device *dev, uint64_t *free_bytes) {
+nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_bytes) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (!free_bytes) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "free_bytes is NULL");
   uint64_t kib = 0;
@@ -442,3 +442,6 @@ nvhcq_status nvhcq_device_free_memory(nvhcq_device *dev, uint64_t *free_bytes) {
   *free_bytes = kib << 10;
   return NVHCQ_SUCCESS;
 }
+
+/* The 0.1 names (nvhcq.h declares them deprecated). */
+NVHCQ_0_1_NAME(nvhcq_device_free_memory, nvhcq_device_get_free_memory);

@@ -45,9 +45,9 @@ static int cmd_info(void) {
   }
   for (int i = 0; i < count; i++) {
     nvhcq_device *dev;
-    nvhcq_device_info info;
+    nvhcq_device_info info = {.struct_size = sizeof info};
     if ((s = nvhcq_device_open(i, &dev))) return fail("opening GPU", s);
-    nvhcq_device_get_info(dev, &info);
+    nvhcq_device_query_info(dev, &info);
     print_info(i, &info);
     if ((s = nvhcq_device_close(dev))) return fail("closing GPU", s);
   }
@@ -95,15 +95,15 @@ static int make_buffer(nvhcq_device *dev, const char *spec_text, run_buffer *rb)
     if (!host) return fprintf(stderr, "nvhcq run: no host memory for %zu bytes\n", rb->size), -1;
     cli_fill_buffer(&spec, host, rb->size);
   }
-  nvhcq_status s = nvhcq_alloc(dev, rb->size, NVHCQ_MEMORY_DEVICE, &rb->buf);
-  if (!s) s = nvhcq_copy_to_device(rb->buf, 0, host, rb->size);
+  nvhcq_status s = nvhcq_buffer_create(dev, rb->size, NVHCQ_MEMORY_DEVICE, &rb->buf);
+  if (!s) s = nvhcq_buffer_write(rb->buf, 0, host, rb->size);
   free(host);
   return s ? fail("allocating a buffer", s), -1 : 0;
 }
 
 static void print_buffer(const run_buffer *rb, const char *fmt, size_t count) {
   unsigned char *h = malloc(rb->size);
-  if (!h || nvhcq_copy_from_device(h, rb->buf, 0, rb->size)) {
+  if (!h || nvhcq_buffer_read(h, rb->buf, 0, rb->size)) {
     fprintf(stderr, "nvhcq run: reading argument %d back: %s\n", rb->arg, nvhcq_last_error());
     free(h);
     return;
@@ -191,15 +191,15 @@ static int cmd_run(int argc, char **argv) {
       rc = 2;
     }
   }
-  nvhcq_kernel_info info;
-  nvhcq_kernel_get_info(k, &info);
+  nvhcq_kernel_info info = {.struct_size = sizeof info};
+  nvhcq_kernel_query_info(k, &info);
   /* Trailing padding of the parameter block (a 4-byte scalar last, 8-byte alignment). */
   if (!rc && len < info.param_size && info.param_size - len < 8) {
     memset(args + len, 0, info.param_size - len);
     len = info.param_size;
   }
   uint64_t ns = 0;
-  if (!rc && (s = nvhcq_launch_sync(k, grid, block, shared, args, len, &ns)))
+  if (!rc && (s = nvhcq_kernel_launch_cpu_wait(k, grid, block, shared, args, len, &ns)))
     rc = fail("launching", s);
   if (!rc) printf("%s: %.3f us on the GPU\n", argv[3], ns / 1e3);
   for (int p = 0; p < nprint && !rc; p++) {
@@ -215,7 +215,7 @@ static int cmd_run(int argc, char **argv) {
       if (bufs[b].arg != n) continue;
       unsigned char *h = malloc(bufs[b].size);
       FILE *f = fopen(path + 1, "wb");
-      if (h && f && !nvhcq_copy_from_device(h, bufs[b].buf, 0, bufs[b].size))
+      if (h && f && !nvhcq_buffer_read(h, bufs[b].buf, 0, bufs[b].size))
         fwrite(h, 1, bufs[b].size, f);
       else
         rc = 1, fprintf(stderr, "nvhcq run: cannot write %s\n", path + 1);
@@ -223,7 +223,7 @@ static int cmd_run(int argc, char **argv) {
       free(h);
     }
   }
-  for (int b = 0; b < nbufs; b++) nvhcq_free(bufs[b].buf);
+  for (int b = 0; b < nbufs; b++) nvhcq_buffer_destroy(bufs[b].buf);
   nvhcq_module_unload(mod);
   nvhcq_device_close(dev);
   return rc;
@@ -257,24 +257,24 @@ static int cmd_compile(int argc, char **argv) {
   size_t size;
   void *src = read_file(in, &size);
   if (!src) return fprintf(stderr, "nvhcq compile: cannot read %s\n", in), 1;
-  nvhcq_device_info info;
+  nvhcq_device_info info = {.struct_size = sizeof info};
   if (!arch) { /* the first GPU's architecture */
     nvhcq_device *dev;
     nvhcq_status s = nvhcq_device_open(0, &dev);
     if (s) return free(src), fail("finding the GPU's architecture (or pass --arch sm_XX)", s);
-    nvhcq_device_get_info(dev, &info);
+    nvhcq_device_query_info(dev, &info);
     nvhcq_device_close(dev);
     arch = info.arch;
   }
   void *bin;
   size_t bin_size;
-  nvhcq_status s = nvhcq_compile(src, size, arch, opts, nopts, &bin, &bin_size);
+  nvhcq_status s = nvhcq_binary_compile(src, size, arch, opts, nopts, &bin, &bin_size);
   free(src);
   if (s) return fail(in, s);
   FILE *f = fopen(out, "wb");
   int ok = f && fwrite(bin, 1, bin_size, f) == bin_size;
   if (f) ok = fclose(f) == 0 && ok;
-  nvhcq_free_binary(bin);
+  nvhcq_binary_destroy(bin);
   if (!ok) return fprintf(stderr, "nvhcq compile: cannot write %s\n", out), 1;
   printf("%s: %zu bytes for %s\n", out, bin_size, arch);
   return 0;
@@ -299,12 +299,12 @@ static int cmd_demo(void) {
   nvhcq_device *dev;
   nvhcq_module *mod;
   nvhcq_kernel *k;
-  nvhcq_device_info info;
+  nvhcq_device_info info = {.struct_size = sizeof info};
   nvhcq_status s;
   double t0 = seconds();
   if ((s = nvhcq_device_open(0, &dev))) return fail("nvhcq demo", s);
   double t1 = seconds();
-  nvhcq_device_get_info(dev, &info);
+  nvhcq_device_query_info(dev, &info);
   if ((s = nvhcq_module_load_any(dev, saxpy_cu, sizeof saxpy_cu - 1, NULL, 0, &mod)))
     return fail("compiling SAXPY", s);
   double t2 = seconds();
@@ -312,10 +312,10 @@ static int cmd_demo(void) {
   float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y), *out = malloc(n * sizeof *out);
   for (unsigned i = 0; i < n; i++) x[i] = (float)(i % 1000) * 0.5f, y[i] = (float)(i % 77);
   nvhcq_buffer *dx, *dy;
-  if ((s = nvhcq_alloc(dev, n * sizeof *x, NVHCQ_MEMORY_DEVICE, &dx)) ||
-      (s = nvhcq_alloc(dev, n * sizeof *y, NVHCQ_MEMORY_DEVICE, &dy)) ||
-      (s = nvhcq_copy_to_device(dx, 0, x, n * sizeof *x)) ||
-      (s = nvhcq_copy_to_device(dy, 0, y, n * sizeof *y)))
+  if ((s = nvhcq_buffer_create(dev, n * sizeof *x, NVHCQ_MEMORY_DEVICE, &dx)) ||
+      (s = nvhcq_buffer_create(dev, n * sizeof *y, NVHCQ_MEMORY_DEVICE, &dy)) ||
+      (s = nvhcq_buffer_write(dx, 0, x, n * sizeof *x)) ||
+      (s = nvhcq_buffer_write(dy, 0, y, n * sizeof *y)))
     return fail("preparing buffers", s);
   struct {
     float a;
@@ -324,11 +324,10 @@ static int cmd_demo(void) {
     uint32_t n;
   } args = {2.5f, 0, nvhcq_buffer_gpu_address(dx), nvhcq_buffer_gpu_address(dy), n};
   uint64_t ns = 0;
-  if ((s = nvhcq_launch_sync(k, (nvhcq_dim3){n / 256, 1, 1}, (nvhcq_dim3){256, 1, 1}, 0, &args, 28,
-                             &ns)))
+  if ((s = nvhcq_kernel_launch_cpu_wait(k, (nvhcq_dim3){n / 256, 1, 1}, (nvhcq_dim3){256, 1, 1}, 0,
+                                        &args, 28, &ns)))
     return fail("launching saxpy", s);
-  if ((s = nvhcq_copy_from_device(out, dy, 0, n * sizeof *out)))
-    return fail("reading the result", s);
+  if ((s = nvhcq_buffer_read(out, dy, 0, n * sizeof *out))) return fail("reading the result", s);
   unsigned bad = 0;
   for (unsigned i = 0; i < n; i++) bad += out[i] != 2.5f * x[i] + y[i];
   printf("nvhcq demo on GPU 0, %s (%s, %u SMs), driver %s\n", info.name, info.arch, info.sm_count,
@@ -340,7 +339,8 @@ static int cmd_demo(void) {
          3.0 * n * sizeof(float) / (ns * 1e-9) / 1e9);
   printf("  result: %s (%u of %u elements differ from the CPU)\n", bad ? "WRONG" : "correct", bad,
          n);
-  nvhcq_free(dx), nvhcq_free(dy), nvhcq_module_unload(mod), nvhcq_device_close(dev);
+  nvhcq_buffer_destroy(dx), nvhcq_buffer_destroy(dy), nvhcq_module_unload(mod),
+      nvhcq_device_close(dev);
   free(x), free(y), free(out);
   return bad ? 1 : 0;
 }

@@ -1,31 +1,38 @@
-/* The buffer calls of the API: nvhcq_alloc, nvhcq_free (which lets queued work finish first) and
- * the accessors. */
+/* The buffer calls of the API: nvhcq_buffer_create, nvhcq_buffer_destroy (which lets queued work
+ * finish first) and the accessors. */
 #include "core/device.h"
+#include "util/abi.h"
 
-nvhcq_status nvhcq_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
-                         nvhcq_buffer **out) {
+nvhcq_status nvhcq_buffer_create(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
+                                 nvhcq_buffer **out) {
   NVHCQ_TRY(nvhcq_device_check(dev));
-  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_alloc: out is NULL");
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_buffer_create: out is NULL");
   if ((unsigned)kind > NVHCQ_MEMORY_HOST_UNCACHED)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_alloc: memory kind %d is unknown", kind);
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_buffer_create: memory kind %d is unknown", kind);
   return nvhcq_memory_alloc(dev, size, kind, NULL, out);
 }
 
-nvhcq_status nvhcq_free(nvhcq_buffer *buf) {
+nvhcq_status nvhcq_buffer_destroy(nvhcq_buffer *buf) {
   if (!buf) return NVHCQ_SUCCESS;
-  NVHCQ_TRY(nvhcq_buffer_check(buf, "nvhcq_free"));
+  NVHCQ_TRY(nvhcq_buffer_check(buf, "nvhcq_buffer_destroy"));
   /* The GPU may still be using the buffer: let queued work finish first (a broken device runs
    * nothing any more). */
-  if (!buf->dev->broken) NVHCQ_TRY(nvhcq_device_synchronize(buf->dev));
+  if (!buf->dev->broken) NVHCQ_TRY(nvhcq_device_cpu_wait_idle(buf->dev));
   return nvhcq_memory_free(buf);
 }
 
+/* The accessors: 0 or NULL, with the message, for a handle that is not a live buffer. */
 uint64_t nvhcq_buffer_gpu_address(const nvhcq_buffer *buf) {
-  return buf ? buf->gpu_address : 0;
+  return nvhcq_buffer_check(buf, "nvhcq_buffer_gpu_address") ? 0 : buf->gpu_address;
 }
 void *nvhcq_buffer_host_pointer(const nvhcq_buffer *buf) {
-  return buf ? buf->host_pointer : NULL;
+  return nvhcq_buffer_check(buf, "nvhcq_buffer_host_pointer") ? NULL : buf->host_pointer;
 }
 size_t nvhcq_buffer_size(const nvhcq_buffer *buf) {
-  return buf ? buf->size : 0;
+  return nvhcq_buffer_check(buf, "nvhcq_buffer_size") ? 0 : buf->size;
 }
+
+/* The 0.1 names (nvhcq.h declares them deprecated). */
+NVHCQ_0_1_NAME(nvhcq_alloc, nvhcq_buffer_create);
+NVHCQ_0_1_NAME(nvhcq_free, nvhcq_buffer_destroy);

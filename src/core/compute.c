@@ -76,7 +76,7 @@ nvhcq_status nvhcq_compute_ensure_local_memory(nvhcq_device *dev, uint32_t bytes
   uint64_t per_warp = NVHCQ_ALIGN_UP(per_thread * 32, 0x200u);
   uint64_t per_tpc = NVHCQ_ALIGN_UP(per_warp * i->warps_per_sm * i->sms_per_tpc, 0x8000ull);
   uint64_t total = NVHCQ_ALIGN_UP(per_tpc * i->tpcs_per_gpc * i->gpcs, 0x20000ull);
-  NVHCQ_TRY(nvhcq_device_synchronize(dev));
+  NVHCQ_TRY(nvhcq_device_cpu_wait_idle(dev));
   nvhcq_buffer *mem;
   nvhcq_status s = nvhcq_memory_alloc(dev, total, NVHCQ_MEMORY_DEVICE, NULL, &mem);
   if (s)
@@ -109,7 +109,7 @@ nvhcq_status nvhcq_compute_args_alloc(nvhcq_device *dev, uint32_t bytes, uint64_
   int new_lap =
       cs->args_head > 0 && start / ARGS_RING_BYTES != (cs->args_head - 1) / ARGS_RING_BYTES;
   if (new_lap || (cs->args_sync_at && start + bytes > cs->args_sync_at)) {
-    NVHCQ_TRY(nvhcq_device_synchronize(dev));
+    NVHCQ_TRY(nvhcq_device_cpu_wait_idle(dev));
     cs->args_sync_at = 0;
   }
   if (new_lap) cs->args_lap_start = start;

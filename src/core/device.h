@@ -67,7 +67,7 @@ struct nvhcq_device {
   nvhcq_signal *copy_stamp;
   double copy_rate[3];
   nvhcq_buffer *staging;   /* pinned staging for copies from and to pageable memory */
-  nvhcq_queue *sync_queue; /* for nvhcq_launch_sync */
+  nvhcq_queue *sync_queue; /* for nvhcq_kernel_launch_cpu_wait */
   nvhcq_signal *sync_signal[2];
   nvhcq_module *builtin;     /* built-in kernels, loaded on first use */
   nvhcq_module *modules;     /* every loaded module, for naming the kernel at a faulting PC */

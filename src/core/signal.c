@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "core/device.h"
+#include "util/abi.h"
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -122,26 +123,28 @@ nvhcq_status nvhcq_signal_destroy(nvhcq_signal *sig) {
   return NVHCQ_SUCCESS;
 }
 
+/* The accessors check the handle (0 and the message for one that is not a live signal); the
+ * library's own signals are read with the unchecked nvhcq_signal_load and friends. The check
+ * only reads the handle, so any thread may call them. */
 uint64_t nvhcq_signal_value(const nvhcq_signal *sig) {
-  return __atomic_load_n(&sig->cpu[0], __ATOMIC_ACQUIRE);
+  return nvhcq_signal_check(sig) ? 0 : nvhcq_signal_load(sig);
 }
 
 void nvhcq_signal_set(nvhcq_signal *sig, uint64_t value) {
-  __atomic_store_n(&sig->cpu[0], value, __ATOMIC_RELEASE);
+  if (!nvhcq_signal_check(sig)) nvhcq_signal_store(sig, value);
 }
 
-/* The GPU's semaphore timestamps count nanoseconds of its global timer. */
 uint64_t nvhcq_signal_timestamp_ns(const nvhcq_signal *sig) {
-  return sig->cpu[1];
+  return nvhcq_signal_check(sig) ? 0 : nvhcq_signal_stamp(sig);
 }
 
 uint64_t nvhcq_signal_gpu_address(const nvhcq_signal *sig) {
-  return sig->gpu_address;
+  return nvhcq_signal_check(sig) ? 0 : sig->gpu_address;
 }
 
-nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms) {
+nvhcq_status nvhcq_signal_cpu_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms) {
   NVHCQ_TRY(nvhcq_signal_check(sig));
-  if (nvhcq_signal_value(sig) >= value) return NVHCQ_SUCCESS;
+  if (nvhcq_signal_load(sig) >= value) return NVHCQ_SUCCESS;
   char what[64];
   snprintf(what, sizeof what, "GPU %d signal %u", sig->dev->index, sig->slot);
   nvhcq_status s = nvhcq_wait_value(sig->dev, sig->cpu, value,
@@ -150,3 +153,6 @@ nvhcq_status nvhcq_signal_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeo
   if (s == NVHCQ_ERROR_TIMEOUT && !timeout_ms) sig->dev->broken = 1;
   return s;
 }
+
+/* The 0.1 names (nvhcq.h declares them deprecated). */
+NVHCQ_0_1_NAME(nvhcq_signal_wait, nvhcq_signal_cpu_wait);

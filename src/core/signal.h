@@ -28,6 +28,18 @@ nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, u
 
 nvhcq_status nvhcq_signal_check(const nvhcq_signal *sig) NVHCQ_MUST_CHECK;
 
+/* A signal's value, set and timestamp without the handle check of the public accessors. */
+static inline uint64_t nvhcq_signal_load(const nvhcq_signal *sig) {
+  return __atomic_load_n(&sig->cpu[0], __ATOMIC_ACQUIRE);
+}
+static inline void nvhcq_signal_store(nvhcq_signal *sig, uint64_t value) {
+  __atomic_store_n(&sig->cpu[0], value, __ATOMIC_RELEASE);
+}
+/* The GPU's semaphore timestamps count nanoseconds of its global timer. */
+static inline uint64_t nvhcq_signal_stamp(const nvhcq_signal *sig) {
+  return sig->cpu[1];
+}
+
 /* The device's page of signal slots and its stack of free slots; fini after the last signal. */
 nvhcq_status nvhcq_signal_pool_init(nvhcq_device *dev) NVHCQ_MUST_CHECK;
 void nvhcq_signal_pool_fini(nvhcq_device *dev);

@@ -1,10 +1,11 @@
 /* The device's internal timelines: scratch submissions that end with a timeline release, the
- * waits for them, and nvhcq_device_synchronize. */
+ * waits for them, and nvhcq_device_cpu_wait_idle. */
 #include "core/timeline.h"
 
 #include <stdio.h>
 
 #include "core/device.h"
+#include "util/abi.h"
 
 nvhcq_status nvhcq_timeline_init(nvhcq_device *dev) {
   nvhcq_push_init(&dev->timeline.scratch);
@@ -19,7 +20,7 @@ void nvhcq_timeline_fini(nvhcq_device *dev) {
 }
 
 void nvhcq_timeline_skip(nvhcq_device *dev) {
-  for (int c = 0; c < 2; c++) nvhcq_signal_set(dev->timeline.signal[c], dev->timeline.value[c]);
+  for (int c = 0; c < 2; c++) nvhcq_signal_store(dev->timeline.signal[c], dev->timeline.value[c]);
 }
 
 nvhcq_push *nvhcq_timeline_scratch(nvhcq_device *dev) {
@@ -50,7 +51,7 @@ nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy, uint64_t va
 
 nvhcq_status nvhcq_device_wait_timeline_for(nvhcq_device *dev, int copy, uint64_t value,
                                             uint64_t expect_ns) {
-  if (nvhcq_signal_value(dev->timeline.signal[copy]) >= value) return NVHCQ_SUCCESS;
+  if (nvhcq_signal_load(dev->timeline.signal[copy]) >= value) return NVHCQ_SUCCESS;
   char what[64];
   snprintf(what, sizeof what, "GPU %d %s channel", dev->index, copy ? "copy" : "compute");
   nvhcq_status s = nvhcq_wait_value(dev, dev->timeline.signal[copy]->cpu, value, dev->timeout_ms,
@@ -59,7 +60,7 @@ nvhcq_status nvhcq_device_wait_timeline_for(nvhcq_device *dev, int copy, uint64_
   return s;
 }
 
-nvhcq_status nvhcq_device_synchronize(nvhcq_device *dev) {
+nvhcq_status nvhcq_device_cpu_wait_idle(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (dev->broken)
     return nvhcq_fail(NVHCQ_ERROR_GPU_FAULT,
@@ -74,3 +75,6 @@ nvhcq_status nvhcq_device_synchronize(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 0, v[0]));
   return nvhcq_device_wait_timeline(dev, 1, v[1]);
 }
+
+/* The 0.1 names (nvhcq.h declares them deprecated). */
+NVHCQ_0_1_NAME(nvhcq_device_synchronize, nvhcq_device_cpu_wait_idle);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "util/sha256.h"
+#include "util/abi.h"
 
 /* ---- finding and loading the compilers ---- */
 
@@ -166,7 +167,7 @@ static nvhcq_status load_compiler(compiler *c) {
 
 /* ---- what a buffer holds ---- */
 
-nvhcq_source_kind nvhcq_detect_source(const void *data, size_t size) {
+nvhcq_source_kind nvhcq_source_detect(const void *data, size_t size) {
   const char *p = data;
   if (!p || size == 0) return NVHCQ_SOURCE_UNKNOWN;
   if (size >= 4 && !memcmp(p,
@@ -499,17 +500,17 @@ static nvhcq_status compile_locked(const void *src, size_t size, nvhcq_source_ki
   return s;
 }
 
-nvhcq_status nvhcq_compile(const void *source, size_t size, const char *arch,
-                           const char *const *options, int num_options, void **binary,
-                           size_t *binary_size) {
+nvhcq_status nvhcq_binary_compile(const void *source, size_t size, const char *arch,
+                                  const char *const *options, int num_options, void **binary,
+                                  size_t *binary_size) {
   if (!source || !size || !binary || !binary_size || num_options < 0 || (num_options && !options))
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "nvhcq_compile: missing source, output or options");
+                      "nvhcq_binary_compile: missing source, output or options");
   if (!arch || strncmp(arch, "sm_", 3) || atoi(arch + 3) < 50)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "nvhcq_compile: architecture '%s' should look like sm_90",
+                      "nvhcq_binary_compile: architecture '%s' should look like sm_90",
                       arch ? arch : "(null)");
-  nvhcq_source_kind kind = nvhcq_detect_source(source, size);
+  nvhcq_source_kind kind = nvhcq_source_detect(source, size);
   if (kind == NVHCQ_SOURCE_UNKNOWN)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_IMAGE, "the input is neither a cubin, PTX nor CUDA C");
   if (kind == NVHCQ_SOURCE_CUBIN) {
@@ -526,7 +527,7 @@ nvhcq_status nvhcq_compile(const void *source, size_t size, const char *arch,
   return s;
 }
 
-void nvhcq_free_binary(void *binary) {
+void nvhcq_binary_destroy(void *binary) {
   free(binary);
 }
 
@@ -535,3 +536,8 @@ void nvhcq_compile_get_stats(nvhcq_compile_stats *out) {
   *out = stats;
   pthread_mutex_unlock(&compile_lock);
 }
+
+/* The 0.1 names (nvhcq.h declares them deprecated). */
+NVHCQ_0_1_NAME(nvhcq_detect_source, nvhcq_source_detect);
+NVHCQ_0_1_NAME(nvhcq_compile, nvhcq_binary_compile);
+NVHCQ_0_1_NAME(nvhcq_free_binary, nvhcq_binary_destroy);

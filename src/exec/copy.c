@@ -8,6 +8,7 @@
 #include "exec/module.h"
 #include "exec/builtin.h"
 #include "util/memcpy_pool.h"
+#include "util/abi.h"
 
 #define STAGING_SLOTS      4u
 #define STAGING_SLOT_BYTES (16u << 20)
@@ -56,8 +57,8 @@ static nvhcq_status copy_sync(nvhcq_device *dev, uint64_t dst, uint64_t src, uin
   if (!timed) return nvhcq_device_wait_timeline(dev, 1, v);
   double *rate = &dev->copy_rate[path];
   NVHCQ_TRY(nvhcq_device_wait_timeline_for(dev, 1, v, *rate > 0 ? (uint64_t)(size / *rate) : 0));
-  uint64_t t0 = nvhcq_signal_timestamp_ns(dev->copy_stamp),
-           t1 = nvhcq_signal_timestamp_ns(dev->timeline.signal[1]);
+  uint64_t t0 = nvhcq_signal_stamp(dev->copy_stamp),
+           t1 = nvhcq_signal_stamp(dev->timeline.signal[1]);
   /* Only the best speed is kept: a copy slowed by other traffic on the bus does not lengthen the
    * sleep of the next one, which would then oversleep. */
   if (t1 > t0 && size / (double)(t1 - t0) > *rate) *rate = size / (double)(t1 - t0);
@@ -151,14 +152,14 @@ static nvhcq_status kernel_copy(nvhcq_device *dev, nvhcq_kernel *k, uint64_t d, 
    * SM 1835 GB/s, 64 per SM 1913, 128 per SM 1981). */
   nvhcq_dim3 grid = {dev->info.sm_count ? dev->info.sm_count * 128 : 16384, 1, 1},
              block = {512, 1, 1};
-  return nvhcq_launch_sync(k, grid, block, 0, &args, sizeof args, NULL);
+  return nvhcq_kernel_launch_cpu_wait(k, grid, block, 0, &args, sizeof args, NULL);
 }
 
-nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const void *src,
-                                  size_t size) {
-  NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_copy_to_device destination"));
+nvhcq_status nvhcq_buffer_write(nvhcq_buffer *dst, size_t dst_offset, const void *src,
+                                size_t size) {
+  NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_buffer_write destination"));
   if (!src && size)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_to_device: src is NULL");
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_buffer_write: src is NULL");
   if (size == 0) return NVHCQ_SUCCESS;
   nvhcq_device *dev = dst->dev;
   if (is_gpu_visible(src, size))
@@ -166,10 +167,10 @@ nvhcq_status nvhcq_copy_to_device(nvhcq_buffer *dst, size_t dst_offset, const vo
   return upload_staged(dev, dst->gpu_address + dst_offset, src, size);
 }
 
-nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_offset, size_t size) {
-  NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_copy_from_device source"));
+nvhcq_status nvhcq_buffer_read(void *dst, nvhcq_buffer *src, size_t src_offset, size_t size) {
+  NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_buffer_read source"));
   if (!dst && size)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_copy_from_device: dst is NULL");
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_buffer_read: dst is NULL");
   if (size == 0) return NVHCQ_SUCCESS;
   nvhcq_device *dev = src->dev;
   if (is_gpu_visible(dst, size))
@@ -178,13 +179,13 @@ nvhcq_status nvhcq_copy_from_device(void *dst, nvhcq_buffer *src, size_t src_off
   return download_staged(dev, dst, src->gpu_address + src_offset, size);
 }
 
-nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
+nvhcq_status nvhcq_buffer_copy(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
                                size_t src_offset, size_t size) {
-  NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_copy_device destination"));
-  NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_copy_device source"));
+  NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_buffer_copy destination"));
+  NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_buffer_copy source"));
   if (dst->dev != src->dev)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "nvhcq_copy_device: source is on GPU %d, destination on GPU %d",
+                      "nvhcq_buffer_copy: source is on GPU %d, destination on GPU %d",
                       src->dev->index, dst->dev->index);
   if (size == 0) return NVHCQ_SUCCESS;
   uint64_t d = dst->gpu_address + dst_offset, s = src->gpu_address + src_offset;
@@ -193,3 +194,8 @@ nvhcq_status nvhcq_copy_device(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffe
     return kernel_copy(dst->dev, k, d, s, size);
   return copy_sync(dst->dev, d, s, size, ON_DEVICE);
 }
+
+/* The 0.1 names (nvhcq.h declares them deprecated). */
+NVHCQ_0_1_NAME(nvhcq_copy_to_device, nvhcq_buffer_write);
+NVHCQ_0_1_NAME(nvhcq_copy_from_device, nvhcq_buffer_read);
+NVHCQ_0_1_NAME(nvhcq_copy_device, nvhcq_buffer_copy);

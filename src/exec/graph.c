@@ -7,6 +7,7 @@
 #include "exec/module.h"
 #include "util/handle.h"
 #include "exec/queue.h"
+#include "util/abi.h"
 
 #define NVHCQ_GRAPH_MAGIC 0x6e766772u /* "nvgr" */
 
@@ -199,7 +200,7 @@ static nvhcq_status record_node(nvhcq_graph *g, graph_node *n) {
   nvhcq_queue *q = g->queue[c];
   for (uint32_t i = 0; i < n->dep_count; i++) {
     graph_node *d = &g->nodes[n->deps[i]];
-    if (d->copy != c) NVHCQ_TRY(nvhcq_queue_wait_var(q, d->done, g->epoch_var[c]));
+    if (d->copy != c) NVHCQ_TRY(nvhcq_queue_gpu_wait_var(q, d->done, g->epoch_var[c]));
   }
   if (c) {
     NVHCQ_TRY(nvhcq_queue_copy_vars(q, n->dst, n->src, n->size, map_var(g, 1, n->dst_var),
@@ -269,7 +270,7 @@ static nvhcq_status check_idle(const nvhcq_graph *g) {
     if (q && nvhcq_queue_replays_pending(q))
       return nvhcq_fail(NVHCQ_ERROR_BUSY,
                         "the graph's previous replay is still running on the %s channel; call "
-                        "nvhcq_graph_wait first",
+                        "nvhcq_graph_cpu_wait first",
                         c ? "copy" : "compute");
   }
   return NVHCQ_SUCCESS;
@@ -302,9 +303,12 @@ nvhcq_status nvhcq_graph_launch(nvhcq_graph *g) {
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_graph_wait(nvhcq_graph *g, uint32_t timeout_ms) {
+nvhcq_status nvhcq_graph_cpu_wait(nvhcq_graph *g, uint32_t timeout_ms) {
   NVHCQ_TRY(check_graph(g, 1));
   for (int c = 0; c < 2; c++)
-    if (g->queue[c]) NVHCQ_TRY(nvhcq_queue_wait_idle(g->queue[c], timeout_ms));
+    if (g->queue[c]) NVHCQ_TRY(nvhcq_queue_cpu_wait_idle(g->queue[c], timeout_ms));
   return NVHCQ_SUCCESS;
 }
+
+/* The 0.1 names (nvhcq.h declares them deprecated). */
+NVHCQ_0_1_NAME(nvhcq_graph_wait, nvhcq_graph_cpu_wait);

@@ -1,5 +1,5 @@
 /* Kernel launches into queues: the checks, bank 0 and the QMD of each launch, chaining onto the
- * previous launch with its fence, launches with variables, and nvhcq_launch_sync. */
+ * previous launch with its fence, launches with variables, and nvhcq_kernel_launch_cpu_wait. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +8,7 @@
 #include "exec/module.h"
 #include "exec/queue.h"
 #include "util/align.h"
+#include "util/abi.h"
 
 nvhcq_status nvhcq_launch_check_dims(const nvhcq_kernel *k, nvhcq_dim3 g, nvhcq_dim3 b) {
   const char *n = k->cubin->name;
@@ -296,9 +297,9 @@ nvhcq_status nvhcq_queue_memory_barrier(nvhcq_queue *q) {
   return q->push.error;
 }
 
-nvhcq_status nvhcq_launch_sync(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
-                               uint32_t dynamic_shared, const void *args, size_t args_size,
-                               uint64_t *gpu_ns) {
+nvhcq_status nvhcq_kernel_launch_cpu_wait(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
+                                          uint32_t dynamic_shared, const void *args,
+                                          size_t args_size, uint64_t *gpu_ns) {
   NVHCQ_TRY(nvhcq_kernel_check(k));
   nvhcq_device *dev = k->module->dev;
   if (!dev->sync_queue) {
@@ -307,16 +308,18 @@ nvhcq_status nvhcq_launch_sync(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 bloc
     NVHCQ_TRY(nvhcq_signal_create(dev, 0, &dev->sync_signal[1]));
   }
   nvhcq_queue *q = dev->sync_queue;
-  uint64_t v = nvhcq_signal_value(dev->sync_signal[1]) + 1;
+  uint64_t v = nvhcq_signal_load(dev->sync_signal[1]) + 1;
   NVHCQ_TRY(nvhcq_queue_reset(q));
   if (gpu_ns) NVHCQ_TRY(nvhcq_queue_signal(q, dev->sync_signal[0], v));
   NVHCQ_TRY(nvhcq_queue_launch(q, k, grid, block, dynamic_shared, args, args_size));
   NVHCQ_TRY(nvhcq_queue_signal(q, dev->sync_signal[1], v));
   NVHCQ_TRY(nvhcq_queue_submit(q));
-  nvhcq_status s = nvhcq_signal_wait(dev->sync_signal[1], v, 0);
+  nvhcq_status s = nvhcq_signal_cpu_wait(dev->sync_signal[1], v, 0);
   if (s) return nvhcq_fail_context(s, "kernel %s", k->cubin->name);
   if (gpu_ns)
-    *gpu_ns = nvhcq_signal_timestamp_ns(dev->sync_signal[1]) -
-              nvhcq_signal_timestamp_ns(dev->sync_signal[0]);
+    *gpu_ns = nvhcq_signal_stamp(dev->sync_signal[1]) - nvhcq_signal_stamp(dev->sync_signal[0]);
   return NVHCQ_SUCCESS;
 }
+
+/* The 0.1 names (nvhcq.h declares them deprecated). */
+NVHCQ_0_1_NAME(nvhcq_launch_sync, nvhcq_kernel_launch_cpu_wait);

@@ -2,6 +2,7 @@
  * template and limits, lookups by name and by code address, occupancy and attributes. */
 #include "exec/module.h"
 #include "util/handle.h"
+#include "util/abi.h"
 #include "util/align.h"
 
 #include <errno.h>
@@ -204,11 +205,12 @@ nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t s
                                    const char *const *options, int num_options,
                                    nvhcq_module **out) {
   NVHCQ_TRY(nvhcq_device_check(dev));
-  if (nvhcq_detect_source(data, size) == NVHCQ_SOURCE_CUBIN)
+  if (nvhcq_source_detect(data, size) == NVHCQ_SOURCE_CUBIN)
     return nvhcq_module_load(dev, data, size, out);
   void *bin;
   size_t bin_size;
-  NVHCQ_TRY(nvhcq_compile(data, size, dev->info.arch, options, num_options, &bin, &bin_size));
+  NVHCQ_TRY(
+      nvhcq_binary_compile(data, size, dev->info.arch, options, num_options, &bin, &bin_size));
   nvhcq_status s = nvhcq_module_load(dev, bin, bin_size, out);
   free(bin);
   return s;
@@ -218,8 +220,8 @@ nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
   if (!m) return NVHCQ_SUCCESS;
   NVHCQ_TRY(check_module(m));
   /* The GPU may still run its kernels: let queued work finish first (a broken device runs
-   * nothing any more, as for nvhcq_free). */
-  nvhcq_status s = m->dev->broken ? NVHCQ_SUCCESS : nvhcq_device_synchronize(m->dev);
+   * nothing any more, as for nvhcq_buffer_destroy). */
+  nvhcq_status s = m->dev->broken ? NVHCQ_SUCCESS : nvhcq_device_cpu_wait_idle(m->dev);
   for (nvhcq_module **at = &m->dev->modules; *at; at = &(*at)->next)
     if (*at == m) {
       *at = m->next;
@@ -234,13 +236,16 @@ nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
 }
 
 uint32_t nvhcq_module_kernel_count(const nvhcq_module *m) {
-  return m && m->magic == NVHCQ_MODULE_MAGIC ? m->kernel_count : 0;
+  return check_module(m) ? 0 : m->kernel_count;
 }
 
 const char *nvhcq_module_kernel_name(const nvhcq_module *m, uint32_t index) {
-  return m && m->magic == NVHCQ_MODULE_MAGIC && index < m->kernel_count
-             ? m->kernels[index].cubin->name
-             : NULL;
+  if (check_module(m)) return NULL;
+  if (index < m->kernel_count) return m->kernels[index].cubin->name;
+  nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+             "nvhcq_module_kernel_name: index %u, the module has %u kernels", index,
+             m->kernel_count);
+  return NULL;
 }
 
 nvhcq_status nvhcq_module_get_kernel(nvhcq_module *m, const char *name, nvhcq_kernel **out) {
@@ -272,26 +277,25 @@ uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic) {
   return NVHCQ_ALIGN_UP(base + dynamic, 128u);
 }
 
-nvhcq_status nvhcq_kernel_get_info(const nvhcq_kernel *k, nvhcq_kernel_info *info) {
+nvhcq_status nvhcq_kernel_query_info(const nvhcq_kernel *k, nvhcq_kernel_info *info) {
   NVHCQ_TRY(nvhcq_kernel_check(k));
-  if (!info) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "info is NULL");
   uint32_t base = nvhcq_kernel_static_shared(k);
-  *info = (nvhcq_kernel_info){.name = k->cubin->name,
-                              .registers = k->cubin->registers,
-                              .param_size = k->cubin->param_size,
-                              .shared_bytes = k->static_shared,
-                              .local_bytes = k->local_bytes,
-                              .max_threads = k->max_threads,
-                              .max_dynamic_shared = k->module->dev->compute_state.max_shared +
-                                                    NVHCQ_RESERVED_SHARED - base};
-  return NVHCQ_SUCCESS;
+  nvhcq_kernel_info all = {.name = k->cubin->name,
+                           .registers = k->cubin->registers,
+                           .param_size = k->cubin->param_size,
+                           .shared_bytes = k->static_shared,
+                           .local_bytes = k->local_bytes,
+                           .max_threads = k->max_threads,
+                           .max_dynamic_shared = k->module->dev->compute_state.max_shared +
+                                                 NVHCQ_RESERVED_SHARED - base};
+  return nvhcq_fill_sized(info, &all, sizeof all, sizeof all, "nvhcq_kernel_query_info");
 }
 
-nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
-                                        uint32_t dynamic_shared, nvhcq_occupancy *out) {
+nvhcq_status nvhcq_kernel_query_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
+                                          uint32_t dynamic_shared, nvhcq_occupancy *out) {
   NVHCQ_TRY(nvhcq_kernel_check(k));
   if (!out)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_kernel_get_occupancy: out is NULL");
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_kernel_query_occupancy: out is NULL");
   const nvhcq_device *dev = k->module->dev;
   const nvhcq_compute_state *cs = &dev->compute_state;
   uint64_t threads = (uint64_t)block.x * block.y * block.z;
@@ -309,15 +313,15 @@ nvhcq_status nvhcq_kernel_get_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
                       "(%u bytes a block at most on %s)",
                       k->cubin->name, dynamic_shared, cs->max_shared, dev->info.arch);
   uint32_t warps = (uint32_t)(threads + 31) / 32;
-  *out = (nvhcq_occupancy){.blocks_per_sm = c.blocks_per_sm,
-                           .warps_per_sm = c.blocks_per_sm * warps,
-                           .max_warps_per_sm = cs->sm_limits.warps,
-                           .limiter = c.limiter,
-                           .shared_per_block = shared,
-                           .shared_config_bytes = c.target_bytes,
-                           .shared_config_min = c.min_bytes,
-                           .shared_config_max = c.max_bytes};
-  return NVHCQ_SUCCESS;
+  nvhcq_occupancy all = {.blocks_per_sm = c.blocks_per_sm,
+                         .warps_per_sm = c.blocks_per_sm * warps,
+                         .max_warps_per_sm = cs->sm_limits.warps,
+                         .limiter = c.limiter,
+                         .shared_per_block = shared,
+                         .shared_config_bytes = c.target_bytes,
+                         .shared_config_min = c.min_bytes,
+                         .shared_config_max = c.max_bytes};
+  return nvhcq_fill_sized(out, &all, sizeof all, sizeof all, "nvhcq_kernel_query_occupancy");
 }
 
 nvhcq_status nvhcq_kernel_set_attribute(nvhcq_kernel *k, uint32_t attribute, int64_t value) {

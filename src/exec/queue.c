@@ -2,6 +2,7 @@
  * and submitting them to their channel. */
 #include "exec/queue.h"
 #include "util/handle.h"
+#include "util/abi.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,7 +63,7 @@ nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_queue_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
+nvhcq_status nvhcq_queue_gpu_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(check_signal_for(q, sig));
   nvhcq_push_host_wait(&q->push, sig->gpu_address, value);
@@ -100,7 +101,7 @@ nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64
 nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(q->push.error);
-  if (q->dev->broken) return nvhcq_device_synchronize(q->dev); /* says why */
+  if (q->dev->broken) return nvhcq_device_cpu_wait_idle(q->dev); /* says why */
   nvhcq_queue_name_last_kernel(q);
   return q->ops->submit(q);
 }
@@ -135,3 +136,6 @@ const nvhcq_queue_ops nvhcq_eager_queue_ops = {
     .submit = eager_submit,
     .drop = eager_drop,
 };
+
+/* The 0.1 names (nvhcq.h declares them deprecated). */
+NVHCQ_0_1_NAME(nvhcq_queue_wait, nvhcq_queue_gpu_wait);

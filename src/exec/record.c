@@ -6,6 +6,7 @@
 #include "exec/module.h"
 #include "exec/queue.h"
 #include "util/align.h"
+#include "util/abi.h"
 
 #define ARENA_CHUNK_BYTES (4u << 20)
 
@@ -211,8 +212,8 @@ nvhcq_status nvhcq_queue_set_var(nvhcq_queue *q, nvhcq_var var, uint64_t value) 
   if (q->finished && nvhcq_queue_replays_pending(q))
     return nvhcq_fail(NVHCQ_ERROR_BUSY,
                       "variable '%s' cannot change while the queue's replays are running (%llu of "
-                      "%llu done); call nvhcq_queue_wait_idle first",
-                      q->vars[var].name, (unsigned long long)nvhcq_signal_value(q->done),
+                      "%llu done); call nvhcq_queue_cpu_wait_idle first",
+                      q->vars[var].name, (unsigned long long)nvhcq_signal_load(q->done),
                       (unsigned long long)q->replays);
   if (!q->finished) {
     q->vars[var].value = value; /* written at finish */
@@ -248,7 +249,7 @@ nvhcq_status nvhcq_queue_finish(nvhcq_queue *q) {
 }
 
 uint64_t nvhcq_queue_replays_pending(nvhcq_queue *q) {
-  uint64_t done = nvhcq_signal_value(q->done);
+  uint64_t done = nvhcq_signal_load(q->done);
   if (q->generation != q->dev->generation) { /* channels re-created: the rest never runs */
     q->replays = done;
     q->generation = q->dev->generation;
@@ -279,11 +280,11 @@ static nvhcq_status recorded_submit(nvhcq_queue *q) {
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_queue_wait_idle(nvhcq_queue *q, uint32_t timeout_ms) {
+nvhcq_status nvhcq_queue_cpu_wait_idle(nvhcq_queue *q, uint32_t timeout_ms) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   if (!nvhcq_queue_is_recorded(q) || !q->finished || !nvhcq_queue_replays_pending(q))
     return NVHCQ_SUCCESS;
-  return nvhcq_signal_wait(q->done, q->replays, timeout_ms);
+  return nvhcq_signal_cpu_wait(q->done, q->replays, timeout_ms);
 }
 
 /* ---- recording with variables ---- */
@@ -322,11 +323,11 @@ nvhcq_status nvhcq_queue_signal_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var
   return nvhcq_queue_add_patch(q, value, NVHCQ_PATCH_LO_HI, 1, start + 3, NULL, 0);
 }
 
-nvhcq_status nvhcq_queue_wait_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value) {
-  NVHCQ_TRY(check_recording(q, "nvhcq_queue_wait_var"));
+nvhcq_status nvhcq_queue_gpu_wait_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value) {
+  NVHCQ_TRY(check_recording(q, "nvhcq_queue_gpu_wait_var"));
   NVHCQ_TRY(check_var(q, value));
   uint32_t start = q->push.len;
-  NVHCQ_TRY(nvhcq_queue_wait(q, sig, value == NVHCQ_NO_VAR ? 0 : q->vars[value].value));
+  NVHCQ_TRY(nvhcq_queue_gpu_wait(q, sig, value == NVHCQ_NO_VAR ? 0 : q->vars[value].value));
   return nvhcq_queue_add_patch(q, value, NVHCQ_PATCH_LO_HI, 1, start + 3, NULL, 0);
 }
 
@@ -357,7 +358,7 @@ nvhcq_status nvhcq_queue_copy_vars(nvhcq_queue *q, uint64_t dst, uint64_t src, u
 /* Its memory may still be read by a running replay, unless the device is broken: it waits for
  * the replays, then frees the recording. */
 static nvhcq_status recorded_drop(nvhcq_queue *q) {
-  if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_wait_idle(q, 0));
+  if (q->finished && !q->dev->broken) NVHCQ_TRY(nvhcq_queue_cpu_wait_idle(q, 0));
   free_recording(q);
   return NVHCQ_SUCCESS;
 }
@@ -367,3 +368,7 @@ const nvhcq_queue_ops nvhcq_recorded_queue_ops = {
     .submit = recorded_submit,
     .drop = recorded_drop,
 };
+
+/* The 0.1 names (nvhcq.h declares them deprecated). */
+NVHCQ_0_1_NAME(nvhcq_queue_wait_var, nvhcq_queue_gpu_wait_var);
+NVHCQ_0_1_NAME(nvhcq_queue_wait_idle, nvhcq_queue_cpu_wait_idle);

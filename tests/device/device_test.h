@@ -28,8 +28,8 @@ static inline int open_device(void) {
 /* Opens the device and loads the test kernels for its architecture. */
 static inline int setup(void) {
   if (open_device()) return 1;
-  nvhcq_device_info info;
-  nvhcq_device_get_info(dev, &info);
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  nvhcq_device_query_info(dev, &info);
   const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
   char path[512];
   snprintf(path, sizeof path, "%s/device_kernels_%s.cubin", dir ? dir : ".", info.arch);

@@ -9,7 +9,7 @@
 
 static nvhcq_buffer *alloc(size_t n) {
   nvhcq_buffer *b = NULL;
-  if (nvhcq_alloc(dev, n, NVHCQ_MEMORY_DEVICE, &b))
+  if (nvhcq_buffer_create(dev, n, NVHCQ_MEMORY_DEVICE, &b))
     fprintf(stderr, "  alloc: %s\n", nvhcq_last_error());
   return b;
 }
@@ -31,23 +31,23 @@ static void t_vector_add(void) {
   float *a = malloc(n * 4), *b = malloc(n * 4), *c = malloc(n * 4);
   for (int i = 0; i < n; i++) a[i] = (float)i, b[i] = (float)(2 * i + 1);
   nvhcq_buffer *da = alloc(n * 4), *db = alloc(n * 4), *dc = alloc(n * 4);
-  TEST_CHECK(nvhcq_copy_to_device(da, 0, a, n * 4) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_copy_to_device(db, 0, b, n * 4) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_write(da, 0, a, n * 4) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_write(db, 0, b, n * 4) == NVHCQ_SUCCESS);
   struct {
     uint64_t a, b, c;
     int n;
   } args = {nvhcq_buffer_gpu_address(da), nvhcq_buffer_gpu_address(db),
             nvhcq_buffer_gpu_address(dc), n};
   uint64_t ns = 0;
-  nvhcq_status s = nvhcq_launch_sync(kernel("vector_add"), DIM(n / 256, 1, 1), DIM(256, 1, 1), 0,
-                                     &args, 28, &ns);
+  nvhcq_status s = nvhcq_kernel_launch_cpu_wait(kernel("vector_add"), DIM(n / 256, 1, 1),
+                                                DIM(256, 1, 1), 0, &args, 28, &ns);
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  TEST_CHECK(nvhcq_copy_from_device(c, dc, 0, n * 4) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(c, dc, 0, n * 4) == NVHCQ_SUCCESS);
   int bad = 0;
   for (int i = 0; i < n; i++) bad += c[i] != (float)(3 * i + 1);
   TEST_CHECK_MSG(bad == 0, "%d wrong elements", bad);
   printf("  vector_add of %d floats: %.1f us on the GPU\n", n, ns / 1e3);
-  nvhcq_free(da), nvhcq_free(db), nvhcq_free(dc);
+  nvhcq_buffer_destroy(da), nvhcq_buffer_destroy(db), nvhcq_buffer_destroy(dc);
   free(a), free(b), free(c);
 }
 
@@ -55,7 +55,7 @@ static void t_atomic_100k(void) {
   NEED_GPU();
   nvhcq_buffer *counter = alloc(8);
   uint64_t zero = 0, got = 0;
-  nvhcq_copy_to_device(counter, 0, &zero, 8);
+  nvhcq_buffer_write(counter, 0, &zero, 8);
   nvhcq_queue *q;
   nvhcq_signal *done;
   TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
@@ -72,12 +72,12 @@ static void t_atomic_100k(void) {
     if (batch == 99) nvhcq_queue_signal(q, done, 1);
     TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
   }
-  TEST_CHECK(nvhcq_signal_wait(done, 1, 20000) == NVHCQ_SUCCESS);
-  nvhcq_copy_from_device(&got, counter, 0, 8);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, 1, 20000) == NVHCQ_SUCCESS);
+  nvhcq_buffer_read(&got, counter, 0, 8);
   TEST_CHECK_MSG(got == 100000, "counted %llu", (unsigned long long)got);
   nvhcq_queue_destroy(q);
   nvhcq_signal_destroy(done);
-  nvhcq_free(counter);
+  nvhcq_buffer_destroy(counter);
 }
 
 /* reduce_dynamic's inputs: `blocks` rows of `ints` values on the GPU, and each row's sum. */
@@ -97,7 +97,7 @@ static reduce_case reduce_setup(int ints, int blocks, int salt) {
     for (int i = 0; i < ints; i++)
       in[b * ints + i] = (i * salt + b) % 1001 - b, r.want[b] += in[b * ints + i];
   r.in = alloc((size_t)ints * blocks * 4), r.out = alloc(8 * (size_t)blocks);
-  nvhcq_copy_to_device(r.in, 0, in, (size_t)ints * blocks * 4);
+  nvhcq_buffer_write(r.in, 0, in, (size_t)ints * blocks * 4);
   free(in);
   r.args.in = nvhcq_buffer_gpu_address(r.in), r.args.out = nvhcq_buffer_gpu_address(r.out);
   r.args.n = ints;
@@ -105,7 +105,7 @@ static reduce_case reduce_setup(int ints, int blocks, int salt) {
 }
 
 static void reduce_free(reduce_case *r) {
-  nvhcq_free(r->in), nvhcq_free(r->out), free(r->want);
+  nvhcq_buffer_destroy(r->in), nvhcq_buffer_destroy(r->out), free(r->want);
 }
 
 static void t_dynamic_shared_over_48k(void) {
@@ -113,14 +113,14 @@ static void t_dynamic_shared_over_48k(void) {
   const int ints = 200 * 1024 / 4, blocks = 8; /* 200 KiB of dynamic shared memory */
   reduce_case r = reduce_setup(ints, blocks, 1);
   long long got[8];
-  nvhcq_status s = nvhcq_launch_sync(kernel("reduce_dynamic"), DIM(blocks, 1, 1), DIM(256, 1, 1),
-                                     ints * 4, &r.args, 20, NULL);
+  nvhcq_status s = nvhcq_kernel_launch_cpu_wait(kernel("reduce_dynamic"), DIM(blocks, 1, 1),
+                                                DIM(256, 1, 1), ints * 4, &r.args, 20, NULL);
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  nvhcq_copy_from_device(got, r.out, 0, sizeof got);
+  nvhcq_buffer_read(got, r.out, 0, sizeof got);
   TEST_CHECK(memcmp(got, r.want, sizeof got) == 0);
   /* 240 KiB is more than a block may have: refused before anything runs. */
-  s = nvhcq_launch_sync(kernel("reduce_dynamic"), DIM(1, 1, 1), DIM(256, 1, 1), 240 * 1024, &r.args,
-                        20, NULL);
+  s = nvhcq_kernel_launch_cpu_wait(kernel("reduce_dynamic"), DIM(1, 1, 1), DIM(256, 1, 1),
+                                   240 * 1024, &r.args, 20, NULL);
   TEST_CHECK(s == NVHCQ_ERROR_LAUNCH_CHECK);
   printf("  too much shared memory says: %s\n", nvhcq_last_error());
   reduce_free(&r);
@@ -130,17 +130,18 @@ static void t_dynamic_shared_over_48k(void) {
 static void t_occupancy_and_carveout(void) {
   NEED_GPU();
   nvhcq_kernel *k = kernel("reduce_dynamic");
-  nvhcq_occupancy o;
-  TEST_CHECK(nvhcq_kernel_get_occupancy(k, DIM(256, 1, 1), 100 << 10, &o) == NVHCQ_SUCCESS);
+  nvhcq_occupancy o = {.struct_size = sizeof o};
+  TEST_CHECK(nvhcq_kernel_query_occupancy(k, DIM(256, 1, 1), 100 << 10, &o) == NVHCQ_SUCCESS);
   printf("  256 threads, 100 KiB: %u blocks/SM, limiter %u, config %u KiB (%u..%u)\n",
          o.blocks_per_sm, o.limiter, o.shared_config_bytes >> 10, o.shared_config_min >> 10,
          o.shared_config_max >> 10);
   TEST_CHECK(o.blocks_per_sm == 2 && o.limiter == NVHCQ_LIMIT_SHARED);
   TEST_CHECK(o.shared_per_block == 101u << 10 && o.warps_per_sm == 16);
-  TEST_CHECK(nvhcq_kernel_get_occupancy(k, DIM(256, 1, 1), 0, &o) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_kernel_query_occupancy(k, DIM(256, 1, 1), 0, &o) == NVHCQ_SUCCESS);
   TEST_CHECK(o.blocks_per_sm == 8 && o.limiter == NVHCQ_LIMIT_WARPS && o.warps_per_sm == 64);
-  TEST_CHECK(nvhcq_kernel_get_occupancy(k, DIM(2048, 1, 1), 0, &o) == NVHCQ_ERROR_LAUNCH_CHECK);
-  TEST_CHECK(nvhcq_kernel_get_occupancy(k, DIM(32, 1, 1), 1 << 30, &o) == NVHCQ_ERROR_LAUNCH_CHECK);
+  TEST_CHECK(nvhcq_kernel_query_occupancy(k, DIM(2048, 1, 1), 0, &o) == NVHCQ_ERROR_LAUNCH_CHECK);
+  TEST_CHECK(nvhcq_kernel_query_occupancy(k, DIM(32, 1, 1), 1 << 30, &o) ==
+             NVHCQ_ERROR_LAUNCH_CHECK);
   printf("  too much shared memory says: %s\n", nvhcq_last_error());
   int64_t pref = 7;
   TEST_CHECK(nvhcq_kernel_get_attribute(k, NVHCQ_KERNEL_CARVEOUT_PREFERENCE, &pref) == 0);
@@ -156,13 +157,13 @@ static void t_occupancy_and_carveout(void) {
   static const int64_t prefs[] = {0, 100, 50, -1};
   for (int p = 0; p < 4; p++) {
     TEST_CHECK(nvhcq_kernel_set_attribute(k, NVHCQ_KERNEL_CARVEOUT_PREFERENCE, prefs[p]) == 0);
-    TEST_CHECK(nvhcq_kernel_get_occupancy(k, DIM(256, 1, 1), ints * 4, &o) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_kernel_query_occupancy(k, DIM(256, 1, 1), ints * 4, &o) == NVHCQ_SUCCESS);
     memset(got, 0xff, 8 * blocks);
-    nvhcq_copy_to_device(r.out, 0, got, 8 * blocks);
-    nvhcq_status s =
-        nvhcq_launch_sync(k, DIM(blocks, 1, 1), DIM(256, 1, 1), ints * 4, &r.args, 20, NULL);
+    nvhcq_buffer_write(r.out, 0, got, 8 * blocks);
+    nvhcq_status s = nvhcq_kernel_launch_cpu_wait(k, DIM(blocks, 1, 1), DIM(256, 1, 1), ints * 4,
+                                                  &r.args, 20, NULL);
     TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-    nvhcq_copy_from_device(got, r.out, 0, 8 * blocks);
+    nvhcq_buffer_read(got, r.out, 0, 8 * blocks);
     TEST_CHECK_MSG(memcmp(got, r.want, 8 * blocks) == 0, "preference %lld", (long long)prefs[p]);
     printf("  preference %3lld: config %u KiB, %u blocks/SM\n", (long long)prefs[p],
            o.shared_config_bytes >> 10, o.blocks_per_sm);
@@ -176,19 +177,19 @@ static void t_local_16k(void) {
   int *idx = malloc(n * 4), *out = malloc(n * 4);
   for (int i = 0; i < n; i++) idx[i] = i * 37;
   nvhcq_buffer *di = alloc(n * 4), *dout = alloc(n * 4);
-  nvhcq_copy_to_device(di, 0, idx, n * 4);
+  nvhcq_buffer_write(di, 0, idx, n * 4);
   struct {
     uint64_t idx, out;
   } args = {nvhcq_buffer_gpu_address(di), nvhcq_buffer_gpu_address(dout)};
-  nvhcq_status s =
-      nvhcq_launch_sync(kernel("local_16k"), DIM(64, 1, 1), DIM(128, 1, 1), 0, &args, 16, NULL);
+  nvhcq_status s = nvhcq_kernel_launch_cpu_wait(kernel("local_16k"), DIM(64, 1, 1), DIM(128, 1, 1),
+                                                0, &args, 16, NULL);
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  nvhcq_copy_from_device(out, dout, 0, n * 4);
+  nvhcq_buffer_read(out, dout, 0, n * 4);
   int bad = 0;
   for (int t = 0; t < n; t++)
     bad += out[t] != (((idx[t] & 4095) ^ t) + (((idx[t] * 7) & 4095) ^ t));
   TEST_CHECK_MSG(bad == 0, "%d wrong", bad);
-  nvhcq_free(di), nvhcq_free(dout), free(idx), free(out);
+  nvhcq_buffer_destroy(di), nvhcq_buffer_destroy(dout), free(idx), free(out);
 }
 
 static void t_3d(void) {
@@ -197,13 +198,14 @@ static void t_3d(void) {
   uint32_t total = 5 * 3 * 2 * 8 * 4 * 2, *out = malloc(total * 4);
   nvhcq_buffer *d = alloc(total * 4);
   uint64_t addr = nvhcq_buffer_gpu_address(d);
-  TEST_CHECK(nvhcq_launch_sync(kernel("index_3d"), g, b, 0, &addr, 8, NULL) == NVHCQ_SUCCESS);
-  nvhcq_copy_from_device(out, d, 0, total * 4);
+  TEST_CHECK(nvhcq_kernel_launch_cpu_wait(kernel("index_3d"), g, b, 0, &addr, 8, NULL) ==
+             NVHCQ_SUCCESS);
+  nvhcq_buffer_read(out, d, 0, total * 4);
   int bad = 0;
   for (uint32_t blk = 0; blk < 30; blk++)
     for (uint32_t t = 0; t < 64; t++) bad += out[blk * 64 + t] != blk * 1000 + t;
   TEST_CHECK_MSG(bad == 0, "%d wrong", bad);
-  nvhcq_free(d), free(out);
+  nvhcq_buffer_destroy(d), free(out);
 }
 
 static void t_globals(void) {
@@ -223,16 +225,16 @@ static void t_globals(void) {
     uint64_t out;
     int n;
   } args = {nvhcq_buffer_gpu_address(d), n};
-  TEST_CHECK(nvhcq_launch_sync(kernel("use_globals"), DIM(4, 1, 1), DIM(256, 1, 1), 0, &args, 12,
-                               NULL) == NVHCQ_SUCCESS);
-  nvhcq_copy_from_device(out, d, 0, sizeof out);
+  TEST_CHECK(nvhcq_kernel_launch_cpu_wait(kernel("use_globals"), DIM(4, 1, 1), DIM(256, 1, 1), 0,
+                                          &args, 12, NULL) == NVHCQ_SUCCESS);
+  nvhcq_buffer_read(out, d, 0, sizeof out);
   static const int table[8] = {3, 1, 4, 1, 5, 9, 2, 6};
   int bad = 0;
   for (int i = 0; i < n; i++) bad += out[i] != table[i & 7] + 100;
   TEST_CHECK_MSG(bad == 0, "%d wrong", bad);
   /* Read the __device__ counter through a copy from its address. */
   nvhcq_buffer *h;
-  nvhcq_alloc(dev, 4096, NVHCQ_MEMORY_HOST, &h);
+  nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_HOST, &h);
   nvhcq_queue *q;
   nvhcq_signal *s;
   nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &q);
@@ -240,10 +242,10 @@ static void t_globals(void) {
   nvhcq_queue_copy(q, nvhcq_buffer_gpu_address(h), hits_addr, 4);
   nvhcq_queue_signal(q, s, 1);
   nvhcq_queue_submit(q);
-  TEST_CHECK(nvhcq_signal_wait(s, 1, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(s, 1, 5000) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(*(uint32_t *)nvhcq_buffer_host_pointer(h) == 1000, "hits %u",
                  *(uint32_t *)nvhcq_buffer_host_pointer(h));
-  nvhcq_queue_destroy(q), nvhcq_signal_destroy(s), nvhcq_free(h), nvhcq_free(d);
+  nvhcq_queue_destroy(q), nvhcq_signal_destroy(s), nvhcq_buffer_destroy(h), nvhcq_buffer_destroy(d);
 }
 
 static void t_struct_args(void) {
@@ -258,26 +260,26 @@ static void t_struct_args(void) {
     uint32_t n;
     uint32_t pad2;
   } args;
-  nvhcq_kernel_info info;
+  nvhcq_kernel_info info = {.struct_size = sizeof info};
   nvhcq_kernel *k = kernel("struct_args");
-  TEST_CHECK(nvhcq_kernel_get_info(k, &info) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_kernel_query_info(k, &info) == NVHCQ_SUCCESS);
   int in[64];
   double out[64];
   for (int i = 0; i < 64; i++) in[i] = i - 10;
   nvhcq_buffer *di = alloc(sizeof in), *dout = alloc(sizeof out);
-  nvhcq_copy_to_device(di, 0, in, sizeof in);
+  nvhcq_buffer_write(di, 0, in, sizeof in);
   memset(&args, 0, sizeof args);
   args.scale = 0.5, args.offset = -3, args.flag = 1, args.big = 1ll << 40;
   args.in = nvhcq_buffer_gpu_address(di), args.out = nvhcq_buffer_gpu_address(dout), args.n = 64;
   TEST_CHECK_MSG(info.param_size == 44, "param size %u", info.param_size);
   nvhcq_status s =
-      nvhcq_launch_sync(k, DIM(1, 1, 1), DIM(64, 1, 1), 0, &args, info.param_size, NULL);
+      nvhcq_kernel_launch_cpu_wait(k, DIM(1, 1, 1), DIM(64, 1, 1), 0, &args, info.param_size, NULL);
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  nvhcq_copy_from_device(out, dout, 0, sizeof out);
+  nvhcq_buffer_read(out, dout, 0, sizeof out);
   int bad = 0;
   for (int i = 0; i < 64; i++) bad += out[i] != in[i] * 0.5 - 3 + (double)(1ll << 40);
   TEST_CHECK_MSG(bad == 0, "%d wrong", bad);
-  nvhcq_free(di), nvhcq_free(dout);
+  nvhcq_buffer_destroy(di), nvhcq_buffer_destroy(dout);
 }
 
 static void t_chain_order(void) {
@@ -285,7 +287,7 @@ static void t_chain_order(void) {
   const int n = 1 << 16, steps = 20;
   nvhcq_buffer *buf[2] = {alloc(n * 4), alloc(n * 4)};
   int *host = calloc(n, 4);
-  nvhcq_copy_to_device(buf[0], 0, host, n * 4);
+  nvhcq_buffer_write(buf[0], 0, host, n * 4);
   nvhcq_queue *q;
   nvhcq_signal *s;
   nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q);
@@ -301,13 +303,13 @@ static void t_chain_order(void) {
   }
   nvhcq_queue_signal(q, s, 1);
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_signal_wait(s, 1, 5000) == NVHCQ_SUCCESS);
-  nvhcq_copy_from_device(host, buf[steps & 1], 0, n * 4);
+  TEST_CHECK(nvhcq_signal_cpu_wait(s, 1, 5000) == NVHCQ_SUCCESS);
+  nvhcq_buffer_read(host, buf[steps & 1], 0, n * 4);
   int expect = (1 << steps) - 1, bad = 0;
   for (int i = 0; i < n; i++) bad += host[i] != expect;
   TEST_CHECK_MSG(bad == 0, "%d wrong (first %d, want %d)", bad, host[0], expect);
-  nvhcq_queue_destroy(q), nvhcq_signal_destroy(s), nvhcq_free(buf[0]), nvhcq_free(buf[1]),
-      free(host);
+  nvhcq_queue_destroy(q), nvhcq_signal_destroy(s), nvhcq_buffer_destroy(buf[0]),
+      nvhcq_buffer_destroy(buf[1]), free(host);
 }
 
 /* A long kernel on the compute channel and a copy on the copy channel run at once; the copy then
@@ -315,8 +317,8 @@ static void t_chain_order(void) {
 static void t_compute_and_copy_together(void) {
   NEED_GPU();
   nvhcq_buffer *flag = alloc(4), *src, *dst;
-  nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST, &src);
-  nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST, &dst);
+  nvhcq_buffer_create(dev, 1 << 20, NVHCQ_MEMORY_HOST, &src);
+  nvhcq_buffer_create(dev, 1 << 20, NVHCQ_MEMORY_HOST, &dst);
   memset(nvhcq_buffer_host_pointer(src), 7, 1 << 20);
   nvhcq_signal *kernel_done, *copy_done, *after;
   nvhcq_signal_create(dev, 0, &kernel_done), nvhcq_signal_create(dev, 0, &copy_done),
@@ -332,19 +334,19 @@ static void t_compute_and_copy_together(void) {
   nvhcq_queue_signal(cq, kernel_done, 1);
   nvhcq_queue_copy(xq, nvhcq_buffer_gpu_address(dst), nvhcq_buffer_gpu_address(src), 1 << 20);
   nvhcq_queue_signal(xq, copy_done, 1);
-  nvhcq_queue_wait(xq, kernel_done, 1);
+  nvhcq_queue_gpu_wait(xq, kernel_done, 1);
   nvhcq_queue_signal(xq, after, 1);
   TEST_CHECK(nvhcq_queue_submit(cq) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_submit(xq) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_signal_wait(copy_done, 1, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(copy_done, 1, 5000) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(nvhcq_signal_value(kernel_done) == 0, "the copy waited for the kernel");
-  TEST_CHECK(nvhcq_signal_wait(after, 1, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(after, 1, 5000) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_signal_value(kernel_done) == 1);
   TEST_CHECK(memcmp(nvhcq_buffer_host_pointer(src), nvhcq_buffer_host_pointer(dst), 1 << 20) == 0);
   TEST_CHECK(nvhcq_signal_timestamp_ns(after) >= nvhcq_signal_timestamp_ns(kernel_done));
   nvhcq_queue_destroy(cq), nvhcq_queue_destroy(xq);
   nvhcq_signal_destroy(kernel_done), nvhcq_signal_destroy(copy_done), nvhcq_signal_destroy(after);
-  nvhcq_free(flag), nvhcq_free(src), nvhcq_free(dst);
+  nvhcq_buffer_destroy(flag), nvhcq_buffer_destroy(src), nvhcq_buffer_destroy(dst);
 }
 
 static void t_launch_checks(void) {
@@ -366,8 +368,8 @@ static void t_launch_checks(void) {
       {DIM(1, 1, 1), DIM(32, 1, 1), 0, 32, "takes 28 bytes"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    nvhcq_status s =
-        nvhcq_launch_sync(k, cases[i].g, cases[i].b, cases[i].shared, args, cases[i].size, NULL);
+    nvhcq_status s = nvhcq_kernel_launch_cpu_wait(k, cases[i].g, cases[i].b, cases[i].shared, args,
+                                                  cases[i].size, NULL);
     TEST_CHECK_MSG(s == NVHCQ_ERROR_LAUNCH_CHECK && strstr(nvhcq_last_error(), cases[i].want) &&
                        strstr(nvhcq_last_error(), "vector_add"),
                    "case %zu: %s", i, nvhcq_last_error());

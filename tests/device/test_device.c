@@ -36,8 +36,8 @@ static void fill(uint8_t *p, size_t n, uint32_t seed) {
 
 static void t_info(void) {
   NEED_DEVICE();
-  nvhcq_device_info info;
-  TEST_CHECK(nvhcq_device_get_info(dev, &info) == NVHCQ_SUCCESS);
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
   printf("  %s %s %s, %u SMs, %.1f GiB, driver %s, opened in %.1f ms\n", info.name, info.arch,
          info.uuid_string, info.sm_count, info.memory_bytes / 1073741824.0, info.driver_version,
          info.open_ms);
@@ -51,7 +51,7 @@ static void t_info(void) {
 static void t_open_close_loop(void) {
   NEED_DEVICE();
   uint64_t free_before = 0, free_after = 0;
-  TEST_CHECK(nvhcq_device_free_memory(dev, &free_before) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_before) == NVHCQ_SUCCESS);
   int fds = count_fds();
   long rss_after_first = 0;
   for (int i = 0; i < 100; i++) {
@@ -61,10 +61,10 @@ static void t_open_close_loop(void) {
     TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "iteration %d: %s", i, nvhcq_last_error());
     if (s) return;
     nvhcq_buffer *b;
-    TEST_CHECK(nvhcq_alloc(d, 1 << 20, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_buffer_create(d, 1 << 20, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
     TEST_CHECK(nvhcq_device_close(d) == NVHCQ_SUCCESS);
   }
-  TEST_CHECK(nvhcq_device_free_memory(dev, &free_after) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_after) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(count_fds() == fds, "fds before %d after %d", fds, count_fds());
   long grown = rss_kib() - rss_after_first;
   printf("  100 opens: resident memory grew by %ld KiB after the first\n", grown);
@@ -76,28 +76,29 @@ static void t_open_close_loop(void) {
 static void t_alloc_big_and_too_big(void) {
   NEED_DEVICE();
   nvhcq_buffer *b = NULL;
-  TEST_CHECK(nvhcq_alloc(dev, 1ull << 30, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
-  nvhcq_device_info info;
-  nvhcq_device_get_info(dev, &info);
+  TEST_CHECK(nvhcq_buffer_create(dev, 1ull << 30, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  nvhcq_device_query_info(dev, &info);
   nvhcq_buffer *huge = NULL;
-  nvhcq_status s = nvhcq_alloc(dev, info.memory_bytes + (8ull << 30), NVHCQ_MEMORY_DEVICE, &huge);
+  nvhcq_status s =
+      nvhcq_buffer_create(dev, info.memory_bytes + (8ull << 30), NVHCQ_MEMORY_DEVICE, &huge);
   TEST_CHECK_MSG(s == NVHCQ_ERROR_OUT_OF_MEMORY, "status %s: %s", nvhcq_status_name(s),
                  nvhcq_last_error());
   printf("  over-allocation says: %s\n", nvhcq_last_error());
   nvhcq_buffer *after = NULL;
-  TEST_CHECK(nvhcq_alloc(dev, 64 << 20, NVHCQ_MEMORY_DEVICE, &after) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_free(after) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_free(b) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 64 << 20, NVHCQ_MEMORY_DEVICE, &after) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_destroy(after) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_destroy(b) == NVHCQ_SUCCESS);
 }
 
 /* Host -> device -> device -> host through every path, compared byte for byte. */
 static void round_trip(size_t size, size_t offset, int pinned) {
   nvhcq_buffer *a, *b, *h = NULL;
-  TEST_CHECK(nvhcq_alloc(dev, size + offset, NVHCQ_MEMORY_DEVICE, &a) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_alloc(dev, size + offset, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, size + offset, NVHCQ_MEMORY_DEVICE, &a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, size + offset, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
   uint8_t *src, *dst;
   if (pinned) {
-    TEST_CHECK(nvhcq_alloc(dev, 2 * size + 2, NVHCQ_MEMORY_HOST, &h) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_buffer_create(dev, 2 * size + 2, NVHCQ_MEMORY_HOST, &h) == NVHCQ_SUCCESS);
     src = (uint8_t *)nvhcq_buffer_host_pointer(h) + 1;
     dst = src + size + 1;
   } else {
@@ -107,15 +108,15 @@ static void round_trip(size_t size, size_t offset, int pinned) {
   }
   fill(src, size, (uint32_t)size);
   memset(dst, 0xa5, size);
-  TEST_CHECK(nvhcq_copy_to_device(a, offset, src, size) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_copy_device(b, offset, a, offset, size) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_copy_from_device(dst, b, offset, size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_write(a, offset, src, size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_copy(b, offset, a, offset, size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(dst, b, offset, size) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(memcmp(src, dst, size) == 0, "%zu bytes at offset %zu (%s) differ", size, offset,
                  pinned ? "pinned" : "pageable");
   if (!pinned) free(src - 1), free(dst - 1);
-  nvhcq_free(h);
-  nvhcq_free(a);
-  nvhcq_free(b);
+  nvhcq_buffer_destroy(h);
+  nvhcq_buffer_destroy(a);
+  nvhcq_buffer_destroy(b);
 }
 
 static void t_round_trips(void) {
@@ -130,35 +131,35 @@ static void t_round_trips(void) {
 static void t_mapped_memory(void) {
   NEED_DEVICE();
   nvhcq_buffer *m, *u;
-  TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_DEVICE_MAPPED, &m) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST_UNCACHED, &u) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 1 << 20, NVHCQ_MEMORY_DEVICE_MAPPED, &m) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 1 << 20, NVHCQ_MEMORY_HOST_UNCACHED, &u) == NVHCQ_SUCCESS);
   uint8_t *pm = nvhcq_buffer_host_pointer(m), *pu = nvhcq_buffer_host_pointer(u);
   TEST_CHECK(pm && pu);
   fill(pm, 1 << 20, 7);
-  TEST_CHECK(nvhcq_copy_device(u, 0, m, 0, 1 << 20) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_copy(u, 0, m, 0, 1 << 20) == NVHCQ_SUCCESS);
   TEST_CHECK(memcmp(pm, pu, 1 << 20) == 0);
-  nvhcq_free(m);
-  nvhcq_free(u);
+  nvhcq_buffer_destroy(m);
+  nvhcq_buffer_destroy(u);
 }
 
 static void t_big_copy_over_4gib(void) {
   NEED_DEVICE();
   size_t size = (4ull << 30) + 4096 * 3;
   nvhcq_buffer *a, *b;
-  TEST_CHECK(nvhcq_alloc(dev, size, NVHCQ_MEMORY_DEVICE, &a) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_alloc(dev, size, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, size, NVHCQ_MEMORY_DEVICE, &a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, size, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
   uint8_t head[4096], tail[4096], out[4096];
   fill(head, sizeof head, 1);
   fill(tail, sizeof tail, 2);
-  TEST_CHECK(nvhcq_copy_to_device(a, 0, head, sizeof head) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_copy_to_device(a, size - sizeof tail, tail, sizeof tail) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_copy_device(b, 0, a, 0, size) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_copy_from_device(out, b, 0, sizeof out) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_write(a, 0, head, sizeof head) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_write(a, size - sizeof tail, tail, sizeof tail) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_copy(b, 0, a, 0, size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(out, b, 0, sizeof out) == NVHCQ_SUCCESS);
   TEST_CHECK(memcmp(out, head, sizeof out) == 0);
-  TEST_CHECK(nvhcq_copy_from_device(out, b, size - sizeof tail, sizeof out) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(out, b, size - sizeof tail, sizeof out) == NVHCQ_SUCCESS);
   TEST_CHECK(memcmp(out, tail, sizeof out) == 0);
-  nvhcq_free(a);
-  nvhcq_free(b);
+  nvhcq_buffer_destroy(a);
+  nvhcq_buffer_destroy(b);
 }
 
 /* The compute channel waits for a signal the copy channel releases after its copy. */
@@ -170,20 +171,20 @@ static void t_cross_channel_order(void) {
   TEST_CHECK(nvhcq_signal_create(dev, 0, &done) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &cq) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &xq) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_queue_wait(cq, copied, 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_gpu_wait(cq, copied, 1) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_signal(cq, done, 5) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_submit(cq) == NVHCQ_SUCCESS);
   usleep(20000);
   TEST_CHECK_MSG(nvhcq_signal_value(done) == 0, "compute ran before the copy signalled");
   nvhcq_buffer *src, *dst;
-  TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST, &src) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_alloc(dev, 1 << 20, NVHCQ_MEMORY_HOST, &dst) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 1 << 20, NVHCQ_MEMORY_HOST, &src) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 1 << 20, NVHCQ_MEMORY_HOST, &dst) == NVHCQ_SUCCESS);
   fill(nvhcq_buffer_host_pointer(src), 1 << 20, 9);
   TEST_CHECK(nvhcq_queue_copy(xq, nvhcq_buffer_gpu_address(dst), nvhcq_buffer_gpu_address(src),
                               1 << 20) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_signal(xq, copied, 1) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_submit(xq) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_signal_wait(done, 5, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, 5, 5000) == NVHCQ_SUCCESS);
   TEST_CHECK(memcmp(nvhcq_buffer_host_pointer(src), nvhcq_buffer_host_pointer(dst), 1 << 20) == 0);
   TEST_CHECK(nvhcq_signal_timestamp_ns(done) > 0);
   TEST_CHECK(nvhcq_signal_timestamp_ns(copied) > 0);
@@ -191,8 +192,8 @@ static void t_cross_channel_order(void) {
                  "done at %llu ns, copy at %llu ns",
                  (unsigned long long)nvhcq_signal_timestamp_ns(done),
                  (unsigned long long)nvhcq_signal_timestamp_ns(copied));
-  nvhcq_free(src);
-  nvhcq_free(dst);
+  nvhcq_buffer_destroy(src);
+  nvhcq_buffer_destroy(dst);
   nvhcq_queue_destroy(cq);
   nvhcq_queue_destroy(xq);
   nvhcq_signal_destroy(copied);
@@ -214,7 +215,7 @@ static void t_ring_wraps(void) {
       break;
     }
   }
-  TEST_CHECK(nvhcq_signal_wait(s, 50000, 10000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(s, 50000, 10000) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_signal_value(s) == 50000);
   nvhcq_queue_destroy(q);
   nvhcq_signal_destroy(s);
@@ -224,12 +225,12 @@ static void t_wait_times_out(void) {
   NEED_DEVICE();
   nvhcq_signal *s;
   TEST_CHECK(nvhcq_signal_create(dev, 3, &s) == NVHCQ_SUCCESS);
-  nvhcq_status st = nvhcq_signal_wait(s, 4, 50);
+  nvhcq_status st = nvhcq_signal_cpu_wait(s, 4, 50);
   TEST_CHECK(st == NVHCQ_ERROR_TIMEOUT);
   TEST_CHECK(strstr(nvhcq_last_error(), "holds 3") != NULL);
   printf("  timeout says: %s\n", nvhcq_last_error());
   /* A timeout the caller chose is a poll: the device keeps working. */
-  TEST_CHECK_MSG(nvhcq_device_synchronize(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK_MSG(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   nvhcq_signal_destroy(s);
 }
 
@@ -239,21 +240,23 @@ static void t_bad_input(void) {
   TEST_CHECK(nvhcq_device_open(99, &d) == NVHCQ_ERROR_NO_DEVICE && d == NULL);
   printf("  index 99 says: %s\n", nvhcq_last_error());
   nvhcq_buffer *b = NULL, *ok;
-  TEST_CHECK(nvhcq_alloc(dev, 0, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_alloc(dev, SIZE_MAX, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_alloc(dev, 4096, (nvhcq_memory_kind)42, &b) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_alloc(dev, 4096, NVHCQ_MEMORY_DEVICE, &ok) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 0, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_create(dev, SIZE_MAX, NVHCQ_MEMORY_DEVICE, &b) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, (nvhcq_memory_kind)42, &b) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE, &ok) == NVHCQ_SUCCESS);
   char byte;
-  TEST_CHECK(nvhcq_copy_from_device(&byte, ok, 4096, 1) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_copy_from_device(&byte, ok, SIZE_MAX, 2) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_copy_to_device(ok, 0, NULL, 4) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_free(ok) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_free(ok) == NVHCQ_ERROR_INVALID_ARGUMENT); /* double free, caught */
+  TEST_CHECK(nvhcq_buffer_read(&byte, ok, 4096, 1) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_read(&byte, ok, SIZE_MAX, 2) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_write(ok, 0, NULL, 4) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_destroy(ok) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_destroy(ok) == NVHCQ_ERROR_INVALID_ARGUMENT); /* double free, caught */
   printf("  double free says: %s\n", nvhcq_last_error());
   nvhcq_signal *s;
   TEST_CHECK(nvhcq_signal_create(dev, 0, &s) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_signal_destroy(s) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_signal_wait(s, 1, 10) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_signal_cpu_wait(s, 1, 10) == NVHCQ_ERROR_INVALID_ARGUMENT);
 }
 
 /* NVHCQ_COPY_ENGINE=auto moves copies to an asynchronous copy engine; bytes must not change. */
@@ -268,8 +271,8 @@ static void t_async_copy_engine(void) {
     dev = main_dev;
     return;
   }
-  nvhcq_device_info info = {.copy_engine = -1};
-  TEST_CHECK_MSG(nvhcq_device_get_info(dev, &info) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  nvhcq_device_info info = {.struct_size = sizeof info, .copy_engine = -1};
+  TEST_CHECK_MSG(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   printf("  copies on %s %d\n",
          info.copy_engine >= 0 ? "asynchronous copy engine" : "none:", info.copy_engine);
   /* The device falls back to the graphics group's copy engine (-1) when no asynchronous one is

@@ -31,8 +31,8 @@ static uint64_t first_free; /* the driver's free-memory figure when the first te
 static void fill_keep(void) {
   uint32_t *host = malloc(KEEP_WORDS * 4);
   for (uint32_t i = 0; i < KEEP_WORDS; i++) host[i] = i * 2654435761u;
-  TEST_CHECK(nvhcq_alloc(dev, KEEP_WORDS * 4, NVHCQ_MEMORY_DEVICE, &keep) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_copy_to_device(keep, 0, host, KEEP_WORDS * 4) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, KEEP_WORDS * 4, NVHCQ_MEMORY_DEVICE, &keep) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_write(keep, 0, host, KEEP_WORDS * 4) == NVHCQ_SUCCESS);
   free(host);
 }
 
@@ -41,14 +41,14 @@ static void fill_keep(void) {
 static void need_keep(void) {
   if (keep) return;
   if (!first_free)
-    TEST_CHECK_MSG(nvhcq_device_free_memory(dev, &first_free) == NVHCQ_SUCCESS, "%s",
+    TEST_CHECK_MSG(nvhcq_device_get_free_memory(dev, &first_free) == NVHCQ_SUCCESS, "%s",
                    nvhcq_last_error());
   fill_keep();
 }
 
 static int keep_intact(void) {
   uint32_t *host = malloc(KEEP_WORDS * 4);
-  int bad = nvhcq_copy_from_device(host, keep, 0, KEEP_WORDS * 4) != NVHCQ_SUCCESS;
+  int bad = nvhcq_buffer_read(host, keep, 0, KEEP_WORDS * 4) != NVHCQ_SUCCESS;
   for (uint32_t i = 0; i < KEEP_WORDS && !bad; i++) bad = host[i] != i * 2654435761u;
   free(host);
   return !bad;
@@ -59,21 +59,21 @@ static int step_works(void) {
   int host[256];
   for (int i = 0; i < 256; i++) host[i] = i;
   nvhcq_buffer *a = NULL, *b = NULL;
-  nvhcq_alloc(dev, sizeof host, NVHCQ_MEMORY_DEVICE, &a);
-  nvhcq_alloc(dev, sizeof host, NVHCQ_MEMORY_DEVICE, &b);
-  nvhcq_copy_to_device(a, 0, host, sizeof host);
+  nvhcq_buffer_create(dev, sizeof host, NVHCQ_MEMORY_DEVICE, &a);
+  nvhcq_buffer_create(dev, sizeof host, NVHCQ_MEMORY_DEVICE, &b);
+  nvhcq_buffer_write(a, 0, host, sizeof host);
   struct {
     uint64_t in, out;
     int n;
   } args = {nvhcq_buffer_gpu_address(a), nvhcq_buffer_gpu_address(b), 256};
-  nvhcq_status s = nvhcq_launch_sync(kernel("step"), (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){256, 1, 1},
-                                     0, &args, 20, NULL);
+  nvhcq_status s = nvhcq_kernel_launch_cpu_wait(kernel("step"), (nvhcq_dim3){1, 1, 1},
+                                                (nvhcq_dim3){256, 1, 1}, 0, &args, 20, NULL);
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "launch: %s", nvhcq_last_error());
   memset(host, 0, sizeof host);
-  nvhcq_copy_from_device(host, b, 0, sizeof host);
+  nvhcq_buffer_read(host, b, 0, sizeof host);
   int bad = 0;
   for (int i = 0; i < 256; i++) bad += host[i] != 2 * i + 1;
-  nvhcq_free(a), nvhcq_free(b);
+  nvhcq_buffer_destroy(a), nvhcq_buffer_destroy(b);
   return s == NVHCQ_SUCCESS && bad == 0;
 }
 
@@ -100,7 +100,7 @@ static double expect_error(const char *name, const void *args, size_t size, nvhc
   nvhcq_queue_signal(q, sig, 1);
   double t0 = test_now_ms();
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
-  nvhcq_status s = nvhcq_signal_wait(sig, 1, 0);
+  nvhcq_status s = nvhcq_signal_cpu_wait(sig, 1, 0);
   double took = test_now_ms() - t0;
   if (!quiet)
     printf("  %s: %s after %.1f ms: %s\n", name, nvhcq_status_name(s), took, nvhcq_last_error());
@@ -110,7 +110,7 @@ static double expect_error(const char *name, const void *args, size_t size, nvhc
   TEST_CHECK_MSG(strstr(nvhcq_last_error(), want_text) != NULL, "no \"%s\" in the message",
                  want_text);
   t0 = test_now_ms();
-  TEST_CHECK(nvhcq_device_synchronize(dev) != NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) != NVHCQ_SUCCESS);
   TEST_CHECK(strstr(nvhcq_last_error(), "nvhcq_device_recover") != NULL);
   TEST_CHECK_MSG(test_now_ms() - t0 < 10, "a broken device refused work after %.1f ms",
                  test_now_ms() - t0);
@@ -139,14 +139,14 @@ static void t_misaligned_load(void) {
   NEED_GPU();
   need_keep();
   nvhcq_buffer *b;
-  nvhcq_alloc(dev, 4096, NVHCQ_MEMORY_DEVICE, &b);
+  nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE, &b);
   struct {
     uint64_t p, out;
   } args = {nvhcq_buffer_gpu_address(b), nvhcq_buffer_gpu_address(b) + 2048};
   expect_error("misaligned_load", &args, 16, NVHCQ_ERROR_GPU_FAULT,
                "misaligned address (warp error 0xf) at PC 0x", fault_limit(), 0);
   recover_and_check();
-  nvhcq_free(b);
+  nvhcq_buffer_destroy(b);
 }
 
 static void t_trap(void) {
@@ -161,16 +161,16 @@ static void t_hang_times_out_and_recovers(void) {
   NEED_GPU();
   need_keep();
   nvhcq_buffer *flag;
-  nvhcq_alloc(dev, 4, NVHCQ_MEMORY_DEVICE, &flag);
+  nvhcq_buffer_create(dev, 4, NVHCQ_MEMORY_DEVICE, &flag);
   int zero = 0;
-  nvhcq_copy_to_device(flag, 0, &zero, 4);
+  nvhcq_buffer_write(flag, 0, &zero, 4);
   nvhcq_device_set_timeout(dev, 300);
   uint64_t address = nvhcq_buffer_gpu_address(flag);
   expect_error("spin_forever", &address, 8, NVHCQ_ERROR_TIMEOUT,
                "waited 300 ms for value 1, the signal holds 0", 1000, 0);
   nvhcq_device_set_timeout(dev, 10000);
   recover_and_check();
-  nvhcq_free(flag);
+  nvhcq_buffer_destroy(flag);
 }
 
 /* The copy engine writes to an address nothing is mapped at: reported with the address, and a
@@ -188,7 +188,7 @@ static void t_copy_engine_fault(void) {
   TEST_CHECK(nvhcq_queue_signal(q, sig, 1) == NVHCQ_SUCCESS);
   double t0 = test_now_ms();
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
-  nvhcq_status s = nvhcq_signal_wait(sig, 1, 0);
+  nvhcq_status s = nvhcq_signal_cpu_wait(sig, 1, 0);
   double took = test_now_ms() - t0;
   printf("  copy to 0x40000000: %s after %.1f ms: %s\n", nvhcq_status_name(s), took,
          nvhcq_last_error());
@@ -200,28 +200,28 @@ static void t_copy_engine_fault(void) {
   nvhcq_signal_destroy(sig);
   recover_and_check();
   nvhcq_buffer *b;
-  TEST_CHECK(nvhcq_alloc(dev, 4096, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_copy(q, nvhcq_buffer_gpu_address(b), nvhcq_buffer_gpu_address(keep),
                               4096) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_device_synchronize(dev) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
   uint32_t out[1024];
-  TEST_CHECK(nvhcq_copy_from_device(out, b, 0, sizeof out) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(out, b, 0, sizeof out) == NVHCQ_SUCCESS);
   int bad = 0;
   for (uint32_t i = 0; i < 1024; i++) bad += out[i] != i * 2654435761u;
   TEST_CHECK_MSG(bad == 0, "%d words wrong after a copy following recovery", bad);
   nvhcq_queue_destroy(q);
-  nvhcq_free(b);
+  nvhcq_buffer_destroy(b);
 }
 
 /* A recorded queue made before a fault replays correctly after recovery. */
 static void t_recorded_queue_survives(void) {
   NEED_GPU();
   nvhcq_buffer *counter;
-  nvhcq_alloc(dev, 8, NVHCQ_MEMORY_DEVICE, &counter);
+  nvhcq_buffer_create(dev, 8, NVHCQ_MEMORY_DEVICE, &counter);
   uint64_t zero = 0;
-  nvhcq_copy_to_device(counter, 0, &zero, 8);
+  nvhcq_buffer_write(counter, 0, &zero, 8);
   nvhcq_queue *q;
   nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COMPUTE, &q);
   uint64_t at = nvhcq_buffer_gpu_address(counter);
@@ -229,17 +229,17 @@ static void t_recorded_queue_survives(void) {
                                 (nvhcq_dim3){1, 1, 1}, 0, &at, 8) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_finish(q) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_queue_wait_idle(q, 0) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, 0) == NVHCQ_SUCCESS);
   uint64_t address = 0x40000000ull;
   expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "address 0x40000000", 100, 1);
   TEST_CHECK(nvhcq_device_recover(dev) == NVHCQ_SUCCESS);
   for (int i = 0; i < 3; i++) TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
-  TEST_CHECK_MSG(nvhcq_queue_wait_idle(q, 0) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK_MSG(nvhcq_queue_cpu_wait_idle(q, 0) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   uint64_t count = 0;
-  nvhcq_copy_from_device(&count, counter, 0, 8);
+  nvhcq_buffer_read(&count, counter, 0, 8);
   TEST_CHECK_MSG(count == 4, "the recorded kernel counted %llu, want 4", (unsigned long long)count);
   nvhcq_queue_destroy(q);
-  nvhcq_free(counter);
+  nvhcq_buffer_destroy(counter);
 }
 
 static int by_value(const void *a, const void *b) {
@@ -249,7 +249,7 @@ static int by_value(const void *a, const void *b) {
 
 /* Closes the device and opens it again, keep included (made again by the next need_keep). */
 static int reopen(void) {
-  nvhcq_free(keep);
+  nvhcq_buffer_destroy(keep);
   keep = NULL;
   teardown();
   return setup();
@@ -261,8 +261,8 @@ static uint64_t settled_free(void) {
   uint64_t free_bytes = 0;
   need_keep();
   TEST_CHECK_MSG(step_works() && keep_intact(), "the device does not work before the cycles");
-  TEST_CHECK_MSG(nvhcq_device_synchronize(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  TEST_CHECK_MSG(nvhcq_device_free_memory(dev, &free_bytes) == NVHCQ_SUCCESS, "%s",
+  TEST_CHECK_MSG(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK_MSG(nvhcq_device_get_free_memory(dev, &free_bytes) == NVHCQ_SUCCESS, "%s",
                  nvhcq_last_error());
   return free_bytes;
 }
@@ -301,8 +301,9 @@ static void t_fault_recover_cycles(void) {
   }
   /* Settled as before was: buffers are freed once the GPU is done with them. */
   if (!test_failed_checks)
-    TEST_CHECK_MSG(nvhcq_device_synchronize(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  TEST_CHECK_MSG(nvhcq_device_free_memory(dev, &after) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    TEST_CHECK_MSG(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK_MSG(nvhcq_device_get_free_memory(dev, &after) == NVHCQ_SUCCESS, "%s",
+                 nvhcq_last_error());
   qsort(took, (size_t)done, sizeof *took, by_value);
   printf("  %ld fault/recover cycles: fault reported after %.1f ms on average, median %.1f, "
          "worst %.1f, %d over 100 ms; GPU free memory %llu KiB before, %llu KiB after\n",
@@ -331,13 +332,13 @@ static void t_close_and_reopen_after_fault(void) {
   need_keep(); /* records first_free when this test runs alone */
   uint64_t address = 0x40000000ull;
   expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "address 0x40000000", 100, 1);
-  nvhcq_free(keep);
+  nvhcq_buffer_destroy(keep);
   keep = NULL;
   teardown();
   if (setup()) return;
   TEST_CHECK(step_works());
   uint64_t now_free = 0;
-  nvhcq_device_free_memory(dev, &now_free);
+  nvhcq_device_get_free_memory(dev, &now_free);
   printf("  GPU free memory after reopening: %llu KiB (at the first test: %llu KiB)\n",
          (unsigned long long)(now_free >> 10), (unsigned long long)(first_free >> 10));
   TEST_CHECK_MSG(now_free + (64ull << 20) >= first_free, "%lld KiB were not returned",
@@ -348,9 +349,9 @@ static void t_close_and_reopen_after_fault(void) {
 static void t_close_after_hang(void) {
   NEED_GPU();
   nvhcq_buffer *flag;
-  TEST_CHECK(nvhcq_alloc(dev, 4, NVHCQ_MEMORY_DEVICE, &flag) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4, NVHCQ_MEMORY_DEVICE, &flag) == NVHCQ_SUCCESS);
   int zero = 0;
-  TEST_CHECK(nvhcq_copy_to_device(flag, 0, &zero, 4) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_write(flag, 0, &zero, 4) == NVHCQ_SUCCESS);
   nvhcq_device_set_timeout(dev, 300);
   uint64_t address = nvhcq_buffer_gpu_address(flag);
   expect_error("spin_forever", &address, 8, NVHCQ_ERROR_TIMEOUT, "waited 300 ms", 1000, 1);
@@ -368,7 +369,7 @@ static void t_fault_reopen_cycles(void) {
   NEED_GPU();
   long cycles = env_long("NVHCQ_REOPEN_CYCLES", 5);
   uint64_t before = 0, after = 0, address = 0x40000000ull;
-  nvhcq_device_free_memory(dev, &before);
+  nvhcq_device_get_free_memory(dev, &before);
   long done = 0;
   for (; done < cycles && test_failed_checks == 0; done++) {
     expect_error("store_to", &address, 8, NVHCQ_ERROR_GPU_FAULT, "address 0x40000000", 100, 1);
@@ -376,7 +377,7 @@ static void t_fault_reopen_cycles(void) {
     if (setup()) return;
   }
   TEST_CHECK(step_works());
-  nvhcq_device_free_memory(dev, &after);
+  nvhcq_device_get_free_memory(dev, &after);
   printf("  %ld fault/close/open cycles: GPU free memory %llu KiB before, %llu KiB after\n", done,
          (unsigned long long)(before >> 10), (unsigned long long)(after >> 10));
   TEST_CHECK_MSG(after >= before, "%lld KiB stayed allocated", (long long)(before - after) / 1024);
@@ -386,11 +387,11 @@ static void t_fault_reopen_cycles(void) {
 __attribute__((constructor)) static void child_role(void) {
   if (!getenv("NVHCQ_TEST_CHILD")) return;
   nvhcq_buffer *big, *flag;
-  if (setup() || nvhcq_alloc(dev, 1ull << 30, NVHCQ_MEMORY_DEVICE, &big) ||
-      nvhcq_alloc(dev, 4, NVHCQ_MEMORY_DEVICE, &flag))
+  if (setup() || nvhcq_buffer_create(dev, 1ull << 30, NVHCQ_MEMORY_DEVICE, &big) ||
+      nvhcq_buffer_create(dev, 4, NVHCQ_MEMORY_DEVICE, &flag))
     _exit(2);
   int zero = 0;
-  nvhcq_copy_to_device(flag, 0, &zero, 4);
+  nvhcq_buffer_write(flag, 0, &zero, 4);
   nvhcq_queue *q;
   uint64_t address = nvhcq_buffer_gpu_address(flag);
   nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q);
@@ -405,7 +406,7 @@ __attribute__((constructor)) static void child_role(void) {
 static void t_killed_process_leaves_no_memory(void) {
   NEED_GPU();
   uint64_t before = 0, during = 0, after = 0;
-  nvhcq_device_free_memory(dev, &before);
+  nvhcq_device_get_free_memory(dev, &before);
   int out[2];
   TEST_CHECK(pipe(out) == 0);
   posix_spawn_file_actions_t fa;
@@ -425,14 +426,14 @@ static void t_killed_process_leaves_no_memory(void) {
   char line[16] = {0};
   if (poll(&p, 1, 20000) == 1) TEST_CHECK(read(out[0], line, sizeof line - 1) > 0);
   TEST_CHECK_MSG(strncmp(line, "ready", 5) == 0, "the child did not start its work");
-  nvhcq_device_free_memory(dev, &during);
+  nvhcq_device_get_free_memory(dev, &during);
   kill(pid, SIGKILL);
   int status = 0;
   waitpid(pid, &status, 0);
   close(out[0]);
   double t0 = test_now_ms();
   do {
-    nvhcq_device_free_memory(dev, &after);
+    nvhcq_device_get_free_memory(dev, &after);
     if (after >= before) break;
     usleep(10000);
   } while (test_now_ms() - t0 < 10000);
@@ -447,7 +448,7 @@ static void t_killed_process_leaves_no_memory(void) {
 
 static void t_teardown(void) {
   NEED_GPU();
-  nvhcq_free(keep);
+  nvhcq_buffer_destroy(keep);
   teardown();
 }
 

@@ -25,17 +25,17 @@ static int run_int_kernel(nvhcq_module *m, const char *name, int *data, int n, i
   nvhcq_kernel *k;
   if (nvhcq_module_get_kernel(m, name, &k)) return -1;
   nvhcq_buffer *b;
-  if (nvhcq_alloc(dev, (size_t)n * 4, NVHCQ_MEMORY_DEVICE, &b)) return -1;
-  nvhcq_copy_to_device(b, 0, data, (size_t)n * 4);
+  if (nvhcq_buffer_create(dev, (size_t)n * 4, NVHCQ_MEMORY_DEVICE, &b)) return -1;
+  nvhcq_buffer_write(b, 0, data, (size_t)n * 4);
   struct {
     uint64_t p;
     int n;
   } args = {nvhcq_buffer_gpu_address(b), n};
-  nvhcq_status s = nvhcq_launch_sync(k, (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){(uint32_t)n, 1, 1}, 0,
-                                     &args, with_n ? 12 : 8, NULL);
-  if (!s) s = nvhcq_copy_from_device(data, b, 0, (size_t)n * 4);
+  nvhcq_status s = nvhcq_kernel_launch_cpu_wait(
+      k, (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){(uint32_t)n, 1, 1}, 0, &args, with_n ? 12 : 8, NULL);
+  if (!s) s = nvhcq_buffer_read(data, b, 0, (size_t)n * 4);
   if (s) fprintf(stderr, "  %s: %s\n", name, nvhcq_last_error());
-  nvhcq_free(b);
+  nvhcq_buffer_destroy(b);
   return s ? -1 : 0;
 }
 
@@ -85,8 +85,8 @@ static void t_ptx(void) {
 
 static void t_wgmma_sm90a(void) {
   NEED_DEVICE();
-  nvhcq_device_info info;
-  nvhcq_device_get_info(dev, &info);
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  nvhcq_device_query_info(dev, &info);
   if (strcmp(info.arch, "sm_90")) TEST_SKIP("wgmma needs a Hopper GPU");
   const char *dir = getenv("NVHCQ_TEST_SOURCE_DIR");
   char path[512];
@@ -99,16 +99,17 @@ static void t_wgmma_sm90a(void) {
   nvhcq_kernel *k;
   TEST_CHECK(nvhcq_module_get_kernel(m, "wgmma_ones", &k) == NVHCQ_SUCCESS);
   nvhcq_buffer *b;
-  nvhcq_alloc(dev, 512 * 4, NVHCQ_MEMORY_DEVICE, &b);
+  nvhcq_buffer_create(dev, 512 * 4, NVHCQ_MEMORY_DEVICE, &b);
   uint64_t addr = nvhcq_buffer_gpu_address(b);
-  s = nvhcq_launch_sync(k, (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){128, 1, 1}, 0, &addr, 8, NULL);
+  s = nvhcq_kernel_launch_cpu_wait(k, (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){128, 1, 1}, 0, &addr, 8,
+                                   NULL);
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   float out[512];
-  nvhcq_copy_from_device(out, b, 0, sizeof out);
+  nvhcq_buffer_read(out, b, 0, sizeof out);
   int bad = 0;
   for (int i = 0; i < 512; i++) bad += out[i] != 16.0f;
   TEST_CHECK_MSG(bad == 0, "%d of 512 wrong (first %g)", bad, out[0]);
-  nvhcq_free(b);
+  nvhcq_buffer_destroy(b);
   nvhcq_module_unload(m);
 }
 

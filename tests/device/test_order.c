@@ -93,11 +93,11 @@ static uint64_t gpu(const nvhcq_buffer *b) {
 }
 
 static int rig_kernel(rig *r) {
-  nvhcq_kernel_info info;
+  nvhcq_kernel_info info = {.struct_size = sizeof info};
   r->step = kernel("order_step");
   TEST_CHECK_MSG(r->step != NULL, "no order_step kernel in the test cubin");
   if (!r->step) return 1;
-  TRY(nvhcq_kernel_get_info(r->step, &info));
+  TRY(nvhcq_kernel_query_info(r->step, &info));
   TEST_CHECK_MSG(info.param_size == STEP_ARGS_SIZE, "order_step takes %u bytes, we pass %zu",
                  info.param_size, STEP_ARGS_SIZE);
   return info.param_size != STEP_ARGS_SIZE;
@@ -107,18 +107,18 @@ static int rig_kernel(rig *r) {
  * n = their threads * per_thread: a multiple of the grid's threads, as order_step needs. */
 static int rig_open(rig *r, uint32_t waves, uint32_t per_thread) {
   memset(r, 0, sizeof *r);
-  nvhcq_device_info info;
-  TRY(nvhcq_device_get_info(dev, &info));
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  TRY(nvhcq_device_query_info(dev, &info));
   uint32_t per_sm = info.warps_per_sm * 32 / THREADS;
   r->blocks = info.sm_count * (per_sm ? per_sm : 8) * waves;
   r->n = r->blocks * THREADS * per_thread;
   if (rig_kernel(r)) return 1;
   for (int i = 0; i < 2; i++)
-    TRY(nvhcq_alloc(dev, (size_t)r->n * 4, NVHCQ_MEMORY_DEVICE, &r->pingpong[i]));
+    TRY(nvhcq_buffer_create(dev, (size_t)r->n * 4, NVHCQ_MEMORY_DEVICE, &r->pingpong[i]));
   r->last = r->pingpong[1];
   uint64_t zero = 0;
-  TRY(nvhcq_alloc(dev, sizeof zero, NVHCQ_MEMORY_DEVICE, &r->stale));
-  TRY(nvhcq_copy_to_device(r->stale, 0, &zero, sizeof zero));
+  TRY(nvhcq_buffer_create(dev, sizeof zero, NVHCQ_MEMORY_DEVICE, &r->stale));
+  TRY(nvhcq_buffer_write(r->stale, 0, &zero, sizeof zero));
   TRY(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &r->q));
   TRY(nvhcq_signal_create(dev, 0, &r->done));
   return 0;
@@ -126,7 +126,7 @@ static int rig_open(rig *r, uint32_t waves, uint32_t per_thread) {
 
 static int rig_add_seen(rig *r, nvhcq_memory_kind kind) {
   for (int i = 0; i < 2; i++) {
-    TRY(nvhcq_alloc(dev, (size_t)r->n * 4, kind, &r->seen[i]));
+    TRY(nvhcq_buffer_create(dev, (size_t)r->n * 4, kind, &r->seen[i]));
     TEST_CHECK_MSG(kind == NVHCQ_MEMORY_DEVICE || nvhcq_buffer_host_pointer(r->seen[i]),
                    "memory kind %d has no CPU pointer", (int)kind);
     if (kind != NVHCQ_MEMORY_DEVICE && !nvhcq_buffer_host_pointer(r->seen[i])) return 1;
@@ -137,20 +137,20 @@ static int rig_add_seen(rig *r, nvhcq_memory_kind kind) {
 static int rig_add_copy(rig *r) {
   TRY(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &r->copyq));
   TRY(nvhcq_signal_create(dev, 0, &r->copied));
-  TRY(nvhcq_alloc(dev, (size_t)r->n * 4, NVHCQ_MEMORY_HOST, &r->copy_dst));
+  TRY(nvhcq_buffer_create(dev, (size_t)r->n * 4, NVHCQ_MEMORY_HOST, &r->copy_dst));
   return 0;
 }
 
 /* Waits for the GPU first: after a failure, submitted work may still release the signals. */
 static void rig_close(rig *r) {
-  CHECK_OK(nvhcq_device_synchronize(dev));
+  CHECK_OK(nvhcq_device_cpu_wait_idle(dev));
   CHECK_OK(nvhcq_queue_destroy(r->q));
   CHECK_OK(nvhcq_queue_destroy(r->copyq));
   CHECK_OK(nvhcq_signal_destroy(r->done));
   CHECK_OK(nvhcq_signal_destroy(r->copied));
   nvhcq_buffer *all[] = {r->pingpong[0], r->pingpong[1], r->seen[0],
                          r->seen[1],     r->copy_dst,    r->stale};
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CHECK_OK(nvhcq_free(all[i]));
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) CHECK_OK(nvhcq_buffer_destroy(all[i]));
 }
 
 /* Records one order_step launch: it checks what the previous launch wrote and writes `out`. */
@@ -167,8 +167,8 @@ static int launch_step(rig *r, nvhcq_buffer *out) {
 /* The kernels' stale count once all submitted work is done: with a broken dependency, grids may
  * still run after the last signal. */
 static int gpu_stale(rig *r, uint64_t *stale) {
-  TRY(nvhcq_device_synchronize(dev));
-  TRY(nvhcq_copy_from_device(stale, r->stale, 0, sizeof *stale));
+  TRY(nvhcq_device_cpu_wait_idle(dev));
+  TRY(nvhcq_buffer_read(stale, r->stale, 0, sizeof *stale));
   return 0;
 }
 
@@ -198,9 +198,9 @@ static int chain_submissions(rig *r, int subs) {
       if (launch_step(r, r->pingpong[r->round & 1])) return 1;
     TRY(nvhcq_queue_signal(r->q, r->done, (uint64_t)s));
     TRY(nvhcq_queue_submit(r->q));
-    if (s > 1) TRY(nvhcq_signal_wait(r->done, (uint64_t)s - 1, 0));
+    if (s > 1) TRY(nvhcq_signal_cpu_wait(r->done, (uint64_t)s - 1, 0));
   }
-  TRY(nvhcq_signal_wait(r->done, (uint64_t)subs, 0));
+  TRY(nvhcq_signal_cpu_wait(r->done, (uint64_t)subs, 0));
   return 0;
 }
 
@@ -209,7 +209,7 @@ static int final_check(rig *r, uint64_t *stale) {
   uint32_t *host = malloc((size_t)r->n * 4);
   TEST_CHECK_MSG(host != NULL, "out of host memory");
   if (!host) return 1;
-  nvhcq_status s = nvhcq_copy_from_device(host, r->last, 0, (size_t)r->n * 4);
+  nvhcq_status s = nvhcq_buffer_read(host, r->last, 0, (size_t)r->n * 4);
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "copy back: %s", nvhcq_last_error());
   int reports = 1;
   if (!s) *stale += count_stale(host, r->n, r->round - 1, &reports);
@@ -242,7 +242,7 @@ static void chain_cases(const char *mode, int subs, uint64_t *stale) {
 typedef enum round_end {
   END_SIGNAL,         /* a signal right after the last launch: it rides on that QMD */
   END_BARRIER_SIGNAL, /* a memory barrier, then the signal: a host semaphore release */
-  END_SYNCHRONIZE,    /* no signal: nvhcq_device_synchronize after the submission */
+  END_SYNCHRONIZE,    /* no signal: nvhcq_device_cpu_wait_idle after the submission */
 } round_end;
 
 /* One round: `launches` chained launches, launch `observed` writing the buffer that is then read
@@ -293,9 +293,9 @@ static int host_round(rig *r, const plan *p, nvhcq_buffer *seen, uint32_t *want)
   if (record_round(r, p, seen, want)) return 1;
   TRY(nvhcq_queue_submit(r->q));
   if (p->end == END_SYNCHRONIZE)
-    TRY(nvhcq_device_synchronize(dev));
+    TRY(nvhcq_device_cpu_wait_idle(dev));
   else
-    TRY(nvhcq_signal_wait(r->done, r->round, 0));
+    TRY(nvhcq_signal_cpu_wait(r->done, r->round, 0));
   return 0;
 }
 
@@ -304,12 +304,12 @@ static int host_round(rig *r, const plan *p, nvhcq_buffer *seen, uint32_t *want)
 static int copy_round(rig *r, const plan *p, nvhcq_buffer *seen, uint32_t *want) {
   if (record_round(r, p, seen, want)) return 1;
   TRY(nvhcq_queue_reset(r->copyq));
-  TRY(nvhcq_queue_wait(r->copyq, r->done, r->round));
+  TRY(nvhcq_queue_gpu_wait(r->copyq, r->done, r->round));
   TRY(nvhcq_queue_copy(r->copyq, gpu(r->copy_dst), gpu(seen), (uint64_t)r->n * 4));
   TRY(nvhcq_queue_signal(r->copyq, r->copied, r->round));
   TRY(nvhcq_queue_submit(r->copyq));
   TRY(nvhcq_queue_submit(r->q));
-  TRY(nvhcq_signal_wait(r->copied, r->round, 0));
+  TRY(nvhcq_signal_cpu_wait(r->copied, r->round, 0));
   return 0;
 }
 

@@ -13,8 +13,8 @@ static void t_replay_1000_with_variables(void) {
   enum { MAX = 4096 };
   nvhcq_buffer *buf[2], *out;
   for (int i = 0; i < 2; i++)
-    TEST_CHECK(nvhcq_alloc(dev, MAX * 4, NVHCQ_MEMORY_HOST, &buf[i]) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_alloc(dev, MAX * 4, NVHCQ_MEMORY_HOST, &out) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_buffer_create(dev, MAX * 4, NVHCQ_MEMORY_HOST, &buf[i]) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, MAX * 4, NVHCQ_MEMORY_HOST, &out) == NVHCQ_SUCCESS);
   nvhcq_signal *kdone, *cdone;
   nvhcq_signal_create(dev, 0, &kdone), nvhcq_signal_create(dev, 0, &cdone);
   nvhcq_queue *cq, *xq;
@@ -42,7 +42,7 @@ static void t_replay_1000_with_variables(void) {
   nvhcq_queue_var(xq, "epoch", 1, &xepoch);
   nvhcq_queue_var(xq, "src", nvhcq_buffer_gpu_address(buf[0]), &src);
   nvhcq_queue_var(xq, "bytes", 1024, &bytes);
-  TEST_CHECK(nvhcq_queue_wait_var(xq, kdone, xepoch) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_gpu_wait_var(xq, kdone, xepoch) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_copy_vars(xq, nvhcq_buffer_gpu_address(out), 0, 1024, NVHCQ_NO_VAR, src,
                                    bytes) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_signal_var(xq, cdone, xepoch) == NVHCQ_SUCCESS);
@@ -64,9 +64,9 @@ static void t_replay_1000_with_variables(void) {
     if (!s) s = nvhcq_queue_set_var(xq, bytes, (uint64_t)count * 4);
     if (!s) s = nvhcq_queue_submit(cq);
     if (!s) s = nvhcq_queue_submit(xq);
-    if (!s) s = nvhcq_signal_wait(cdone, (uint64_t)it + 1, 5000);
-    if (!s) s = nvhcq_queue_wait_idle(cq, 5000);
-    if (!s) s = nvhcq_queue_wait_idle(xq, 5000);
+    if (!s) s = nvhcq_signal_cpu_wait(cdone, (uint64_t)it + 1, 5000);
+    if (!s) s = nvhcq_queue_cpu_wait_idle(cq, 5000);
+    if (!s) s = nvhcq_queue_cpu_wait_idle(xq, 5000);
     if (s) {
       TEST_CHECK_MSG(0, "iteration %d: %s", it, nvhcq_last_error());
       break;
@@ -87,15 +87,15 @@ static void t_replay_1000_with_variables(void) {
   TEST_CHECK(nvhcq_queue_set_var(cq, blocks, 1u << 31) == NVHCQ_ERROR_LAUNCH_CHECK);
   nvhcq_queue_destroy(cq), nvhcq_queue_destroy(xq);
   nvhcq_signal_destroy(kdone), nvhcq_signal_destroy(cdone);
-  nvhcq_free(buf[0]), nvhcq_free(buf[1]), nvhcq_free(out);
+  nvhcq_buffer_destroy(buf[0]), nvhcq_buffer_destroy(buf[1]), nvhcq_buffer_destroy(out);
 }
 
 /* Replays queued back to back run in order; variables refuse to change under a running replay. */
 static void t_replay_while_running(void) {
   NEED_GPU();
   nvhcq_buffer *flag, *counter;
-  nvhcq_alloc(dev, 4, NVHCQ_MEMORY_DEVICE, &flag);
-  nvhcq_alloc(dev, 8, NVHCQ_MEMORY_HOST, &counter);
+  nvhcq_buffer_create(dev, 4, NVHCQ_MEMORY_DEVICE, &flag);
+  nvhcq_buffer_create(dev, 8, NVHCQ_MEMORY_HOST, &counter);
   *(uint64_t *)nvhcq_buffer_host_pointer(counter) = 0;
   nvhcq_queue *q;
   nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COMPUTE, &q);
@@ -119,7 +119,7 @@ static void t_replay_while_running(void) {
   nvhcq_status s = nvhcq_queue_set_var(q, ns, 1000);
   TEST_CHECK(s == NVHCQ_ERROR_BUSY);
   printf("  changing a variable under a replay says: %s\n", nvhcq_last_error());
-  TEST_CHECK(nvhcq_queue_wait_idle(q, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, 5000) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(*(volatile uint64_t *)nvhcq_buffer_host_pointer(counter) == 5, "counted %llu",
                  (unsigned long long)*(volatile uint64_t *)nvhcq_buffer_host_pointer(counter));
   TEST_CHECK(nvhcq_queue_set_var(q, ns, 1000) == NVHCQ_SUCCESS);
@@ -127,7 +127,7 @@ static void t_replay_while_running(void) {
   TEST_CHECK(nvhcq_queue_launch(q, kernel("empty"), (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){1, 1, 1}, 0,
                                 NULL, 0) == NVHCQ_ERROR_INVALID_ARGUMENT); /* finished */
   nvhcq_queue_destroy(q);
-  nvhcq_free(flag), nvhcq_free(counter);
+  nvhcq_buffer_destroy(flag), nvhcq_buffer_destroy(counter);
 }
 
 /* A diamond across both channels: A (compute) feeds B (copy) and C (compute); D (compute) needs
@@ -136,9 +136,10 @@ static void t_diamond_graph(void) {
   NEED_GPU();
   enum { N = 8192 };
   nvhcq_buffer *x, *y, *z, *out;
-  nvhcq_alloc(dev, N * 4, NVHCQ_MEMORY_HOST, &x), nvhcq_alloc(dev, N * 4, NVHCQ_MEMORY_DEVICE, &y);
-  nvhcq_alloc(dev, N * 4, NVHCQ_MEMORY_DEVICE, &z),
-      nvhcq_alloc(dev, N * 4, NVHCQ_MEMORY_HOST, &out);
+  nvhcq_buffer_create(dev, N * 4, NVHCQ_MEMORY_HOST, &x),
+      nvhcq_buffer_create(dev, N * 4, NVHCQ_MEMORY_DEVICE, &y);
+  nvhcq_buffer_create(dev, N * 4, NVHCQ_MEMORY_DEVICE, &z),
+      nvhcq_buffer_create(dev, N * 4, NVHCQ_MEMORY_HOST, &out);
   nvhcq_graph *g;
   TEST_CHECK(nvhcq_graph_create(dev, &g) == NVHCQ_SUCCESS);
   nvhcq_var va, vb;
@@ -189,9 +190,9 @@ static void t_diamond_graph(void) {
     if (!s) s = nvhcq_graph_launch(g);
     if (!s && it == 0) {
       TEST_CHECK(nvhcq_graph_launch(g) == NVHCQ_ERROR_BUSY ||
-                 nvhcq_graph_wait(g, 0) == NVHCQ_SUCCESS);
+                 nvhcq_graph_cpu_wait(g, 0) == NVHCQ_SUCCESS);
     }
-    if (!s) s = nvhcq_graph_wait(g, 5000);
+    if (!s) s = nvhcq_graph_cpu_wait(g, 5000);
     if (s) {
       TEST_CHECK_MSG(0, "iteration %d: %s", it, nvhcq_last_error());
       break;
@@ -206,7 +207,8 @@ static void t_diamond_graph(void) {
   }
   TEST_CHECK_MSG(bad_iters == 0, "%d of 100 replays wrong", bad_iters);
   nvhcq_graph_destroy(g);
-  nvhcq_free(x), nvhcq_free(y), nvhcq_free(z), nvhcq_free(out);
+  nvhcq_buffer_destroy(x), nvhcq_buffer_destroy(y), nvhcq_buffer_destroy(z),
+      nvhcq_buffer_destroy(out);
 }
 
 static void t_teardown(void) {

@@ -2,6 +2,6 @@
 #include "nvhcq.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  nvhcq_source_kind k = nvhcq_detect_source(data, size);
+  nvhcq_source_kind k = nvhcq_source_detect(data, size);
   return k > NVHCQ_SOURCE_CUDA; /* never true: only keeps the call */
 }

@@ -55,8 +55,8 @@ static void fresh_cache(void) {
 static int compilers_present(void) {
   void *bin;
   size_t n;
-  nvhcq_status s = nvhcq_compile(good_cu, sizeof good_cu - 1, "sm_80", NULL, 0, &bin, &n);
-  if (s == NVHCQ_SUCCESS) nvhcq_free_binary(bin);
+  nvhcq_status s = nvhcq_binary_compile(good_cu, sizeof good_cu - 1, "sm_80", NULL, 0, &bin, &n);
+  if (s == NVHCQ_SUCCESS) nvhcq_binary_destroy(bin);
   return s != NVHCQ_ERROR_NOT_FOUND;
 }
 
@@ -68,15 +68,15 @@ static int compilers_present(void) {
   } while (0)
 
 static void t_detect(void) {
-  TEST_CHECK(nvhcq_detect_source("\x7f"
+  TEST_CHECK(nvhcq_source_detect("\x7f"
                                  "ELF\x02\x01",
                                  6) == NVHCQ_SOURCE_CUBIN);
-  TEST_CHECK(nvhcq_detect_source(add_one_ptx, sizeof add_one_ptx - 1) == NVHCQ_SOURCE_PTX);
-  TEST_CHECK(nvhcq_detect_source("/* c */\n.version 8.0\n", 21) == NVHCQ_SOURCE_PTX);
-  TEST_CHECK(nvhcq_detect_source(good_cu, sizeof good_cu - 1) == NVHCQ_SOURCE_CUDA);
-  TEST_CHECK(nvhcq_detect_source("\x01\x00\x02", 3) == NVHCQ_SOURCE_UNKNOWN);
-  TEST_CHECK(nvhcq_detect_source("", 0) == NVHCQ_SOURCE_UNKNOWN);
-  TEST_CHECK(nvhcq_detect_source("/* unterminated", 15) == NVHCQ_SOURCE_CUDA);
+  TEST_CHECK(nvhcq_source_detect(add_one_ptx, sizeof add_one_ptx - 1) == NVHCQ_SOURCE_PTX);
+  TEST_CHECK(nvhcq_source_detect("/* c */\n.version 8.0\n", 21) == NVHCQ_SOURCE_PTX);
+  TEST_CHECK(nvhcq_source_detect(good_cu, sizeof good_cu - 1) == NVHCQ_SOURCE_CUDA);
+  TEST_CHECK(nvhcq_source_detect("\x01\x00\x02", 3) == NVHCQ_SOURCE_UNKNOWN);
+  TEST_CHECK(nvhcq_source_detect("", 0) == NVHCQ_SOURCE_UNKNOWN);
+  TEST_CHECK(nvhcq_source_detect("/* unterminated", 15) == NVHCQ_SOURCE_CUDA);
 }
 
 static void t_compile_each_arch(void) {
@@ -85,7 +85,7 @@ static void t_compile_each_arch(void) {
   for (int i = 0; i < 4; i++) {
     void *bin;
     size_t n;
-    nvhcq_status s = nvhcq_compile(good_cu, sizeof good_cu - 1, archs[i], NULL, 0, &bin, &n);
+    nvhcq_status s = nvhcq_binary_compile(good_cu, sizeof good_cu - 1, archs[i], NULL, 0, &bin, &n);
     TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s: %s", archs[i], nvhcq_last_error());
     if (s) continue;
     nvhcq_cubin *c;
@@ -93,7 +93,7 @@ static void t_compile_each_arch(void) {
     TEST_CHECK(c->sm == (unsigned)atoi(archs[i] + 3));
     TEST_CHECK(nvhcq_cubin_find_kernel(c, "scale") != NULL);
     nvhcq_cubin_free(c);
-    nvhcq_free_binary(bin);
+    nvhcq_binary_destroy(bin);
   }
 }
 
@@ -101,7 +101,8 @@ static void t_broken_source_returns_log(void) {
   NEED_COMPILER();
   void *bin = NULL;
   size_t n;
-  nvhcq_status s = nvhcq_compile(broken_cu, sizeof broken_cu - 1, "sm_90", NULL, 0, &bin, &n);
+  nvhcq_status s =
+      nvhcq_binary_compile(broken_cu, sizeof broken_cu - 1, "sm_90", NULL, 0, &bin, &n);
   TEST_CHECK(s == NVHCQ_ERROR_COMPILE && bin == NULL);
   TEST_CHECK_MSG(strstr(nvhcq_last_error(), "kernel.cu(3)") ||
                      strstr(nvhcq_last_error(), "kernel.cu(2)"),
@@ -114,7 +115,8 @@ static void t_ptx_through_nvjitlink(void) {
   NEED_COMPILER();
   void *bin;
   size_t n;
-  nvhcq_status s = nvhcq_compile(add_one_ptx, sizeof add_one_ptx - 1, "sm_90", NULL, 0, &bin, &n);
+  nvhcq_status s =
+      nvhcq_binary_compile(add_one_ptx, sizeof add_one_ptx - 1, "sm_90", NULL, 0, &bin, &n);
   if (s == NVHCQ_ERROR_NOT_FOUND) TEST_SKIP("needs nvJitLink, which was not found");
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   if (s) return;
@@ -122,8 +124,9 @@ static void t_ptx_through_nvjitlink(void) {
   TEST_CHECK(nvhcq_cubin_parse(bin, n, &c) == NVHCQ_SUCCESS && c->sm == 90);
   TEST_CHECK(nvhcq_cubin_find_kernel(c, "add_one") != NULL);
   nvhcq_cubin_free(c);
-  nvhcq_free_binary(bin);
-  s = nvhcq_compile(".version 8.0\n.target sm_80\nnonsense;\n", 37, "sm_90", NULL, 0, &bin, &n);
+  nvhcq_binary_destroy(bin);
+  s = nvhcq_binary_compile(".version 8.0\n.target sm_80\nnonsense;\n", 37, "sm_90", NULL, 0, &bin,
+                           &n);
   TEST_CHECK(s == NVHCQ_ERROR_COMPILE);
 }
 
@@ -145,9 +148,9 @@ static void t_cache_hit_and_corruption(void) {
   void *bin1, *bin2, *bin3;
   size_t n1, n2, n3;
   nvhcq_compile_get_stats(&a);
-  TEST_CHECK(nvhcq_compile(good_cu, sizeof good_cu - 1, "sm_90", NULL, 0, &bin1, &n1) ==
+  TEST_CHECK(nvhcq_binary_compile(good_cu, sizeof good_cu - 1, "sm_90", NULL, 0, &bin1, &n1) ==
              NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_compile(good_cu, sizeof good_cu - 1, "sm_90", NULL, 0, &bin2, &n2) ==
+  TEST_CHECK(nvhcq_binary_compile(good_cu, sizeof good_cu - 1, "sm_90", NULL, 0, &bin2, &n2) ==
              NVHCQ_SUCCESS);
   nvhcq_compile_get_stats(&b);
   TEST_CHECK_MSG(b.compiles - a.compiles == 1 && b.cache_hits - a.cache_hits == 1,
@@ -177,25 +180,25 @@ static void t_cache_hit_and_corruption(void) {
     fputc(ch ^ 0xff, f);
     fclose(f);
   }
-  TEST_CHECK(nvhcq_compile(good_cu, sizeof good_cu - 1, "sm_90", NULL, 0, &bin3, &n3) ==
+  TEST_CHECK(nvhcq_binary_compile(good_cu, sizeof good_cu - 1, "sm_90", NULL, 0, &bin3, &n3) ==
              NVHCQ_SUCCESS);
   nvhcq_compile_get_stats(&c);
   TEST_CHECK(c.compiles - b.compiles == 1 && c.cache_rejects - b.cache_rejects == 1);
   TEST_CHECK(n3 == n1 && memcmp(bin3, bin1, n1) == 0);
   TEST_CHECK(truncate(path, 30) == 0);
-  nvhcq_free_binary(bin3);
-  TEST_CHECK(nvhcq_compile(good_cu, sizeof good_cu - 1, "sm_90", NULL, 0, &bin3, &n3) ==
+  nvhcq_binary_destroy(bin3);
+  TEST_CHECK(nvhcq_binary_compile(good_cu, sizeof good_cu - 1, "sm_90", NULL, 0, &bin3, &n3) ==
              NVHCQ_SUCCESS);
   TEST_CHECK(n3 == n1 && memcmp(bin3, bin1, n1) == 0);
   /* Different options make a different entry. */
   const char *opt[] = {"-DEXTRA=1"};
   void *bin4;
   size_t n4;
-  TEST_CHECK(nvhcq_compile(good_cu, sizeof good_cu - 1, "sm_90", opt, 1, &bin4, &n4) ==
+  TEST_CHECK(nvhcq_binary_compile(good_cu, sizeof good_cu - 1, "sm_90", opt, 1, &bin4, &n4) ==
              NVHCQ_SUCCESS);
   TEST_CHECK(count_entries() == 2);
-  nvhcq_free_binary(bin1), nvhcq_free_binary(bin2), nvhcq_free_binary(bin3),
-      nvhcq_free_binary(bin4);
+  nvhcq_binary_destroy(bin1), nvhcq_binary_destroy(bin2), nvhcq_binary_destroy(bin3),
+      nvhcq_binary_destroy(bin4);
 }
 
 static void t_cache_off(void) {
@@ -206,9 +209,9 @@ static void t_cache_off(void) {
   void *bin;
   size_t n;
   for (int i = 0; i < 2; i++) {
-    TEST_CHECK(nvhcq_compile(good_cu, sizeof good_cu - 1, "sm_89", NULL, 0, &bin, &n) ==
+    TEST_CHECK(nvhcq_binary_compile(good_cu, sizeof good_cu - 1, "sm_89", NULL, 0, &bin, &n) ==
                NVHCQ_SUCCESS);
-    nvhcq_free_binary(bin);
+    nvhcq_binary_destroy(bin);
   }
   nvhcq_compile_get_stats(&b);
   TEST_CHECK(b.compiles - a.compiles == 2 && b.cache_hits == a.cache_hits);
@@ -220,11 +223,11 @@ static void t_missing_compiler_library(void) {
   setenv("NVHCQ_NVRTC", "/nonexistent/libnvrtc.so.13", 1);
   void *bin;
   size_t n;
-  nvhcq_status s = nvhcq_compile(good_cu, sizeof good_cu - 1, "sm_90", NULL, 0, &bin, &n);
+  nvhcq_status s = nvhcq_binary_compile(good_cu, sizeof good_cu - 1, "sm_90", NULL, 0, &bin, &n);
   unsetenv("NVHCQ_NVRTC");
   /* When an earlier test already loaded NVRTC, it stays loaded: run this test first or alone. */
   if (s == NVHCQ_SUCCESS) {
-    nvhcq_free_binary(bin);
+    nvhcq_binary_destroy(bin);
     TEST_SKIP("NVRTC was already loaded by an earlier test");
   }
   TEST_CHECK(s == NVHCQ_ERROR_NOT_FOUND);
@@ -238,10 +241,11 @@ static void t_missing_compiler_library(void) {
 static void t_bad_arguments(void) {
   void *bin;
   size_t n;
-  TEST_CHECK(nvhcq_compile(NULL, 3, "sm_90", NULL, 0, &bin, &n) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_compile(good_cu, sizeof good_cu, "compute_90", NULL, 0, &bin, &n) ==
+  TEST_CHECK(nvhcq_binary_compile(NULL, 3, "sm_90", NULL, 0, &bin, &n) ==
              NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_compile("\x01\x00\x02", 3, "sm_90", NULL, 0, &bin, &n) ==
+  TEST_CHECK(nvhcq_binary_compile(good_cu, sizeof good_cu, "compute_90", NULL, 0, &bin, &n) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_binary_compile("\x01\x00\x02", 3, "sm_90", NULL, 0, &bin, &n) ==
              NVHCQ_ERROR_INVALID_IMAGE);
 }
 

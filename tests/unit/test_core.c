@@ -195,13 +195,50 @@ static void t_mock_unknown_branch(void) {
 
 static void t_null_handles(void) {
   TEST_CHECK(nvhcq_device_close(NULL) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_free(NULL) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_destroy(NULL) == NVHCQ_SUCCESS);
   nvhcq_buffer *b;
-  TEST_CHECK(nvhcq_alloc(NULL, 16, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_device_synchronize(NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_create(NULL, 16, NVHCQ_MEMORY_DEVICE, &b) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(nvhcq_device_open(0, NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
-  TEST_CHECK(nvhcq_signal_wait(NULL, 1, 1) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_signal_cpu_wait(NULL, 1, 1) == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(nvhcq_queue_submit(NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
+}
+
+/* The accessors that return a value, not a status: 0 or NULL and a message for a NULL, foreign or
+ * dead handle, never a crash. */
+static void t_null_accessors(void) {
+  int not_ours[16] = {0};
+  for (int round = 0; round < 2; round++) {
+    void *h = round ? (void *)not_ours : NULL;
+    const char *says = round ? "not made by nvhcq" : "is NULL";
+    nvhcq_clear_error();
+    TEST_CHECK(nvhcq_buffer_gpu_address(h) == 0);
+    TEST_CHECK_MSG(strstr(nvhcq_last_error(), says), "%s", nvhcq_last_error());
+    TEST_CHECK(nvhcq_buffer_host_pointer(h) == NULL);
+    TEST_CHECK(nvhcq_buffer_size(h) == 0);
+    nvhcq_clear_error();
+    TEST_CHECK(nvhcq_signal_value(h) == 0);
+    TEST_CHECK_MSG(strstr(nvhcq_last_error(), "signal"), "%s", nvhcq_last_error());
+    TEST_CHECK(nvhcq_signal_timestamp_ns(h) == 0);
+    TEST_CHECK(nvhcq_signal_gpu_address(h) == 0);
+    nvhcq_signal_set(h, 5);
+    TEST_CHECK(not_ours[0] == 0 && not_ours[2] == 0);
+    nvhcq_clear_error();
+    TEST_CHECK(nvhcq_module_kernel_count(h) == 0);
+    TEST_CHECK_MSG(strstr(nvhcq_last_error(), "module"), "%s", nvhcq_last_error());
+    TEST_CHECK(nvhcq_module_kernel_name(h, 0) == NULL);
+  }
+  /* A live signal reads; once destroyed (marked dead), it reads 0 and says so. */
+  static uint64_t slot[2] = {7, 99};
+  nvhcq_signal *sig = calloc(1, sizeof *sig);
+  *sig = (nvhcq_signal){.magic = NVHCQ_SIGNAL_MAGIC, .cpu = slot, .gpu_address = 0x1000};
+  TEST_CHECK(nvhcq_signal_value(sig) == 7 && nvhcq_signal_timestamp_ns(sig) == 99);
+  nvhcq_signal_set(sig, 8);
+  TEST_CHECK(nvhcq_signal_value(sig) == 8 && nvhcq_signal_gpu_address(sig) == 0x1000);
+  nvhcq_retire(sig);
+  TEST_CHECK(nvhcq_signal_value(sig) == 0);
+  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "freed already"), "%s", nvhcq_last_error());
 }
 
 /* A freed handle is refused with a message that says it was freed, not touched. */
@@ -209,12 +246,12 @@ static void t_stale_handles(void) {
   nvhcq_buffer *b = calloc(1, sizeof *b);
   b->magic = NVHCQ_BUFFER_MAGIC;
   TEST_CHECK(nvhcq_buffer_check(b, "test") == NVHCQ_SUCCESS);
-  nvhcq_retire(b); /* what nvhcq_free does last */
+  nvhcq_retire(b); /* what nvhcq_buffer_destroy does last */
   TEST_CHECK(nvhcq_buffer_check(b, "test") == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK_MSG(strstr(nvhcq_last_error(), "freed already"), "%s", nvhcq_last_error());
-  TEST_CHECK(nvhcq_free(b) == NVHCQ_ERROR_INVALID_ARGUMENT); /* double free */
+  TEST_CHECK(nvhcq_buffer_destroy(b) == NVHCQ_ERROR_INVALID_ARGUMENT); /* double free */
   int not_ours[8] = {0};
-  TEST_CHECK(nvhcq_free((nvhcq_buffer *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_destroy((nvhcq_buffer *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(strstr(nvhcq_last_error(), "not made by nvhcq") != NULL);
   TEST_CHECK(nvhcq_signal_destroy((nvhcq_signal *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(nvhcq_queue_destroy((nvhcq_queue *)not_ours) == NVHCQ_ERROR_INVALID_ARGUMENT);
@@ -298,4 +335,4 @@ TEST_MAIN(TEST(t_stale_handles), TEST(t_wait_value), TEST(t_uvm_fault_events),
           TEST(t_method_header), TEST(t_push_encoding_and_print), TEST(t_va_allocator),
           TEST(t_visible_devices), TEST(t_branches), TEST(t_trace_format_and_status),
           TEST(t_ring_arithmetic), TEST(t_mock_no_driver), TEST(t_mock_unknown_branch),
-          TEST(t_null_handles))
+          TEST(t_null_handles), TEST(t_null_accessors))
