@@ -1,0 +1,44 @@
+/* The PTX interpreter's execution state: a block, its threads, and one instruction's step. */
+#ifndef NVHCQ_MOCK_PTX_EXEC_H
+#define NVHCQ_MOCK_PTX_EXEC_H
+
+#include "ptx_internal.h"
+
+/* Generic addresses of shared and local memory (cvta): windows far from host addresses. */
+#define PTX_SHARED_WINDOW (1ull << 62)
+#define PTX_LOCAL_WINDOW  ((1ull << 62) + (1ull << 40))
+
+enum ptx_thread_state { TS_RUN, TS_BAR, TS_WARP, TS_DONE };
+
+typedef struct ptx_thread {
+  uint64_t *regs;
+  unsigned char *local;
+  uint32_t tid[3], linear, pc;
+  uint8_t state;
+  uint64_t clock;
+} ptx_thread;
+
+typedef struct ptx_block {
+  const nvhcq_ptx_kernel *k;
+  const nvhcq_ptx_launch_config *cfg;
+  unsigned char *shared, *params;
+  size_t shared_size, dynamic_base;
+  uint32_t ctaid[3];
+  ptx_thread *threads;
+  uint32_t nthreads;
+  nvhcq_ptx_fault *fault;
+  nvhcq_ptx_status status;
+} ptx_block;
+
+/* Runs one thread until it waits (barrier, warp collective), exits or faults. */
+void ptx_run_thread(ptx_block *b, ptx_thread *t);
+/* Runs the warp collective the given threads (one warp's, all at the same instruction) wait at. */
+void ptx_run_collective(ptx_block *b, ptx_thread **lanes, uint32_t count);
+/* Records a fault (the first only) and stops the block. */
+void ptx_fault(ptx_block *b, const ptx_thread *t, const ptx_insn *in, nvhcq_ptx_fault_kind kind,
+               uint64_t address, int write, const char *what);
+uint64_t ptx_read(const ptx_block *b, const ptx_thread *t, const ptx_insn *in, int i, uint8_t type);
+void *ptx_address(ptx_block *b, ptx_thread *t, const ptx_insn *in, const ptx_operand *o,
+                  size_t size, int write);
+
+#endif
