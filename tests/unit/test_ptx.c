@@ -39,6 +39,7 @@ typedef struct launch {
   size_t shared;
   const nvhcq_ptx_memory *memory;
   nvhcq_ptx_fault fault;
+  uint64_t max_instructions;
 } launch;
 
 #define DIM(x, y, z)                                                                               \
@@ -59,7 +60,8 @@ static nvhcq_ptx_status run(const nvhcq_ptx_module *m, const char *name, launch 
   nvhcq_ptx_launch_config c = {.dynamic_shared_bytes = l->shared,
                                .params = params,
                                .params_size = nvhcq_ptx_kernel_params_size(k),
-                               .memory = l->memory};
+                               .memory = l->memory,
+                               .max_instructions = l->max_instructions};
   memcpy(c.grid, l->grid, sizeof c.grid);
   memcpy(c.block, l->block, sizeof c.block);
   nvhcq_ptx_status st = nvhcq_ptx_launch(k, &c, &l->fault);
@@ -75,7 +77,7 @@ static nvhcq_ptx_status run(const nvhcq_ptx_module *m, const char *name, launch 
 
 static void test_empty(void) {
   nvhcq_ptx_module *m = device_module();
-  launch l = {DIM(2, 1, 1), DIM(64, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(2, 1, 1), DIM(64, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(m && run(m, "empty", &l, 0, NULL) == NVHCQ_PTX_OK);
   const nvhcq_ptx_kernel *k;
   TEST_CHECK(nvhcq_ptx_kernel_find(m, "no_such", &k) == NVHCQ_PTX_NOT_FOUND);
@@ -90,7 +92,7 @@ static void test_vector_add(void) {
   float *pa = a, *pb = b, *pc = c;
   int n = N;
   c[N] = -1;
-  launch l = {DIM(4, 1, 1), DIM(256, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(4, 1, 1), DIM(256, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(m && run(m, "vector_add", &l, ARGS(&pa, &pb, &pc, &n)) == NVHCQ_PTX_OK);
   int bad = 0;
   for (int i = 0; i < N; i++) bad += c[i] != a[i] + b[i];
@@ -101,7 +103,7 @@ static void test_vector_add(void) {
 static void test_atomic_increment(void) {
   nvhcq_ptx_module *m = device_module();
   unsigned long long counter = 5, *p = &counter;
-  launch l = {DIM(3, 2, 1), DIM(64, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(3, 2, 1), DIM(64, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(m && run(m, "atomic_increment", &l, ARGS(&p)) == NVHCQ_PTX_OK);
   TEST_CHECK(counter == 11);
   nvhcq_ptx_module_free(m);
@@ -116,7 +118,7 @@ static void test_reduce_dynamic(void) {
   for (int i = 0; i < BLOCKS * INTS; i++) want[i / INTS] += in[i];
   int *pi = in, ints = INTS;
   long long *po = out;
-  launch l = {DIM(BLOCKS, 1, 1), DIM(64, 1, 1), INTS * sizeof(int), NULL, {0}};
+  launch l = {DIM(BLOCKS, 1, 1), DIM(64, 1, 1), INTS * sizeof(int), NULL, {0}, 0};
   TEST_CHECK(m && run(m, "reduce_dynamic", &l, ARGS(&pi, &po, &ints)) == NVHCQ_PTX_OK);
   TEST_CHECK(memcmp(out, want, sizeof out) == 0);
   /* too little dynamic shared memory: a shared-memory fault */
@@ -132,7 +134,7 @@ static void test_local_16k(void) {
   int idx[T], out[T];
   for (int i = 0; i < T; i++) idx[i] = i * 977 + 5;
   int *pi = idx, *po = out;
-  launch l = {DIM(1, 1, 1), DIM(T, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(1, 1, 1), DIM(T, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(m && run(m, "local_16k", &l, ARGS(&pi, &po)) == NVHCQ_PTX_OK);
   int bad = 0;
   for (int t = 0; t < T; t++)
@@ -145,7 +147,7 @@ static void test_index_3d(void) {
   nvhcq_ptx_module *m = device_module();
   enum { G = 2 * 3 * 2, B = 4 * 2 * 3 };
   uint32_t out[G * B], *po = out;
-  launch l = {DIM(2, 3, 2), DIM(4, 2, 3), 0, NULL, {0}};
+  launch l = {DIM(2, 3, 2), DIM(4, 2, 3), 0, NULL, {0}, 0};
   TEST_CHECK(m && run(m, "index_3d", &l, ARGS(&po)) == NVHCQ_PTX_OK);
   int bad = 0;
   for (uint32_t i = 0; i < G * B; i++) bad += out[i] != i / B * 1000 + i % B;
@@ -163,7 +165,7 @@ static void test_use_globals(void) {
   TEST_CHECK(nvhcq_ptx_variable_find(m, "const_table", NULL, &size) == NVHCQ_PTX_OK && size == 32);
   if (!hits || !bias) return nvhcq_ptx_module_free(m);
   int out[64] = {0}, *po = out, n = 50;
-  launch l = {DIM(1, 1, 1), DIM(64, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(1, 1, 1), DIM(64, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(run(m, "use_globals", &l, ARGS(&po, &n)) == NVHCQ_PTX_OK);
   int bad = 0;
   for (int i = 0; i < 64; i++) bad += out[i] != (i < n ? table[i & 7] + 100 : 0);
@@ -198,7 +200,7 @@ static void test_struct_args(void) {
   int *pi = in;
   double *po = out;
   uint32_t n = 37;
-  launch l = {DIM(2, 1, 1), DIM(32, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(2, 1, 1), DIM(32, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(run(m, "struct_args", &l, ARGS(&p, &big, &pi, &po, &n)) == NVHCQ_PTX_OK);
   int bad = 0;
   for (uint32_t i = 0; i < n; i++) bad += out[i] != in[i] * p.scale + p.offset + (double)big;
@@ -210,7 +212,7 @@ static void test_int_kernels(void) {
   nvhcq_ptx_module *m = device_module();
   int a[100], b[100], c[100], *pa = a, *pb = b, *pc = c, n = 100, x = -3, y = 11;
   for (int i = 0; i < 100; i++) a[i] = i * i - 4000, b[i] = 7 * i;
-  launch l = {DIM(2, 1, 1), DIM(64, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(2, 1, 1), DIM(64, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(m && run(m, "step", &l, ARGS(&pa, &pc, &n)) == NVHCQ_PTX_OK);
   int bad = 0;
   for (int i = 0; i < 100; i++) bad += c[i] != a[i] * 2 + 1;
@@ -229,7 +231,7 @@ static void test_copy16(void) {
   for (int i = 0; i < N16 * 4; i++) src[i] = (uint32_t)i * 2654435761u;
   uint32_t *ps = src, *pd = dst;
   size_t n16 = N16;
-  launch l = {DIM(2, 1, 1), DIM(32, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(2, 1, 1), DIM(32, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(m && run(m, "copy16", &l, ARGS(&ps, &pd, &n16)) == NVHCQ_PTX_OK);
   TEST_CHECK(memcmp(src, dst, sizeof src) == 0 && dst[N16 * 4] == 0);
   nvhcq_ptx_module_free(m);
@@ -240,7 +242,7 @@ static void test_fma_loop(void) {
   enum { T = 64, ITERS = 3 };
   float out[T], *po = out;
   int iters = ITERS;
-  launch l = {DIM(1, 1, 1), DIM(T, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(1, 1, 1), DIM(T, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(m && run(m, "fma_loop", &l, ARGS(&po, &iters)) == NVHCQ_PTX_OK);
   int bad = 0;
   for (int t = 0; t < T; t++) {
@@ -269,7 +271,7 @@ static void test_order_step(void) {
   for (uint32_t e = 0; e < N; e++) in[e] = order_value(round - 1, e);
   in[5] ^= 1, in[77] = 0, in[200]++;
   unsigned long long stale = 0, *ps = &stale;
-  launch l = {DIM(2, 1, 1), DIM(64, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(2, 1, 1), DIM(64, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(m && run(m, "order_step", &l, ARGS(&pi, &po, &ps, &n, &round, &spin)) == NVHCQ_PTX_OK);
   int bad = 0;
   for (uint32_t e = 0; e < N; e++) bad += out[e] != order_value(round, e);
@@ -281,7 +283,7 @@ static void test_spin(void) {
   nvhcq_ptx_module *m = device_module();
   int flag = 0, *pf = &flag;
   unsigned long long ns = 20000;
-  launch l = {DIM(1, 1, 1), DIM(32, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(1, 1, 1), DIM(32, 1, 1), 0, NULL, {0}, 0};
   double t0 = test_now_ms();
   TEST_CHECK(m && run(m, "spin", &l, ARGS(&pf, &ns)) == NVHCQ_PTX_OK);
   TEST_CHECK(flag == 1 && test_now_ms() - t0 >= 0.02);
@@ -299,7 +301,7 @@ static void *translate(void *user, uint64_t address, size_t size, int write) {
 static void test_faults(void) {
   nvhcq_ptx_module *m = device_module();
   nvhcq_ptx_memory mem = {translate, NULL};
-  launch l = {DIM(1, 1, 1), DIM(32, 1, 1), 0, &mem, {0}};
+  launch l = {DIM(1, 1, 1), DIM(32, 1, 1), 0, &mem, {0}, 0};
   unsigned long long address = 0x10000 + 8;
   TEST_CHECK(m && run(m, "store_to", &l, ARGS(&address)) == NVHCQ_PTX_OK);
   TEST_CHECK(fault_buf[8] == 1);
@@ -312,6 +314,11 @@ static void test_faults(void) {
   TEST_CHECK(l.fault.kind == NVHCQ_PTX_FAULT_MISALIGNED && l.fault.address == 0x10001);
   TEST_CHECK(run(m, "trap_now", &l, 0, NULL) == NVHCQ_PTX_FAULT);
   TEST_CHECK(l.fault.kind == NVHCQ_PTX_FAULT_TRAP);
+  /* a kernel that never ends: stopped by the instruction budget */
+  unsigned long long flag = 0x10000 + 64;
+  l.max_instructions = 100000;
+  TEST_CHECK(run(m, "spin_forever", &l, ARGS(&flag)) == NVHCQ_PTX_FAULT);
+  TEST_CHECK(l.fault.kind == NVHCQ_PTX_FAULT_TIMEOUT);
   nvhcq_ptx_module_free(m);
 }
 
@@ -322,7 +329,7 @@ static void test_ew_add(void) {
   for (int i = 0; i < N; i++) a[i] = (float)i / 3.0f, b[i] = (float)(N - i) * 1.5f;
   float *pa = a, *pb = b, *pc = c;
   int n = N;
-  launch l = {DIM(2, 1, 1), DIM(128, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(2, 1, 1), DIM(128, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(m && run(m, "ew_add", &l, ARGS(&pa, &pb, &pc, &n)) == NVHCQ_PTX_OK);
   int bad = 0;
   for (int i = 0; i < N; i++) bad += c[i] != a[i] + b[i];
@@ -337,7 +344,7 @@ static void test_softmax_rows(void) {
   for (int i = 0; i < ROWS * COLS; i++) x[i] = (float)((i * 37) % 101) / 10.0f - 5.0f;
   float *px = x, *py = y;
   int rows = ROWS, cols = COLS;
-  launch l = {DIM(ROWS + 1, 1, 1), DIM(64, 1, 1), 0, NULL, {0}};
+  launch l = {DIM(ROWS + 1, 1, 1), DIM(64, 1, 1), 0, NULL, {0}, 0};
   TEST_CHECK(m && run(m, "softmax_rows", &l, ARGS(&px, &py, &rows, &cols)) == NVHCQ_PTX_OK);
   double worst = 0;
   for (int r = 0; r < ROWS; r++) {

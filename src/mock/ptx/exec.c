@@ -213,6 +213,10 @@ void ptx_run_thread(ptx_block *b, ptx_thread *t) {
     }
     const ptx_insn *in = &k->insns[t->pc];
     t->clock++;
+    if (b->cfg->max_instructions && ++b->steps > b->cfg->max_instructions) {
+      ptx_fault(b, t, in, NVHCQ_PTX_FAULT_TIMEOUT, 0, 0, "instruction budget exhausted");
+      return;
+    }
     if (in->pred >= 0 && (t->regs[in->pred] & 1) == in->pred_neg) {
       t->pc++;
       continue;

@@ -28,6 +28,7 @@ typedef struct ptx_block {
   uint32_t nthreads;
   nvhcq_ptx_fault *fault;
   nvhcq_ptx_status status;
+  uint64_t steps; /* instructions run in the launch, against cfg->max_instructions */
 } ptx_block;
 
 /* Runs one thread until it waits (barrier, warp collective), exits or faults. */

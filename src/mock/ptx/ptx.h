@@ -24,6 +24,7 @@ typedef enum nvhcq_ptx_fault_kind {
   NVHCQ_PTX_FAULT_MISALIGNED, /* an access not aligned to its size */
   NVHCQ_PTX_FAULT_TRAP,       /* trap; */
   NVHCQ_PTX_FAULT_DEADLOCK,   /* threads wait at a barrier others never reach */
+  NVHCQ_PTX_FAULT_TIMEOUT,    /* the launch ran past its instruction budget (a hung kernel) */
   NVHCQ_PTX_FAULT_UNSUPPORTED /* an instruction form the interpreter does not run */
 } nvhcq_ptx_fault_kind;
 
@@ -81,6 +82,7 @@ typedef struct nvhcq_ptx_launch_config {
   const void *params;
   size_t params_size;
   const nvhcq_ptx_memory *memory; /* NULL: flat mode */
+  uint64_t max_instructions;      /* per launch, all threads together; 0: no limit */
 } nvhcq_ptx_launch_config;
 
 /* Runs the kernel to completion: blocks one after another, the threads of a block cooperatively
