@@ -101,14 +101,8 @@ static ssize_t mock_read_text(const char *path, char *buf, size_t size) {
   return n < (int)size ? n : (ssize_t)size - 1;
 }
 
-static const nvhcq_door_ops mock_ops = {
-    .open = mock_open,
-    .close = mock_close,
-    .ioctl = mock_ioctl,
-    .mmap = mock_mmap,
-    .munmap = munmap,
-    .read_text = mock_read_text,
-};
+static const nvhcq_door_ops mock_ops = {mock_open, mock_close, mock_ioctl,
+                                        mock_mmap, munmap,     mock_read_text};
 
 void nvhcq_mock_install(void) {
   pthread_mutex_lock(&nvhcq_mock.lock);
