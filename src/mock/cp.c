@@ -70,7 +70,7 @@ static int fault(mock_channel *ch, uint32_t xid, uint64_t address, const char *f
 
 static void *gpu(mock_channel *ch, uint64_t va, uint64_t len) {
   void *p = nvhcq_mock_gpu_pointer(va, len ? len : 1);
-  if (!p) fault(ch, MOCK_XID_MMU, va, "MMU fault: %u bytes unmapped%s", (unsigned)len, 0);
+  if (!p) fault(ch, MOCK_XID_MMU, va, "MMU fault: %u bytes unmapped", (unsigned)len, 0);
   return p;
 }
 
@@ -131,7 +131,7 @@ static int sem_execute(mock_channel *ch, uint32_t exec) {
     return release(ch, va, payload, payload64, (exec & NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP) != 0);
   if (op <= NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ)
     return acquire(ch, va, payload, op, payload64);
-  return fault(ch, MOCK_XID_PBDMA, va, "SEM_EXECUTE operation %u unknown%s", op, 0);
+  return fault(ch, MOCK_XID_PBDMA, va, "SEM_EXECUTE operation %u unknown", op, 0);
 }
 
 static int is_engine(const mock_channel *ch, uint32_t hclass) {
@@ -276,7 +276,7 @@ static int launch(mock_channel *ch, uint32_t hclass) {
       return 0;
     at = field(v, q, NVHCQ_QMD_DEPENDENT_QMD0_POINTER) << 8;
   }
-  return fault(ch, MOCK_XID_GR, at, "dependent QMD chain longer than %u%s", MAX_CHAIN, 0);
+  return fault(ch, MOCK_XID_GR, at, "dependent QMD chain longer than %u", MAX_CHAIN, 0);
 }
 
 /* ---- dispatch ---- */
@@ -314,7 +314,7 @@ static int run_segment(mock_channel *ch, const uint32_t *w, uint32_t n, uint64_t
     }
     if (op != NVHCQ_SEC_OP_INC_METHOD && op != NVHCQ_SEC_OP_NON_INC_METHOD &&
         op != NVHCQ_SEC_OP_ONE_INC)
-      return fault(ch, MOCK_XID_PBDMA, va + 4ull * (i - 1), "bad method header 0x%08x%s", h, 0);
+      return fault(ch, MOCK_XID_PBDMA, va + 4ull * (i - 1), "bad method header 0x%08x", h, 0);
     if (count > n - i)
       return fault(ch, MOCK_XID_PBDMA, va + 4ull * (i - 1), "method 0x%03x: %u words past the end",
                    m, count - (n - i));

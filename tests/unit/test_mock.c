@@ -4,11 +4,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #include "abi/methods.h"
 #include "core/device.h"
 #include "door.h"
 #include "hw/push.h"
+#include "mock/internal.h"
 #include "mock/mock.h"
 #include "nvhcq.h"
 #include "test.h"
@@ -305,6 +308,128 @@ static void t_driver_checks(void) {
   nvhcq_mock_uninstall();
 }
 
+/* ---- the command processor driven through the door alone: no device, no addresses below 2^40
+ * needed, so it runs under every sanitizer ---- */
+
+typedef struct direct {
+  int ctl, uvm;
+  uint32_t root, device;
+} direct;
+
+static uint32_t direct_alloc(direct *d, uint32_t parent, uint32_t hclass, void *params,
+                             uint32_t size) {
+  NVOS21_PARAMETERS p = {.hRoot = d->root,
+                         .hObjectParent = parent,
+                         .hClass = hclass,
+                         .pAllocParms = (uintptr_t)params,
+                         .paramsSize = size};
+  int r = nvhcq_door->ioctl(d->ctl, NV_IOWR(NV_ESC_RM_ALLOC, sizeof p), &p);
+  TEST_CHECK_MSG(r == 0 && p.status == 0, "alloc class 0x%x: %d 0x%x", hclass, r, p.status);
+  return p.hObjectNew;
+}
+
+/* System memory mapped for the CPU (returned) and at GPU address `va`. */
+static uint8_t *direct_memory(direct *d, uint64_t size, uint64_t va, uint32_t *handle) {
+  NV_MEMORY_ALLOCATION_PARAMS m = {.size = size};
+  *handle = direct_alloc(d, d->device, NV01_MEMORY_SYSTEM, &m, sizeof m);
+  int fd = nvhcq_door->open("/dev/nvidiactl", 2);
+  nv_ioctl_nvos33_parameters_with_fd p = {
+      .params = {.hClient = d->root, .hDevice = d->device, .hMemory = *handle, .length = size},
+      .fd = fd};
+  TEST_CHECK(!nvhcq_door->ioctl(d->ctl, NV_IOWR(NV_ESC_RM_MAP_MEMORY, sizeof p), &p));
+  void *at = nvhcq_door->mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  nvhcq_door->close(fd);
+  UVM_CREATE_EXTERNAL_RANGE_PARAMS r = {.base = va, .length = size};
+  TEST_CHECK(!nvhcq_door->ioctl(d->uvm, UVM_CREATE_EXTERNAL_RANGE, &r) && !r.rmStatus);
+  static UVM_MAP_EXTERNAL_ALLOCATION_PARAMS x;
+  memset(&x, 0, sizeof x);
+  x.base = va, x.length = size, x.gpuAttributesCount = 1;
+  x.rmCtrlFd = d->ctl, x.hClient = d->root, x.hMemory = *handle;
+  memcpy(x.perGpuAttributes[0].gpuUuid.uuid, nvhcq_mock_uuid, 16);
+  TEST_CHECK(!nvhcq_door->ioctl(d->uvm, UVM_MAP_EXTERNAL_ALLOCATION, &x) && !x.rmStatus);
+  return at == MAP_FAILED ? NULL : at;
+}
+
+static void nap(long ns) {
+  struct timespec ts = {0, ns};
+  nanosleep(&ts, NULL);
+}
+
+static int wait_u64(volatile uint64_t *at, uint64_t value) {
+  for (int i = 0; i < 20000 && __atomic_load_n(at, __ATOMIC_ACQUIRE) != value; i++) nap(100000);
+  return *at == value;
+}
+
+#define RING_ENTRIES 16u
+#define MEM_VA       0x4000000000ull /* no CPU mapping there: the mock translates GPU addresses */
+
+/* Submits the pushbuffer as GPFIFO entry `slot`. */
+static void direct_submit(uint8_t *mem, nvhcq_push *p, uint32_t slot) {
+  uint32_t *cmd = (uint32_t *)(mem + 0x2000 + slot * 0x400);
+  memcpy(cmd, p->words, p->len * 4);
+  ((uint64_t *)mem)[slot] = NVHCQ_GPFIFO_ENTRY(MEM_VA + 0x2000 + slot * 0x400, p->len);
+  __atomic_store_n((uint32_t *)(mem + 0x1000 + NVHCQ_USERD_GP_PUT), slot + 1, __ATOMIC_RELEASE);
+  nvhcq_push_reset(p);
+}
+
+static void direct_channel(direct *d, uint8_t *mem, uint32_t mem_handle, uint8_t *notifier,
+                           uint32_t notifier_handle) {
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.engineType = NV2080_ENGINE_TYPE_GRAPHICS};
+  uint32_t group = direct_alloc(d, d->device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp);
+  NV_CHANNEL_ALLOC_PARAMS cp = {.hObjectError = notifier_handle,
+                                .hObjectBuffer = mem_handle,
+                                .gpFifoOffset = MEM_VA,
+                                .gpFifoEntries = RING_ENTRIES};
+  cp.hUserdMemory[0] = mem_handle, cp.userdOffset[0] = 0x1000;
+  uint32_t ch = direct_alloc(d, group, HOPPER_CHANNEL_GPFIFO_A, &cp, sizeof cp);
+  direct_alloc(d, ch, HOPPER_COMPUTE_A, NULL, 0);
+  volatile uint64_t *sem = (uint64_t *)(mem + 0x8000), *gate = (uint64_t *)(mem + 0x8100);
+  nvhcq_push p;
+  nvhcq_push_init(&p);
+  nvhcq_push_method1(&p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_OBJECT, HOPPER_COMPUTE_A);
+  nvhcq_push_host_signal(&p, MEM_VA + 0x8000, 1);
+  direct_submit(mem, &p, 0);
+  TEST_CHECK(wait_u64(sem, 1) && sem[1] > 0);   /* payload and timestamp */
+  nvhcq_push_host_wait(&p, MEM_VA + 0x8100, 5); /* the CPU releases it */
+  nvhcq_push_host_signal(&p, MEM_VA + 0x8000, 2);
+  direct_submit(mem, &p, 1);
+  nap(20000000);
+  TEST_CHECK(*sem == 1); /* the acquire holds the release back */
+  *gate = 5;
+  TEST_CHECK(wait_u64(sem, 2));
+  TEST_CHECK(*(volatile uint32_t *)(mem + 0x1000 + NVHCQ_USERD_GP_GET) == 2);
+  nvhcq_push_method1(&p, NVHCQ_SUBC_COMPUTE, 0x1230, 0);
+  direct_submit(mem, &p, 2);
+  for (int i = 0; i < 20000 && !*(volatile uint16_t *)(notifier + 14); i++) nap(100000);
+  uint32_t xid;
+  memcpy(&xid, notifier + 8, 4);
+  TEST_CHECK(*(volatile uint16_t *)(notifier + 14) == 0xffff && xid == 13);
+  nvhcq_push_finish(&p);
+}
+
+static void t_command_processor_direct(void) {
+  nvhcq_mock_install();
+  direct d = {.ctl = nvhcq_door->open("/dev/nvidiactl", 2),
+              .uvm = nvhcq_door->open("/dev/nvidia-uvm", 2)};
+  d.root = direct_alloc(&d, 0, NV01_ROOT_CLIENT, NULL, 0);
+  NV0080_ALLOC_PARAMETERS dp = {0};
+  d.device = direct_alloc(&d, d.root, NV01_DEVICE_0, &dp, sizeof dp);
+  uint32_t mem_handle, notifier_handle;
+  uint8_t *mem = direct_memory(&d, 1 << 16, MEM_VA, &mem_handle);
+  uint8_t *notifier = direct_memory(&d, 4096, MEM_VA + (1 << 16), &notifier_handle);
+  if (mem && notifier) direct_channel(&d, mem, mem_handle, notifier, notifier_handle);
+  TEST_CHECK(nvhcq_mock_live().channels == 1);
+  NVOS00_PARAMETERS f = {.hRoot = d.root, .hObjectOld = d.root};
+  TEST_CHECK(!nvhcq_door->ioctl(d.ctl, NV_IOWR(NV_ESC_RM_FREE, sizeof f), &f) && !f.status);
+  if (mem) nvhcq_door->munmap(mem, 1 << 16);
+  if (notifier) nvhcq_door->munmap(notifier, 4096);
+  nvhcq_door->close(d.uvm);
+  nvhcq_door->close(d.ctl);
+  nvhcq_mock_counts c = nvhcq_mock_live();
+  TEST_CHECK(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0);
+  nvhcq_mock_uninstall();
+}
+
 TEST_MAIN(TEST(t_h200_profile), TEST(t_copies_every_kind), TEST(t_cross_queue_wait),
           TEST(t_recorded_replay), TEST(t_qmd_launch), TEST(t_malformed_stream),
-          TEST(t_driver_checks))
+          TEST(t_driver_checks), TEST(t_command_processor_direct))
