@@ -39,8 +39,9 @@ static int mock_open(const char *path, int flags) {
   pthread_mutex_lock(&nvhcq_mock.lock);
   int fd = -1;
   for (int i = 0; i < MOCK_MAX_FDS && fd < 0; i++)
-    if (nvhcq_mock.fds[i].kind == FD_FREE) {
-      nvhcq_mock.fds[i] = (mock_fd){.kind = kind};
+    if (__atomic_load_n(&nvhcq_mock.fds[i].kind, __ATOMIC_ACQUIRE) == FD_FREE) {
+      nvhcq_mock.fds[i].map = NULL;
+      __atomic_store_n(&nvhcq_mock.fds[i].kind, kind, __ATOMIC_RELEASE);
       fd = MOCK_FD_BASE + i;
     }
   pthread_mutex_unlock(&nvhcq_mock.lock);
@@ -51,7 +52,8 @@ static int mock_open(const char *path, int flags) {
 static mock_fd *fd_slot(int fd) {
   if (fd < MOCK_FD_BASE || fd >= MOCK_FD_BASE + MOCK_MAX_FDS) return NULL;
   mock_fd *f = &nvhcq_mock.fds[fd - MOCK_FD_BASE];
-  return f->kind == FD_FREE ? NULL : f;
+  /* Read without the lock by ioctls of any thread; opens and closes change it under the lock. */
+  return __atomic_load_n(&f->kind, __ATOMIC_ACQUIRE) == FD_FREE ? NULL : f;
 }
 
 int mock_fd_kind(int fd) {
@@ -62,7 +64,7 @@ int mock_fd_kind(int fd) {
 static int mock_close(int fd) {
   pthread_mutex_lock(&nvhcq_mock.lock);
   mock_fd *f = fd_slot(fd);
-  if (f) f->kind = FD_FREE;
+  if (f) __atomic_store_n(&f->kind, FD_FREE, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&nvhcq_mock.lock);
   if (f) return 0;
   errno = EBADF;
