@@ -197,8 +197,7 @@ static uint64_t pair(nvhcq_qmd_version v, const uint32_t *q, nvhcq_qmd_field lo,
   return plain ? plain : (field(v, q, lo_s) | field(v, q, hi_s) << 32) << s;
 }
 
-static void read_grid(mock_channel *ch, nvhcq_qmd_version v, const uint32_t *q,
-                      nvhcq_mock_grid *g) {
+static void read_grid(nvhcq_qmd_version v, const uint32_t *q, nvhcq_mock_grid *g) {
   g->qmd_version = v;
   g->program_address =
       pair(v, q, NVHCQ_QMD_PROGRAM_ADDRESS_LOWER, NVHCQ_QMD_PROGRAM_ADDRESS_UPPER,
@@ -222,6 +221,10 @@ static void read_grid(mock_channel *ch, nvhcq_qmd_version v, const uint32_t *q,
            NVHCQ_QMD_CONSTANT_BUFFER_ADDR_UPPER_SHIFTED6_0, 6);
   g->cbank0_bytes = (uint32_t)field(v, q, NVHCQ_QMD_CONSTANT_BUFFER_SIZE_SHIFTED4_0) << 4;
   g->register_count = (uint32_t)field(v, q, NVHCQ_QMD_REGISTER_COUNT);
+}
+
+/* What the compute class was told about the shader windows and local memory. */
+static void read_windows(const mock_channel *ch, nvhcq_mock_grid *g) {
   const uint32_t *c = ch->compute;
   g->shared_window = (uint64_t)c[NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A / 4] << 32 |
                      c[NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A / 4 + 1];
@@ -253,7 +256,8 @@ static int run_qmd(mock_channel *ch, nvhcq_qmd_version v, uint64_t at, const uin
                        .error = error,
                        .error_size = sizeof error,
                        .fault_address = &fault_address};
-  read_grid(ch, v, q, &g);
+  read_grid(v, q, &g);
+  read_windows(ch, &g);
   if (nvhcq_mock_run_grid(&g)) {
     fprintf(stderr, "nvhcq mock: %s\n", error[0] ? error : "the grid failed");
     mock_channel_fault(ch, MOCK_XID_GR, fault_address ? fault_address : g.program_address,

@@ -318,11 +318,8 @@ typedef struct direct {
 
 static uint32_t direct_alloc(direct *d, uint32_t parent, uint32_t hclass, void *params,
                              uint32_t size) {
-  NVOS21_PARAMETERS p = {.hRoot = d->root,
-                         .hObjectParent = parent,
-                         .hClass = hclass,
-                         .pAllocParms = (uintptr_t)params,
-                         .paramsSize = size};
+  /* hRoot, hObjectParent, hObjectNew (RM picks), hClass, pAllocParms, paramsSize, status */
+  NVOS21_PARAMETERS p = {d->root, parent, 0, hclass, (uintptr_t)params, size, 0};
   int r = nvhcq_door->ioctl(d->ctl, NV_IOWR(NV_ESC_RM_ALLOC, sizeof p), &p);
   TEST_CHECK_MSG(r == 0 && p.status == 0, "alloc class 0x%x: %d 0x%x", hclass, r, p.status);
   return p.hObjectNew;
