@@ -15,6 +15,7 @@
 #include "driver/door.h"
 #include "exec/module.h"
 #include "exec/queue.h"
+#include "mock/mock.h"
 #include "util/clock.h"
 #include "util/abi.h"
 
@@ -23,6 +24,7 @@
 nvhcq_status nvhcq_device_count(int *count) {
   if (!count) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_count: count is NULL");
   *count = 0;
+  nvhcq_mock_install_from_env();
   int fd;
   NVHCQ_TRY(nvhcq_open_ctl(&fd));
   static nv_ioctl_card_info_t cards[NV_MAX_CARDS];
@@ -318,6 +320,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
 nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_open: out is NULL");
   *out = NULL;
+  nvhcq_mock_install_from_env();
   double t0 = nvhcq_now_ms();
   nvhcq_device *dev = calloc(1, sizeof *dev);
   if (!dev) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");

@@ -44,3 +44,7 @@ const nvhcq_door_ops *nvhcq_door = &real_ops;
 void nvhcq_door_set_ops(const nvhcq_door_ops *ops) {
   nvhcq_door = ops ? ops : &real_ops;
 }
+
+int nvhcq_door_is_real(void) {
+  return nvhcq_door == &real_ops;
+}

@@ -22,5 +22,7 @@ extern const nvhcq_door_ops *nvhcq_door;
 
 /* Replaces the door (tests); NULL restores the real driver. */
 void nvhcq_door_set_ops(const nvhcq_door_ops *ops);
+/* 1 while the real driver is behind the door. */
+int nvhcq_door_is_real(void);
 
 #endif

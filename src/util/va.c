@@ -156,9 +156,27 @@ static void *reserve(uint64_t addr, uint64_t size) {
               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
 }
 
+/* Where no fixed base can be had (valgrind takes no mapping of 64 GiB or more, and places
+ * MAP_FIXED_NOREPLACE mappings where it likes): the largest smaller reservation that lands below
+ * 2^40, wherever that is. */
+static void *reserve_smaller(uint64_t *size) {
+  for (uint64_t s = LOW_SIZE / 2; s >= (4ull << 30); s /= 2) {
+    void *at = mmap((void *)(uintptr_t)LOW_BASE, s, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (at == MAP_FAILED) continue;
+    if ((uint64_t)(uintptr_t)at + s <= (1ull << 40)) {
+      *size = s;
+      return at;
+    }
+    munmap(at, s);
+  }
+  return MAP_FAILED;
+}
+
 static void va_init_once(void) {
   /* Try a few bases below 2^40 in case something already sits at the first. */
   void *at = MAP_FAILED;
+  uint64_t size = LOW_SIZE;
   for (uint64_t base = LOW_BASE; base + LOW_SIZE <= (1ull << 40) && at == MAP_FAILED;
        base += LOW_SIZE) {
     at = reserve(base, LOW_SIZE);
@@ -167,6 +185,7 @@ static void va_init_once(void) {
       at = MAP_FAILED;
     }
   }
+  if (at == MAP_FAILED) at = reserve_smaller(&size);
   if (at == MAP_FAILED) {
     va_init_status = nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY,
                                 "cannot reserve %llu GiB of address space below 2^40 for "
@@ -174,7 +193,7 @@ static void va_init_once(void) {
                                 (unsigned long long)(LOW_SIZE >> 30), strerror(errno));
   } else {
     low_reserved_base = (uint64_t)(uintptr_t)at;
-    va_init_status = nvhcq_va_init(&va_low, low_reserved_base, LOW_SIZE);
+    va_init_status = nvhcq_va_init(&va_low, low_reserved_base, size);
     if (!va_init_status) va_init_status = nvhcq_va_init(&va_high, HIGH_BASE, HIGH_SIZE);
   }
   if (va_init_status) snprintf(va_init_message, sizeof va_init_message, "%s", nvhcq_last_error());

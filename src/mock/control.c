@@ -1,0 +1,239 @@
+/* The mock's RM controls: the H200 profile (build version, classes, GR and FB facts, identity,
+ * copy engines) and the channel controls nvhcq makes, each with its parameter size checked. */
+#include <string.h>
+
+#include "mock/internal.h"
+
+const uint8_t nvhcq_mock_uuid[16] = {0x6d, 0x6f, 0x63, 0x6b, 0x48, 0x32, 0x30, 0x30,
+                                     0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77};
+
+static const uint32_t h200_classes[] = {
+    NV01_ROOT_CLIENT,       NV01_DEVICE_0,     NV20_SUBDEVICE_0,        NV01_MEMORY_SYSTEM,
+    NV01_MEMORY_LOCAL_USER, FERMI_VASPACE_A,   FERMI_CONTEXT_SHARE_A,   KEPLER_CHANNEL_GROUP_A,
+    GT200_DEBUGGER,         HOPPER_USERMODE_A, AMPERE_CHANNEL_GPFIFO_A, HOPPER_CHANNEL_GPFIFO_A,
+    HOPPER_COMPUTE_A,       HOPPER_DMA_COPY_A,
+};
+#define H200_CLASSES (sizeof h200_classes / sizeof h200_classes[0])
+
+/* 8 GPCs; 66 TPCs of 2 SMs: 132 SMs. */
+static uint32_t tpc_mask(uint32_t gpc) {
+  return gpc >= 8 ? 0 : gpc < 2 ? 0x1ff : 0xff;
+}
+
+static uint32_t gr_info(uint32_t index) {
+  switch (index) {
+  case NV2080_CTRL_GR_INFO_INDEX_SM_VERSION:
+    return 0x900;
+  case NV2080_CTRL_GR_INFO_INDEX_MAX_WARPS_PER_SM:
+    return 64;
+  case NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_GPCS:
+    return 8;
+  case NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC:
+    return 9;
+  case NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC:
+    return 2;
+  default:
+    return 0;
+  }
+}
+
+static uint32_t fb_info(uint32_t index) {
+  uint64_t free_kib = MOCK_FB_KIB - (nvhcq_mock.vidmem_used >> 10);
+  switch (index) {
+  case NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE:
+  case NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE:
+  case NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE:
+    return (uint32_t)MOCK_FB_KIB;
+  case NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE:
+    return (uint32_t)free_kib;
+  default:
+    return 0;
+  }
+}
+
+static uint32_t class_list(NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS *p) {
+  if (!p->classList) {
+    p->numClasses = H200_CLASSES;
+    return MOCK_NV_OK;
+  }
+  if (p->numClasses < H200_CLASSES) return MOCK_ERR_INVALID_ARGUMENT;
+  memcpy((void *)(uintptr_t)p->classList, h200_classes, sizeof h200_classes);
+  p->numClasses = H200_CLASSES;
+  return MOCK_NV_OK;
+}
+
+static uint32_t gr_get_info(NV2080_CTRL_GR_GET_INFO_PARAMS *p) {
+  if (!p->grInfoList || p->grInfoListSize == 0 || p->grInfoListSize > 0x100)
+    return MOCK_ERR_INVALID_ARGUMENT;
+  NV2080_CTRL_GR_INFO *list = (NV2080_CTRL_GR_INFO *)(uintptr_t)p->grInfoList;
+  for (uint32_t i = 0; i < p->grInfoListSize; i++) list[i].data = gr_info(list[i].index);
+  return MOCK_NV_OK;
+}
+
+static uint32_t fb_get_info(NV2080_CTRL_FB_GET_INFO_V2_PARAMS *p) {
+  if (p->fbInfoListSize > 128) return MOCK_ERR_INVALID_ARGUMENT;
+  for (uint32_t i = 0; i < p->fbInfoListSize; i++)
+    p->fbInfoList[i].data = fb_info(p->fbInfoList[i].index);
+  return MOCK_NV_OK;
+}
+
+static uint32_t gid_info(NV2080_CTRL_GPU_GET_GID_INFO_PARAMS *p) {
+  if (p->flags != NV2080_GPU_CMD_GPU_GET_GID_FLAGS_BINARY) return MOCK_ERR_NOT_SUPPORTED;
+  memcpy(p->data, nvhcq_mock_uuid, 16);
+  p->length = 16;
+  return MOCK_NV_OK;
+}
+
+/* Copy engines 0-9; 0 and 1 run with the graphics engine; 2 has the most physical engines. */
+static uint32_t ce_caps(NV2080_CTRL_CE_GET_ALL_CAPS_PARAMS *p) {
+  memset(p, 0, sizeof *p);
+  p->present = 0x3ff;
+  p->capsTbl[0][0] = p->capsTbl[1][0] = NV2080_CTRL_CE_CAPS_CE_GRCE;
+  return MOCK_NV_OK;
+}
+
+static uint32_t ce_pce_mask(NV2080_CTRL_CE_GET_CE_PCE_MASK_PARAMS *p) {
+  p->pceMask = p->ceEngineType == NV2080_ENGINE_TYPE_COPY(2) ? 0xf : 0x1;
+  return MOCK_NV_OK;
+}
+
+static mock_channel *channel_of(uint32_t client, uint32_t handle) {
+  mock_obj *o = mock_find(client, handle);
+  return o ? o->ch : NULL;
+}
+
+static uint32_t channel_control(const NVOS54_PARAMETERS *p, void *params) {
+  mock_channel *ch = channel_of(p->hClient, p->hObject);
+  if (!ch) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  switch (p->cmd) {
+  case NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN:
+    ((NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS *)params)->workSubmitToken =
+        mock_channel_token(ch);
+    return MOCK_NV_OK;
+  case NV906F_CTRL_CMD_RESET_CHANNEL:
+    mock_channel_fault(ch, MOCK_XID_RESET, 0, "reset by the client");
+    return MOCK_NV_OK;
+  case NV906F_CTRL_CMD_GET_MMU_FAULT_INFO:
+    mock_channel_fault_info(ch, params);
+    return MOCK_NV_OK;
+  default:
+    return MOCK_NV_OK; /* NVA06F_CTRL_CMD_GPFIFO_SCHEDULE */
+  }
+}
+
+/* The parameter size each control takes (the branch-dependent ones as the 580 branch has them). */
+static uint32_t params_size(uint32_t cmd) {
+  switch (cmd) {
+  case NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2:
+    return sizeof(NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS);
+  case NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2:
+    return sizeof(NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS);
+  case NV0080_CTRL_CMD_GPU_GET_CLASSLIST:
+    return sizeof(NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS);
+  case NV2080_CTRL_CMD_GPU_GET_NAME_STRING:
+    return sizeof(NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS);
+  case NV2080_CTRL_CMD_GPU_GET_GID_INFO:
+    return sizeof(NV2080_CTRL_GPU_GET_GID_INFO_PARAMS);
+  case NV2080_CTRL_CMD_GR_GET_INFO:
+    return sizeof(NV2080_CTRL_GR_GET_INFO_PARAMS);
+  case NV2080_CTRL_CMD_FB_GET_INFO_V2:
+    return sizeof(NV2080_CTRL_FB_GET_INFO_V2_PARAMS);
+  case NVA06C_CTRL_CMD_GPFIFO_SCHEDULE:
+  case NVA06F_CTRL_CMD_GPFIFO_SCHEDULE:
+    return 3;
+  case NV2080_CTRL_CMD_PERF_BOOST:
+    return sizeof(NV2080_CTRL_PERF_BOOST_PARAMS);
+  case NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN:
+    return sizeof(NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS);
+  case NV2080_CTRL_CMD_GR_GET_GPC_MASK:
+    return sizeof(NV2080_CTRL_GR_GET_GPC_MASK_PARAMS);
+  case NV2080_CTRL_CMD_GR_GET_TPC_MASK:
+    return sizeof(NV2080_CTRL_GR_GET_TPC_MASK_PARAMS);
+  case NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK:
+    return sizeof(NV83DE_CTRL_DEBUG_SET_EXCEPTION_MASK_PARAMS);
+  case NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES:
+    return sizeof(NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS);
+  case NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO:
+    return sizeof(NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS);
+  case NV906F_CTRL_CMD_GET_MMU_FAULT_INFO:
+    return sizeof(NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS);
+  case NV906F_CTRL_CMD_RESET_CHANNEL:
+    return sizeof(NV906F_CTRL_CMD_RESET_CHANNEL_PARAMS);
+  case NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK:
+    return sizeof(NV2080_CTRL_CE_GET_CE_PCE_MASK_PARAMS);
+  case NV2080_CTRL_CMD_CE_GET_ALL_CAPS:
+    return sizeof(NV2080_CTRL_CE_GET_ALL_CAPS_PARAMS);
+  default:
+    return 0;
+  }
+}
+
+static uint32_t gpu_control(uint32_t cmd, void *params) {
+  switch (cmd) {
+  case NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2:
+    strcpy(((NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS *)params)->driverVersionBuffer,
+           MOCK_VERSION);
+    return MOCK_NV_OK;
+  case NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2: {
+    NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS *p = params;
+    if (p->gpuId != MOCK_GPU_ID) return MOCK_ERR_INVALID_ARGUMENT;
+    p->deviceInstance = p->subDeviceInstance = 0;
+    return MOCK_NV_OK;
+  }
+  case NV0080_CTRL_CMD_GPU_GET_CLASSLIST:
+    return class_list(params);
+  case NV2080_CTRL_CMD_GPU_GET_NAME_STRING:
+    strcpy((char *)((NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS *)params)->gpuNameString,
+           "NVIDIA H200 (nvhcq mock)");
+    return MOCK_NV_OK;
+  case NV2080_CTRL_CMD_GPU_GET_GID_INFO:
+    return gid_info(params);
+  case NV2080_CTRL_CMD_GR_GET_INFO:
+    return gr_get_info(params);
+  case NV2080_CTRL_CMD_FB_GET_INFO_V2:
+    return fb_get_info(params);
+  case NV2080_CTRL_CMD_GR_GET_GPC_MASK:
+    ((NV2080_CTRL_GR_GET_GPC_MASK_PARAMS *)params)->gpcMask = 0xff;
+    return MOCK_NV_OK;
+  case NV2080_CTRL_CMD_GR_GET_TPC_MASK: {
+    NV2080_CTRL_GR_GET_TPC_MASK_PARAMS *p = params;
+    p->tpcMask = tpc_mask(p->gpcId);
+    return MOCK_NV_OK;
+  }
+  case NV2080_CTRL_CMD_CE_GET_ALL_CAPS:
+    return ce_caps(params);
+  case NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK:
+    return ce_pce_mask(params);
+  default:
+    return MOCK_NV_OK; /* perf boost; the debugger's controls: nothing recorded */
+  }
+}
+
+uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
+  mock_obj *client = mock_find(p->hClient, p->hClient);
+  if (!client || client->hclass != NV01_ROOT_CLIENT) return MOCK_ERR_INVALID_CLIENT;
+  if (!mock_find(p->hClient, p->hObject)) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  uint32_t want = params_size(p->cmd);
+  if (!want) return MOCK_ERR_NOT_SUPPORTED;
+  /* The name string is 68 bytes from 595 on; the FB list holds 57 entries on 570. */
+  int size_ok = p->paramsSize == want ||
+                (p->cmd == NV2080_CTRL_CMD_GPU_GET_NAME_STRING && p->paramsSize == 68) ||
+                (p->cmd == NV2080_CTRL_CMD_FB_GET_INFO_V2 && p->paramsSize == 460) ||
+                (p->cmd == NVA06C_CTRL_CMD_GPFIFO_SCHEDULE && p->paramsSize == 2);
+  if (!size_ok || !params) return MOCK_ERR_INVALID_PARAM_STRUCT;
+  if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES ||
+      p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO) {
+    /* No SM ran anything: nothing recorded (the channel's own record says what stopped it). */
+    uint32_t keep =
+        p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES
+            ? ((NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS *)params)->numSMsToRead
+            : 0;
+    memset(params, 0, want);
+    if (keep) ((NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS *)params)->numSMsToRead = keep;
+    return MOCK_NV_OK;
+  }
+  if ((p->cmd >> 16) == 0x906f || (p->cmd >> 16) == 0xc36f ||
+      p->cmd == NVA06F_CTRL_CMD_GPFIFO_SCHEDULE)
+    return channel_control(p, params);
+  return gpu_control(p->cmd, params);
+}

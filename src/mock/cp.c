@@ -1,0 +1,437 @@
+/* The mock's command processor: one thread per channel consumes GPFIFO entries, decodes the
+ * host, copy and compute methods nvhcq emits (semaphores, copies, QMD launches and their chains)
+ * and stops the channel with an Xid in its error notifier when a stream is malformed. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "abi/methods.h"
+#include "hw/push.h"
+#include "hw/qmd.h"
+#include "mock/internal.h"
+#include "mock/mock.h"
+
+#define METHODS    0x1000u /* dword addresses 11:0 */
+#define MAX_CHAIN  4096u
+#define GP_GET_IDX (NVHCQ_USERD_GP_GET / 4)
+#define GP_PUT_IDX (NVHCQ_USERD_GP_PUT / 4)
+
+struct mock_channel {
+  pthread_t thread;
+  int started, stop, faulted;
+  uint64_t *ring;
+  uint32_t entries, token, engine_type;
+  uint32_t *userd;
+  uint8_t *notifier;
+  uint32_t engines[4];
+  uint32_t subc[MOCK_SUBCHANNELS];
+  uint32_t host[METHODS / 32]; /* host methods 0x000-0x0fc */
+  uint32_t copy[METHODS], compute[METHODS];
+  uint64_t fault_address;
+  char fault_what[32];
+};
+
+/* ---- faults ---- */
+
+void mock_channel_fault(mock_channel *ch, uint32_t xid, uint64_t address, const char *what) {
+  if (__atomic_exchange_n(&ch->faulted, 1, __ATOMIC_ACQ_REL)) return;
+  ch->fault_address = address;
+  snprintf(ch->fault_what, sizeof ch->fault_what, "%s", what);
+  uint64_t now = mock_now_ns();
+  uint16_t engine = xid == MOCK_XID_PBDMA ? 0x27 : xid == MOCK_XID_GR ? 0x01 : ch->engine_type;
+  memcpy(ch->notifier, &now, 8);
+  memcpy(ch->notifier + 8, &xid, 4);
+  memcpy(ch->notifier + 12, &engine, 2);
+  __atomic_store_n((uint16_t *)(ch->notifier + 14), (uint16_t)0xffff, __ATOMIC_RELEASE);
+}
+
+void mock_channel_fault_info(mock_channel *ch, NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS *out) {
+  memset(out, 0, sizeof *out);
+  if (!__atomic_load_n(&ch->faulted, __ATOMIC_ACQUIRE)) return;
+  out->addrHi = (uint32_t)(ch->fault_address >> 32);
+  out->addrLo = (uint32_t)ch->fault_address;
+  memcpy(out->faultString, ch->fault_what, sizeof out->faultString);
+  out->faultString[sizeof out->faultString - 1] = 0;
+}
+
+static int fault(mock_channel *ch, uint32_t xid, uint64_t address, const char *fmt, unsigned a,
+                 unsigned b) {
+  char what[96];
+  snprintf(what, sizeof what, fmt, a, b);
+  fprintf(stderr, "nvhcq mock: channel %u stopped, Xid %u: %s (address 0x%llx)\n", ch->token, xid,
+          what, (unsigned long long)address);
+  mock_channel_fault(ch, xid, address, what);
+  return -1;
+}
+
+/* ---- memory ---- */
+
+static void *gpu(mock_channel *ch, uint64_t va, uint64_t len) {
+  void *p = nvhcq_mock_gpu_pointer(va, len ? len : 1);
+  if (!p) fault(ch, MOCK_XID_MMU, va, "MMU fault: %u bytes unmapped", (unsigned)len, 0);
+  return p;
+}
+
+static void sleep_ns(long ns) {
+  struct timespec ts = {0, ns};
+  nanosleep(&ts, NULL);
+}
+
+/* A semaphore release: the timestamp (if any) before the payload that announces it. */
+static int release(mock_channel *ch, uint64_t va, uint64_t payload, int payload64, int stamp) {
+  uint8_t *p = gpu(ch, va, stamp ? 16 : payload64 ? 8 : 4);
+  if (!p) return -1;
+  if (stamp) __atomic_store_n((uint64_t *)(p + 8), mock_now_ns(), __ATOMIC_RELAXED);
+  if (payload64)
+    __atomic_store_n((uint64_t *)p, payload, __ATOMIC_RELEASE);
+  else
+    __atomic_store_n((uint32_t *)p, (uint32_t)payload, __ATOMIC_RELEASE);
+  return 0;
+}
+
+static int acquired(uint32_t op, uint64_t now, uint64_t want, int payload64) {
+  if (!payload64) now = (uint32_t)now, want = (uint32_t)want;
+  switch (op) {
+  case NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE:
+    return now == want;
+  case NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ:
+    return now >= want;
+  default:
+    return payload64 ? (int64_t)(now - want) >= 0 : (int32_t)(now - want) >= 0;
+  }
+}
+
+/* Blocks until the semaphore holds the payload, or the channel is stopped. */
+static int acquire(mock_channel *ch, uint64_t va, uint64_t want, uint32_t op, int payload64) {
+  uint8_t *p = gpu(ch, va, payload64 ? 8 : 4);
+  if (!p) return -1;
+  for (unsigned spins = 0;; spins++) {
+    uint64_t now = payload64 ? __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE)
+                             : __atomic_load_n((uint32_t *)p, __ATOMIC_ACQUIRE);
+    if (acquired(op, now, want, payload64)) return 0;
+    if (__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) return -1;
+    if (spins < 64)
+      sched_yield();
+    else
+      sleep_ns(20000);
+  }
+}
+
+/* ---- host methods ---- */
+
+static int sem_execute(mock_channel *ch, uint32_t exec) {
+  const uint32_t *h = ch->host;
+  uint64_t va = h[NVC56F_SEM_ADDR_LO / 4] | (uint64_t)h[NVC56F_SEM_ADDR_HI / 4] << 32;
+  uint64_t payload = h[NVC56F_SEM_PAYLOAD_LO / 4] | (uint64_t)h[NVC56F_SEM_PAYLOAD_HI / 4] << 32;
+  uint32_t op = exec & 7;
+  int payload64 = (exec & NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT) != 0;
+  if (op == NVC56F_SEM_EXECUTE_OPERATION_RELEASE)
+    return release(ch, va, payload, payload64, (exec & NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP) != 0);
+  if (op <= NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ)
+    return acquire(ch, va, payload, op, payload64);
+  return fault(ch, MOCK_XID_PBDMA, va, "SEM_EXECUTE operation %u unknown", op, 0);
+}
+
+static int is_engine(const mock_channel *ch, uint32_t hclass) {
+  for (int i = 0; i < 4; i++)
+    if (hclass && __atomic_load_n(&ch->engines[i], __ATOMIC_ACQUIRE) == hclass) return 1;
+  return 0;
+}
+
+static int host_method(mock_channel *ch, unsigned subc, unsigned method, uint32_t value) {
+  ch->host[method / 4] = value;
+  switch (method) {
+  case NVC6C0_SET_OBJECT:
+    if (!is_engine(ch, value))
+      return fault(ch, MOCK_XID_PBDMA, 0, "SET_OBJECT 0x%x: no such object on subchannel %u", value,
+                   subc);
+    ch->subc[subc] = value;
+    return 0;
+  case NVC56F_SEM_EXECUTE:
+    return sem_execute(ch, value);
+  case NVC56F_NON_STALL_INTERRUPT:
+  case NVC56F_WFI:
+  case NVC56F_SEM_ADDR_LO:
+  case NVC56F_SEM_ADDR_HI:
+  case NVC56F_SEM_PAYLOAD_LO:
+  case NVC56F_SEM_PAYLOAD_HI:
+    return 0;
+  default:
+    return fault(ch, MOCK_XID_PBDMA, 0, "unknown host method 0x%03x on subchannel %u", method,
+                 subc);
+  }
+}
+
+/* ---- copy engine ---- */
+
+static int launch_dma(mock_channel *ch, uint32_t flags) {
+  const uint32_t *c = ch->copy;
+  if (flags & 3) {
+    uint64_t src = (uint64_t)c[NVC6B5_OFFSET_IN_UPPER / 4] << 32 | c[NVC6B5_OFFSET_IN_LOWER / 4];
+    uint64_t dst = (uint64_t)c[NVC6B5_OFFSET_OUT_UPPER / 4] << 32 | c[NVC6B5_OFFSET_OUT_LOWER / 4];
+    uint32_t n = c[NVC6B5_LINE_LENGTH_IN / 4];
+    void *s = gpu(ch, src, n), *d = s ? gpu(ch, dst, n) : NULL;
+    if (!d) return -1;
+    memmove(d, s, n);
+  }
+  uint32_t sem = (flags >> 3) & 3;
+  if (!sem) return 0;
+  uint64_t va = (uint64_t)c[NVC6B5_SET_SEMAPHORE_A / 4] << 32 | c[NVC6B5_SET_SEMAPHORE_B / 4];
+  uint64_t payload = c[NVC6B5_SET_SEMAPHORE_PAYLOAD / 4] |
+                     (uint64_t)c[NVC7B5_SET_SEMAPHORE_PAYLOAD_UPPER / 4] << 32;
+  int payload64 = (flags & NVC7B5_LAUNCH_DMA_SEMAPHORE_PAYLOAD_SIZE_64BIT) != 0;
+  return release(ch, va, payload, payload64, sem == 2);
+}
+
+/* ---- compute: QMDs ---- */
+
+static uint64_t field(nvhcq_qmd_version v, const uint32_t *q, nvhcq_qmd_field f) {
+  return nvhcq_qmd_get(v, q, f);
+}
+
+static uint64_t pair(nvhcq_qmd_version v, const uint32_t *q, nvhcq_qmd_field lo, nvhcq_qmd_field hi,
+                     nvhcq_qmd_field lo_s, nvhcq_qmd_field hi_s, unsigned s) {
+  uint64_t plain = field(v, q, lo) | field(v, q, hi) << 32;
+  return plain ? plain : (field(v, q, lo_s) | field(v, q, hi_s) << 32) << s;
+}
+
+static void read_grid(nvhcq_qmd_version v, const uint32_t *q, nvhcq_mock_grid *g) {
+  g->qmd_version = v;
+  g->program_address =
+      pair(v, q, NVHCQ_QMD_PROGRAM_ADDRESS_LOWER, NVHCQ_QMD_PROGRAM_ADDRESS_UPPER,
+           NVHCQ_QMD_PROGRAM_ADDRESS_LOWER_SHIFTED4, NVHCQ_QMD_PROGRAM_ADDRESS_UPPER_SHIFTED4, 4);
+  g->grid[0] = (uint32_t)field(v, q, NVHCQ_QMD_GRID_WIDTH);
+  g->grid[1] = (uint32_t)field(v, q, NVHCQ_QMD_GRID_HEIGHT);
+  g->grid[2] = (uint32_t)field(v, q, NVHCQ_QMD_GRID_DEPTH);
+  for (int i = 0; i < 3; i++)
+    g->block[i] = (uint32_t)field(v, q, (nvhcq_qmd_field)(NVHCQ_QMD_CTA_THREAD_DIMENSION0 + i));
+  g->shared_bytes = (uint32_t)(field(v, q, NVHCQ_QMD_SHARED_MEMORY_SIZE) |
+                               field(v, q, NVHCQ_QMD_SHARED_MEMORY_SIZE_SHIFTED7) << 7);
+  g->local_low_bytes =
+      (uint32_t)(field(v, q, NVHCQ_QMD_SHADER_LOCAL_MEMORY_LOW_SIZE) |
+                 field(v, q, NVHCQ_QMD_SHADER_LOCAL_MEMORY_LOW_SIZE_SHIFTED4) << 4);
+  g->local_high_bytes =
+      (uint32_t)(field(v, q, NVHCQ_QMD_SHADER_LOCAL_MEMORY_HIGH_SIZE) |
+                 field(v, q, NVHCQ_QMD_SHADER_LOCAL_MEMORY_HIGH_SIZE_SHIFTED4) << 4);
+  g->cbank0_address =
+      pair(v, q, NVHCQ_QMD_CONSTANT_BUFFER_ADDR_LOWER_0, NVHCQ_QMD_CONSTANT_BUFFER_ADDR_UPPER_0,
+           NVHCQ_QMD_CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6_0,
+           NVHCQ_QMD_CONSTANT_BUFFER_ADDR_UPPER_SHIFTED6_0, 6);
+  g->cbank0_bytes = (uint32_t)field(v, q, NVHCQ_QMD_CONSTANT_BUFFER_SIZE_SHIFTED4_0) << 4;
+  g->register_count = (uint32_t)field(v, q, NVHCQ_QMD_REGISTER_COUNT);
+}
+
+/* What the compute class was told about the shader windows and local memory. */
+static void read_windows(const mock_channel *ch, nvhcq_mock_grid *g) {
+  const uint32_t *c = ch->compute;
+  g->shared_window = (uint64_t)c[NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A / 4] << 32 |
+                     c[NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A / 4 + 1];
+  g->local_window = (uint64_t)c[NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A / 4] << 32 |
+                    c[NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A / 4 + 1];
+  g->local_memory = (uint64_t)c[NVC6C0_SET_SHADER_LOCAL_MEMORY_A / 4] << 32 |
+                    c[NVC6C0_SET_SHADER_LOCAL_MEMORY_A / 4 + 1];
+  g->local_per_tpc = (uint64_t)c[NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A / 4] << 32 |
+                     c[NVC6C0_SET_SHADER_LOCAL_MEMORY_NON_THROTTLED_A / 4 + 1];
+}
+
+static int qmd_releases(mock_channel *ch, nvhcq_qmd_version v, const uint32_t *q) {
+  for (unsigned s = 0; s < NVHCQ_QMD_RELEASES; s++) {
+#define RF(name) field(v, q, (nvhcq_qmd_field)(NVHCQ_QMD_RELEASE0_##name + s))
+    if (!RF(ENABLE)) continue;
+    uint64_t va = RF(ADDRESS_LOWER) | RF(ADDRESS_UPPER) << 32;
+    uint64_t payload = RF(PAYLOAD_LOWER) | RF(PAYLOAD_UPPER) << 32;
+    int four = RF(STRUCTURE_SIZE) == NVHCQ_QMD_RELEASE_STRUCTURE_SIZE_FOUR_WORDS;
+    if (release(ch, va, payload, RF(PAYLOAD64B) != 0, four)) return -1;
+#undef RF
+  }
+  return 0;
+}
+
+static int run_qmd(mock_channel *ch, nvhcq_qmd_version v, uint64_t at, const uint32_t *q) {
+  char error[256] = "";
+  uint64_t fault_address = 0;
+  nvhcq_mock_grid g = {.qmd_address = at,
+                       .error = error,
+                       .error_size = sizeof error,
+                       .fault_address = &fault_address};
+  read_grid(v, q, &g);
+  read_windows(ch, &g);
+  if (nvhcq_mock_run_grid(&g)) {
+    fprintf(stderr, "nvhcq mock: %s\n", error[0] ? error : "the grid failed");
+    mock_channel_fault(ch, MOCK_XID_GR, fault_address ? fault_address : g.program_address,
+                       "mock: no kernel execution yet");
+    return -1;
+  }
+  return qmd_releases(ch, v, q);
+}
+
+/* The QMD SEND_PCAS_A named, and each dependent QMD it schedules. */
+static int launch(mock_channel *ch, uint32_t hclass) {
+  nvhcq_qmd_version v = nvhcq_qmd_version_for_class(hclass);
+  size_t size = nvhcq_qmd_size(v);
+  uint64_t at = (uint64_t)ch->compute[NVC6C0_SEND_PCAS_A / 4] << 8;
+  for (unsigned n = 0; n < MAX_CHAIN; n++) {
+    const uint32_t *q = gpu(ch, at, size);
+    if (!q || run_qmd(ch, v, at, q)) return -1;
+    if (!field(v, q, NVHCQ_QMD_DEPENDENT_QMD0_ENABLE) ||
+        field(v, q, NVHCQ_QMD_DEPENDENT_QMD0_ACTION) != NVHCQ_QMD_DEPENDENT_ACTION_SCHEDULE)
+      return 0;
+    at = field(v, q, NVHCQ_QMD_DEPENDENT_QMD0_POINTER) << 8;
+  }
+  return fault(ch, MOCK_XID_GR, at, "dependent QMD chain longer than %u", MAX_CHAIN, 0);
+}
+
+/* ---- dispatch ---- */
+
+static int is_compute(uint32_t c) {
+  return (c & 0xff) == 0xc0;
+}
+
+static int engine_method(mock_channel *ch, unsigned subc, unsigned method, uint32_t value) {
+  uint32_t hclass = ch->subc[subc];
+  if (!hclass)
+    return fault(ch, MOCK_XID_PBDMA, 0, "method 0x%03x on unbound subchannel %u", method, subc);
+  int compute = is_compute(hclass);
+  if (!nvhcq_method_name(compute ? NVHCQ_SUBC_COMPUTE : NVHCQ_SUBC_COPY, method))
+    return fault(ch, compute ? MOCK_XID_GR : MOCK_XID_PBDMA, 0,
+                 "unknown method 0x%03x on subchannel %u", method, subc);
+  (compute ? ch->compute : ch->copy)[method / 4] = value;
+  if (compute && method == NVC6C0_SEND_SIGNALING_PCAS2_B) return launch(ch, hclass);
+  if (!compute && method == NVC6B5_LAUNCH_DMA) return launch_dma(ch, value);
+  return 0;
+}
+
+static int method(mock_channel *ch, unsigned subc, unsigned m, uint32_t value) {
+  return m < 0x100 ? host_method(ch, subc, m, value) : engine_method(ch, subc, m, value);
+}
+
+/* One pushbuffer segment: method headers and their data. */
+static int run_segment(mock_channel *ch, const uint32_t *w, uint32_t n, uint64_t va) {
+  for (uint32_t i = 0; i < n;) {
+    uint32_t h = w[i++];
+    unsigned op = h >> 29, count = (h >> 16) & 0x1fff, subc = (h >> 13) & 7, m = (h & 0xfff) << 2;
+    if (op == NVHCQ_SEC_OP_IMMD_DATA_METHOD) {
+      if (method(ch, subc, m, count)) return -1;
+      continue;
+    }
+    if (op != NVHCQ_SEC_OP_INC_METHOD && op != NVHCQ_SEC_OP_NON_INC_METHOD &&
+        op != NVHCQ_SEC_OP_ONE_INC)
+      return fault(ch, MOCK_XID_PBDMA, va + 4ull * (i - 1), "bad method header 0x%08x", h, 0);
+    if (count > n - i)
+      return fault(ch, MOCK_XID_PBDMA, va + 4ull * (i - 1), "method 0x%03x: %u words past the end",
+                   m, count - (n - i));
+    for (unsigned k = 0; k < count; k++, i++) {
+      unsigned at = op == NVHCQ_SEC_OP_INC_METHOD         ? m + 4 * k
+                    : op == NVHCQ_SEC_OP_ONE_INC && k > 0 ? m + 4
+                                                          : m;
+      if (method(ch, subc, at & 0x3ffc, w[i])) return -1;
+    }
+  }
+  return 0;
+}
+
+static int run_entry(mock_channel *ch, uint64_t entry) {
+  uint64_t va = entry & 0xfffffffffcull;
+  uint32_t n = (uint32_t)(entry >> 42) & NVHCQ_GPFIFO_MAX_WORDS;
+  if (!n) return 0;
+  const uint32_t *w = gpu(ch, va, 4ull * n);
+  return w ? run_segment(ch, w, n, va) : -1;
+}
+
+static void *channel_main(void *arg) {
+  mock_channel *ch = arg;
+  unsigned idle = 0;
+  while (!__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) {
+    uint32_t get = __atomic_load_n(&ch->userd[GP_GET_IDX], __ATOMIC_ACQUIRE);
+    uint32_t put = __atomic_load_n(&ch->userd[GP_PUT_IDX], __ATOMIC_ACQUIRE);
+    if (get == put || put >= ch->entries || __atomic_load_n(&ch->faulted, __ATOMIC_ACQUIRE)) {
+      if (idle++ < 64)
+        sched_yield();
+      else
+        sleep_ns(idle < 4096 ? 10000 : 200000);
+      continue;
+    }
+    idle = 0;
+    uint64_t entry = __atomic_load_n(&ch->ring[get], __ATOMIC_ACQUIRE);
+    if (run_entry(ch, entry)) continue;
+    __atomic_store_n(&ch->userd[GP_GET_IDX], (get + 1) % ch->entries, __ATOMIC_RELEASE);
+  }
+  return NULL;
+}
+
+/* ---- lifetime ---- */
+
+uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, uint32_t token) {
+  mock_obj *err = mock_find(obj->client, p->hObjectError);
+  mock_obj *userd = mock_find(obj->client, p->hUserdMemory[0]);
+  if (!err || !err->backing || err->size < 16 || !userd || !userd->backing)
+    return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  if (!p->gpFifoEntries || (p->gpFifoEntries & (p->gpFifoEntries - 1)))
+    return MOCK_ERR_INVALID_ARGUMENT;
+  if (p->userdOffset[0] + 0x200 > userd->size) return MOCK_ERR_INVALID_LIMIT;
+  uint64_t *ring = nvhcq_mock_gpu_pointer(p->gpFifoOffset, p->gpFifoEntries * 8ull);
+  if (!ring) return MOCK_ERR_INVALID_ADDRESS;
+  mock_channel *ch = calloc(1, sizeof *ch);
+  if (!ch) return MOCK_ERR_NO_MEMORY;
+  ch->ring = ring;
+  ch->entries = p->gpFifoEntries;
+  ch->userd = (uint32_t *)(userd->backing + p->userdOffset[0]);
+  ch->notifier = err->backing;
+  ch->token = token;
+  ch->engine_type = p->engineType ? p->engineType : NV2080_ENGINE_TYPE_COPY(0);
+  if (pthread_create(&ch->thread, NULL, channel_main, ch)) {
+    free(ch);
+    return MOCK_ERR_NO_MEMORY;
+  }
+  ch->started = 1;
+  obj->ch = ch;
+  nvhcq_mock.channels++;
+  return MOCK_NV_OK;
+}
+
+void mock_channel_add_engine(mock_channel *ch, uint32_t hclass) {
+  for (int i = 0; i < 4; i++)
+    if (!ch->engines[i]) {
+      __atomic_store_n(&ch->engines[i], hclass, __ATOMIC_RELEASE);
+      return;
+    }
+}
+
+uint32_t mock_channel_token(const mock_channel *ch) {
+  return ch->token;
+}
+
+void mock_channel_stop(mock_channel *ch) {
+  __atomic_store_n(&ch->stop, 1, __ATOMIC_RELEASE);
+  if (ch->started) pthread_join(ch->thread, NULL);
+  ch->started = 0;
+}
+
+void mock_channel_destroy(mock_channel *ch) {
+  mock_channel_stop(ch);
+  nvhcq_mock.channels--;
+  free(ch);
+}
+
+/* ---- the grid runner ---- */
+
+static int not_implemented(const nvhcq_mock_grid *g) {
+  snprintf(g->error, g->error_size,
+           "kernel execution is not implemented on the mock GPU yet: grid %ux%ux%u of %ux%ux%u "
+           "threads at program 0x%llx was not run (use a real GPU for kernels)",
+           g->grid[0], g->grid[1], g->grid[2], g->block[0], g->block[1], g->block[2],
+           (unsigned long long)g->program_address);
+  return -1;
+}
+
+static nvhcq_mock_grid_fn grid_hook = not_implemented;
+
+void nvhcq_mock_set_grid_hook(nvhcq_mock_grid_fn fn) {
+  __atomic_store_n(&grid_hook, fn ? fn : not_implemented, __ATOMIC_RELEASE);
+}
+
+int nvhcq_mock_run_grid(const nvhcq_mock_grid *g) {
+  return __atomic_load_n(&grid_hook, __ATOMIC_ACQUIRE)(g);
+}

@@ -1,0 +1,101 @@
+/* What the mock driver's parts share: its fds, RM objects, UVM ranges and channels. */
+#ifndef NVHCQ_MOCK_INTERNAL_H
+#define NVHCQ_MOCK_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "abi/uvm.h"
+
+#define MOCK_FD_BASE     0x40000
+#define MOCK_MAX_FDS     4096
+#define MOCK_SUBCHANNELS 8
+
+enum { FD_FREE, FD_CTL, FD_GPU, FD_UVM, FD_TOOLS };
+
+/* NV_STATUS values the mock returns. */
+enum {
+  MOCK_NV_OK = 0,
+  MOCK_ERR_GPU_UUID_NOT_FOUND = 0x12,
+  MOCK_ERR_INSERT_DUPLICATE_NAME = 0x19,
+  MOCK_ERR_INVALID_ADDRESS = 0x1e,
+  MOCK_ERR_INVALID_ARGUMENT = 0x1f,
+  MOCK_ERR_INVALID_CLASS = 0x22,
+  MOCK_ERR_INVALID_CLIENT = 0x23,
+  MOCK_ERR_INVALID_LIMIT = 0x2e,
+  MOCK_ERR_INVALID_OBJECT_HANDLE = 0x33,
+  MOCK_ERR_INVALID_OBJECT_PARENT = 0x36,
+  MOCK_ERR_INVALID_PARAM_STRUCT = 0x3a,
+  MOCK_ERR_NO_MEMORY = 0x51,
+  MOCK_ERR_NOT_SUPPORTED = 0x56,
+};
+
+/* Xids the command processor raises. */
+enum { MOCK_XID_GR = 13, MOCK_XID_MMU = 31, MOCK_XID_PBDMA = 32, MOCK_XID_RESET = 43 };
+
+typedef struct mock_channel mock_channel;
+
+typedef struct mock_obj {
+  uint32_t client, handle, parent, hclass; /* handles are per client */
+  int memfd;        /* memory and usermode objects: the backing store, else -1 */
+  uint8_t *backing; /* the mock's own mapping of it (or the pinned user memory) */
+  uint64_t size;
+  int vidmem, pinned;
+  mock_channel *ch; /* GPFIFO channels */
+} mock_obj;
+
+typedef struct mock_fd {
+  int kind;
+  const struct mock_obj *map; /* the object RM_MAP_MEMORY bound to this fd */
+} mock_fd;
+
+/* A UVM external range and the memory mapped into it. */
+typedef struct mock_range {
+  uint64_t base, length;
+  uint8_t *host; /* NULL until mapped */
+  const struct mock_obj *obj;
+} mock_range;
+
+typedef struct mock_state {
+  pthread_mutex_t lock;     /* fds, objects */
+  pthread_rwlock_t va_lock; /* ranges */
+  mock_fd fds[MOCK_MAX_FDS];
+  mock_obj **objs;
+  uint32_t nobjs, cap_objs;
+  mock_range *ranges;
+  uint32_t nranges, cap_ranges;
+  uint32_t next_handle, next_token, channels;
+  uint64_t vidmem_used;
+} mock_state;
+
+extern mock_state nvhcq_mock;
+
+/* ---- objects (rm.c) ---- */
+mock_obj *mock_find(uint32_t client, uint32_t handle);
+int mock_rm_ioctl(unsigned nr, void *arg, unsigned size);
+int mock_fd_kind(int fd);
+
+/* ---- UVM (uvm.c) ---- */
+int mock_uvm_ioctl(int kind, unsigned long cmd, void *arg);
+void mock_ranges_drop(const mock_obj *obj);
+
+/* ---- controls (control.c) ---- */
+uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params);
+extern const uint8_t nvhcq_mock_uuid[16];
+#define MOCK_GPU_ID  0x1800u
+#define MOCK_FB_KIB  (143771ull * 1024)
+#define MOCK_VERSION "580.95.05"
+
+/* ---- channels (cp.c) ---- */
+uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, uint32_t token);
+void mock_channel_stop(mock_channel *ch);
+void mock_channel_destroy(mock_channel *ch);
+void mock_channel_add_engine(mock_channel *ch, uint32_t hclass);
+uint32_t mock_channel_token(const mock_channel *ch);
+/* Stops the channel the way robust-channel recovery does: the notifier says Xid `xid`. */
+void mock_channel_fault(mock_channel *ch, uint32_t xid, uint64_t address, const char *what);
+void mock_channel_fault_info(mock_channel *ch, NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS *out);
+
+uint64_t mock_now_ns(void);
+
+#endif

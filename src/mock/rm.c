@@ -1,0 +1,286 @@
+/* The mock's RM objects: allocation with the real driver's parameter checks, freeing of whole
+ * subtrees, memory with host backing stores, CPU mappings and the card list. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "mock/internal.h"
+
+mock_obj *mock_find(uint32_t client, uint32_t handle) {
+  for (uint32_t i = 0; i < nvhcq_mock.nobjs; i++) {
+    mock_obj *o = nvhcq_mock.objs[i];
+    if (o->handle == handle && o->client == client) return o;
+  }
+  return NULL;
+}
+
+static mock_obj *add_obj(uint32_t client, uint32_t handle, uint32_t parent, uint32_t hclass) {
+  if (nvhcq_mock.nobjs == nvhcq_mock.cap_objs) {
+    uint32_t cap = nvhcq_mock.cap_objs ? nvhcq_mock.cap_objs * 2 : 64;
+    mock_obj **grown = realloc(nvhcq_mock.objs, cap * sizeof *grown);
+    if (!grown) return NULL;
+    nvhcq_mock.objs = grown;
+    nvhcq_mock.cap_objs = cap;
+  }
+  mock_obj *o = calloc(1, sizeof *o);
+  if (!o) return NULL;
+  *o = (mock_obj){
+      .client = client, .handle = handle, .parent = parent, .hclass = hclass, .memfd = -1};
+  nvhcq_mock.objs[nvhcq_mock.nobjs++] = o;
+  return o;
+}
+
+/* A memfd of `size` bytes and the mock's own mapping of it. */
+static uint32_t give_backing(mock_obj *o, uint64_t size) {
+  o->memfd = memfd_create("nvhcq-mock", MFD_CLOEXEC);
+  if (o->memfd < 0) return MOCK_ERR_NO_MEMORY;
+  o->size = size;
+  void *at = ftruncate(o->memfd, (off_t)size) == 0
+                 ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, o->memfd, 0)
+                 : MAP_FAILED;
+  if (at == MAP_FAILED) return MOCK_ERR_NO_MEMORY;
+  o->backing = at;
+  return MOCK_NV_OK;
+}
+
+static void release_obj(mock_obj *o) {
+  if (o->ch) mock_channel_destroy(o->ch);
+  if (o->memfd >= 0 || o->pinned) mock_ranges_drop(o);
+  for (int i = 0; i < MOCK_MAX_FDS; i++)
+    if (nvhcq_mock.fds[i].map == o) nvhcq_mock.fds[i].map = NULL;
+  if (o->backing && !o->pinned) munmap(o->backing, o->size);
+  if (o->memfd >= 0) close(o->memfd);
+  if (o->vidmem) nvhcq_mock.vidmem_used -= o->size;
+  free(o);
+}
+
+static int in_subtree(const mock_obj *o, uint32_t root) {
+  for (int depth = 0; o && depth < 16; depth++) {
+    if (o->handle == root) return 1;
+    o = o->parent ? mock_find(o->client, o->parent) : NULL;
+  }
+  return 0;
+}
+
+/* Every channel of the subtree stops before any memory it reads goes. */
+static void free_subtree(uint32_t client, uint32_t root) {
+  uint32_t n = nvhcq_mock.nobjs, kept = 0, gone = 0;
+  uint8_t *doomed = calloc(n + 1, 1);
+  mock_obj **released = malloc((n + 1) * sizeof *released);
+  if (!doomed || !released) abort(); /* a mock without memory cannot pretend anything */
+  for (uint32_t i = 0; i < n; i++) {
+    doomed[i] = nvhcq_mock.objs[i]->client == client && in_subtree(nvhcq_mock.objs[i], root);
+    if (doomed[i] && nvhcq_mock.objs[i]->ch) mock_channel_stop(nvhcq_mock.objs[i]->ch);
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    if (doomed[i])
+      released[gone++] = nvhcq_mock.objs[i];
+    else
+      nvhcq_mock.objs[kept++] = nvhcq_mock.objs[i];
+  }
+  nvhcq_mock.nobjs = kept;
+  for (uint32_t i = 0; i < gone; i++) release_obj(released[i]);
+  free(doomed);
+  free(released);
+}
+
+static uint32_t rm_free(NVOS00_PARAMETERS *p) {
+  if (!mock_find(p->hRoot, p->hRoot)) return MOCK_ERR_INVALID_CLIENT;
+  mock_obj *o = mock_find(p->hRoot, p->hObjectOld);
+  if (!o) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  free_subtree(p->hRoot, o->handle);
+  return MOCK_NV_OK;
+}
+
+/* ---- allocation ---- */
+
+static int is_engine_class(uint32_t c) {
+  return c == HOPPER_COMPUTE_A || c == HOPPER_DMA_COPY_A;
+}
+
+/* The size the real driver expects for a class's parameters; -1: any (none needed). */
+static long params_size_for(uint32_t c) {
+  switch (c) {
+  case NV01_DEVICE_0:
+    return sizeof(NV0080_ALLOC_PARAMETERS);
+  case NV20_SUBDEVICE_0:
+    return sizeof(NV2080_ALLOC_PARAMETERS);
+  case NV01_MEMORY_SYSTEM:
+  case NV01_MEMORY_LOCAL_USER:
+    return sizeof(NV_MEMORY_ALLOCATION_PARAMS);
+  case FERMI_VASPACE_A:
+    return sizeof(NV_VASPACE_ALLOCATION_PARAMETERS);
+  case KEPLER_CHANNEL_GROUP_A:
+    return sizeof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS);
+  case FERMI_CONTEXT_SHARE_A:
+    return sizeof(NV_CTXSHARE_ALLOCATION_PARAMETERS);
+  case HOPPER_CHANNEL_GPFIFO_A:
+  case AMPERE_CHANNEL_GPFIFO_A:
+    return sizeof(NV_CHANNEL_ALLOC_PARAMS);
+  case GT200_DEBUGGER:
+    return sizeof(NV83DE_ALLOC_PARAMETERS);
+  default:
+    return -1;
+  }
+}
+
+static int known_class(uint32_t c) {
+  return params_size_for(c) >= 0 || c == HOPPER_USERMODE_A || is_engine_class(c);
+}
+
+static uint32_t alloc_memory(mock_obj *o, NV_MEMORY_ALLOCATION_PARAMS *m) {
+  if (m->size == 0) return MOCK_ERR_INVALID_ARGUMENT;
+  o->vidmem = o->hclass == NV01_MEMORY_LOCAL_USER;
+  if (o->vidmem && nvhcq_mock.vidmem_used + m->size > (MOCK_FB_KIB << 10))
+    return MOCK_ERR_NO_MEMORY;
+  uint32_t s = give_backing(o, m->size);
+  if (s) return s;
+  if (o->vidmem) nvhcq_mock.vidmem_used += m->size;
+  m->limit = m->size - 1;
+  return MOCK_NV_OK;
+}
+
+/* What an object of its class needs at allocation. */
+static uint32_t init_obj(mock_obj *o, void *params) {
+  mock_obj *parent = mock_find(o->client, o->parent);
+  switch (o->hclass) {
+  case NV01_MEMORY_SYSTEM:
+  case NV01_MEMORY_LOCAL_USER:
+    return alloc_memory(o, params);
+  case HOPPER_USERMODE_A:
+    return give_backing(o, 0x10000);
+  case FERMI_CONTEXT_SHARE_A:
+    return parent->hclass == KEPLER_CHANNEL_GROUP_A ? MOCK_NV_OK : MOCK_ERR_INVALID_OBJECT_PARENT;
+  case HOPPER_CHANNEL_GPFIFO_A:
+  case AMPERE_CHANNEL_GPFIFO_A:
+    if (parent->hclass != KEPLER_CHANNEL_GROUP_A) return MOCK_ERR_INVALID_OBJECT_PARENT;
+    return mock_channel_create(o, params, nvhcq_mock.next_token++);
+  case HOPPER_COMPUTE_A:
+  case HOPPER_DMA_COPY_A:
+    if (!parent->ch) return MOCK_ERR_INVALID_OBJECT_PARENT;
+    mock_channel_add_engine(parent->ch, o->hclass);
+    return MOCK_NV_OK;
+  default:
+    return MOCK_NV_OK;
+  }
+}
+
+static uint32_t rm_alloc(NVOS21_PARAMETERS *p) {
+  if (p->hClass == NV01_ROOT_CLIENT) {
+    uint32_t h = p->hObjectNew ? p->hObjectNew : 0xc1d00000u + (nvhcq_mock.next_handle & 0xffff);
+    if (mock_find(h, h)) return MOCK_ERR_INSERT_DUPLICATE_NAME;
+    nvhcq_mock.next_handle++;
+    if (!add_obj(h, h, 0, NV01_ROOT_CLIENT)) return MOCK_ERR_NO_MEMORY;
+    p->hObjectNew = h;
+    return MOCK_NV_OK;
+  }
+  mock_obj *root = mock_find(p->hRoot, p->hRoot);
+  if (!root || root->hclass != NV01_ROOT_CLIENT) return MOCK_ERR_INVALID_CLIENT;
+  if (!mock_find(p->hRoot, p->hObjectParent)) return MOCK_ERR_INVALID_OBJECT_PARENT;
+  if (!known_class(p->hClass)) return MOCK_ERR_INVALID_CLASS;
+  long want = params_size_for(p->hClass);
+  /* The VA space's parameters are 48 bytes on 570, 56 from 580. */
+  int size_ok = p->paramsSize == want || (p->hClass == FERMI_VASPACE_A && p->paramsSize == 48);
+  if (want >= 0 && (!size_ok || !p->pAllocParms)) return MOCK_ERR_INVALID_PARAM_STRUCT;
+  uint32_t h = p->hObjectNew ? p->hObjectNew : nvhcq_mock.next_handle++;
+  if (mock_find(p->hRoot, h)) return MOCK_ERR_INSERT_DUPLICATE_NAME;
+  mock_obj *o = add_obj(p->hRoot, h, p->hObjectParent, p->hClass);
+  if (!o) return MOCK_ERR_NO_MEMORY;
+  uint32_t s = init_obj(o, (void *)(uintptr_t)p->pAllocParms);
+  if (s) {
+    nvhcq_mock.nobjs--;
+    release_obj(o);
+    return s;
+  }
+  p->hObjectNew = h;
+  return MOCK_NV_OK;
+}
+
+/* Pinned host memory: the user's pages are the backing store. */
+static uint32_t rm_alloc_os_memory(NVOS02_PARAMETERS *p) {
+  if (!mock_find(p->hRoot, p->hRoot)) return MOCK_ERR_INVALID_CLIENT;
+  if (!mock_find(p->hRoot, p->hObjectParent)) return MOCK_ERR_INVALID_OBJECT_PARENT;
+  if (p->hClass != NV01_MEMORY_SYSTEM_OS_DESCRIPTOR) return MOCK_ERR_INVALID_CLASS;
+  if (!p->pMemory || (p->pMemory & 0xfff) || p->limit == 0) return MOCK_ERR_INVALID_ARGUMENT;
+  if (!p->hObjectNew || mock_find(p->hRoot, p->hObjectNew)) return MOCK_ERR_INSERT_DUPLICATE_NAME;
+  mock_obj *o = add_obj(p->hRoot, p->hObjectNew, p->hObjectParent, p->hClass);
+  if (!o) return MOCK_ERR_NO_MEMORY;
+  o->backing = (uint8_t *)(uintptr_t)p->pMemory;
+  o->size = p->limit + 1;
+  o->pinned = 1;
+  return MOCK_NV_OK;
+}
+
+static uint32_t rm_map_memory(NVOS33_PARAMETERS *p, int fd) {
+  if (!mock_find(p->hClient, p->hClient)) return MOCK_ERR_INVALID_CLIENT;
+  mock_obj *o = mock_find(p->hClient, p->hMemory);
+  if (!o || o->memfd < 0) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  if (p->offset + p->length > o->size || p->length == 0) return MOCK_ERR_INVALID_LIMIT;
+  int kind = mock_fd_kind(fd);
+  if (kind != FD_CTL && kind != FD_GPU) return MOCK_ERR_INVALID_ARGUMENT;
+  nvhcq_mock.fds[fd - MOCK_FD_BASE].map = o;
+  p->pLinearAddress = 0;
+  return MOCK_NV_OK;
+}
+
+static void card_info(nv_ioctl_card_info_t *cards) {
+  memset(cards, 0, sizeof *cards * NV_MAX_CARDS);
+  cards[0] = (nv_ioctl_card_info_t){.valid = 1,
+                                    .bus = 0x18,
+                                    .vendor_id = 0x10de,
+                                    .device_id = 0x2335,
+                                    .gpu_id = MOCK_GPU_ID,
+                                    .fb_size = MOCK_FB_KIB << 10,
+                                    .minor_number = 0};
+  memcpy(cards[0].dev_name, "mock", 5);
+}
+
+#define WANT(type)                                                                                 \
+  do {                                                                                             \
+    if (size != sizeof(type)) return -EINVAL;                                                      \
+  } while (0)
+
+static int rm_escape(unsigned nr, void *arg, unsigned size) {
+  switch (nr) {
+  case NV_ESC_CARD_INFO:
+    WANT(nv_ioctl_card_info_t[NV_MAX_CARDS]);
+    return card_info(arg), 0;
+  case NV_ESC_REGISTER_FD:
+    WANT(nv_ioctl_register_fd_t);
+    return mock_fd_kind(((nv_ioctl_register_fd_t *)arg)->ctl_fd) == FD_CTL ? 0 : -EINVAL;
+  case NV_ESC_RM_ALLOC:
+    WANT(NVOS21_PARAMETERS);
+    return ((NVOS21_PARAMETERS *)arg)->status = rm_alloc(arg), 0;
+  case NV_ESC_RM_FREE:
+    WANT(NVOS00_PARAMETERS);
+    return ((NVOS00_PARAMETERS *)arg)->status = rm_free(arg), 0;
+  case NV_ESC_RM_CONTROL: {
+    WANT(NVOS54_PARAMETERS);
+    NVOS54_PARAMETERS *p = arg;
+    return p->status = mock_control(p, (void *)(uintptr_t)p->params), 0;
+  }
+  case NV_ESC_RM_ALLOC_MEMORY: {
+    WANT(nv_ioctl_nvos02_parameters_with_fd);
+    NVOS02_PARAMETERS *p = &((nv_ioctl_nvos02_parameters_with_fd *)arg)->params;
+    return p->status = rm_alloc_os_memory(p), 0;
+  }
+  case NV_ESC_RM_MAP_MEMORY: {
+    WANT(nv_ioctl_nvos33_parameters_with_fd);
+    nv_ioctl_nvos33_parameters_with_fd *p = arg;
+    return p->params.status = rm_map_memory(&p->params, p->fd), 0;
+  }
+  case NV_ESC_CHECK_VERSION_STR:
+    return 0;
+  default:
+    return -EINVAL;
+  }
+}
+
+int mock_rm_ioctl(unsigned nr, void *arg, unsigned size) {
+  pthread_mutex_lock(&nvhcq_mock.lock);
+  int r = rm_escape(nr, arg, size);
+  pthread_mutex_unlock(&nvhcq_mock.lock);
+  return r;
+}

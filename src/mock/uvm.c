@@ -1,0 +1,203 @@
+/* The mock's UVM: registrations checked and otherwise no-ops, external ranges and the memory
+ * mapped into them (the table the command processor translates GPU addresses with), the tools
+ * event ring (it stays empty). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mock/internal.h"
+#include "mock/mock.h"
+
+static mock_range *range_at(uint64_t base) {
+  for (uint32_t i = 0; i < nvhcq_mock.nranges; i++)
+    if (nvhcq_mock.ranges[i].base == base) return &nvhcq_mock.ranges[i];
+  return NULL;
+}
+
+static int overlaps(uint64_t base, uint64_t length) {
+  for (uint32_t i = 0; i < nvhcq_mock.nranges; i++) {
+    const mock_range *r = &nvhcq_mock.ranges[i];
+    if (base < r->base + r->length && r->base < base + length) return 1;
+  }
+  return 0;
+}
+
+static uint32_t create_range(const UVM_CREATE_EXTERNAL_RANGE_PARAMS *p) {
+  if (!p->length || ((p->base | p->length) & 0xfff)) return MOCK_ERR_INVALID_ADDRESS;
+  if (overlaps(p->base, p->length)) return MOCK_ERR_INVALID_ADDRESS;
+  if (nvhcq_mock.nranges == nvhcq_mock.cap_ranges) {
+    uint32_t cap = nvhcq_mock.cap_ranges ? nvhcq_mock.cap_ranges * 2 : 64;
+    mock_range *grown = realloc(nvhcq_mock.ranges, cap * sizeof *grown);
+    if (!grown) return MOCK_ERR_NO_MEMORY;
+    nvhcq_mock.ranges = grown;
+    nvhcq_mock.cap_ranges = cap;
+  }
+  nvhcq_mock.ranges[nvhcq_mock.nranges++] = (mock_range){.base = p->base, .length = p->length};
+  return MOCK_NV_OK;
+}
+
+static uint32_t map_external(const UVM_MAP_EXTERNAL_ALLOCATION_PARAMS *p) {
+  mock_range *r = range_at(p->base);
+  if (!r || p->length > r->length || !p->length) return MOCK_ERR_INVALID_ADDRESS;
+  if (p->gpuAttributesCount != 1 ||
+      memcmp(p->perGpuAttributes[0].gpuUuid.uuid, nvhcq_mock_uuid, 16))
+    return MOCK_ERR_INVALID_ARGUMENT;
+  if (mock_fd_kind(p->rmCtrlFd) != FD_CTL) return MOCK_ERR_INVALID_ARGUMENT;
+  mock_obj *o = mock_find(p->hClient, p->hMemory);
+  if (!o || !o->backing) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  if (p->offset + p->length > ((o->size + 0xfff) & ~0xfffull)) return MOCK_ERR_INVALID_LIMIT;
+  r->host = o->backing + p->offset;
+  r->obj = o;
+  r->length = p->length < o->size - p->offset ? p->length : o->size - p->offset;
+  return MOCK_NV_OK;
+}
+
+static uint32_t free_range(uint64_t base) {
+  mock_range *r = range_at(base);
+  if (!r) return MOCK_ERR_INVALID_ADDRESS;
+  *r = nvhcq_mock.ranges[--nvhcq_mock.nranges];
+  return MOCK_NV_OK;
+}
+
+void mock_ranges_drop(const mock_obj *obj) {
+  pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
+  for (uint32_t i = 0; i < nvhcq_mock.nranges;)
+    if (nvhcq_mock.ranges[i].obj == obj)
+      nvhcq_mock.ranges[i] = nvhcq_mock.ranges[--nvhcq_mock.nranges];
+    else
+      i++;
+  pthread_rwlock_unlock(&nvhcq_mock.va_lock);
+}
+
+void *nvhcq_mock_gpu_pointer(uint64_t va, uint64_t len) {
+  void *at = NULL;
+  pthread_rwlock_rdlock(&nvhcq_mock.va_lock);
+  for (uint32_t i = 0; i < nvhcq_mock.nranges && !at; i++) {
+    const mock_range *r = &nvhcq_mock.ranges[i];
+    if (r->host && va >= r->base && va - r->base + len <= r->length && len <= r->length)
+      at = r->host + (va - r->base);
+  }
+  pthread_rwlock_unlock(&nvhcq_mock.va_lock);
+  return at;
+}
+
+/* Calls that only need their arguments to make sense. */
+static uint32_t check_uuid(const uint8_t *uuid) {
+  return memcmp(uuid, nvhcq_mock_uuid, 16) ? MOCK_ERR_GPU_UUID_NOT_FOUND : MOCK_NV_OK;
+}
+
+static uint32_t check_handle(const uint8_t *uuid, int fd, uint32_t client, uint32_t handle) {
+  uint32_t s = check_uuid(uuid);
+  if (s) return s;
+  if (mock_fd_kind(fd) != FD_CTL) return MOCK_ERR_INVALID_ARGUMENT;
+  if (!mock_find(client, client)) return MOCK_ERR_INVALID_CLIENT;
+  return mock_find(client, handle) ? MOCK_NV_OK : MOCK_ERR_INVALID_OBJECT_HANDLE;
+}
+
+static uint32_t uvm_va_call(unsigned long cmd, void *arg) {
+  switch (cmd) {
+  case UVM_CREATE_EXTERNAL_RANGE:
+    return create_range(arg);
+  case UVM_MAP_EXTERNAL_ALLOCATION:
+    return map_external(arg);
+  case UVM_FREE:
+    return free_range(*(const uint64_t *)arg);
+  default:
+    return MOCK_ERR_NOT_SUPPORTED;
+  }
+}
+
+static uint32_t uvm_call(unsigned long cmd, void *arg) {
+  switch (cmd) {
+  case UVM_INITIALIZE:
+    return MOCK_NV_OK;
+  case UVM_REGISTER_GPU:
+    return check_uuid(((UVM_REGISTER_GPU_PARAMS *)arg)->gpu_uuid.uuid);
+  case UVM_UNREGISTER_GPU:
+    return check_uuid(((UVM_UNREGISTER_GPU_PARAMS *)arg)->gpu_uuid.uuid);
+  case UVM_UNREGISTER_GPU_VASPACE:
+    return check_uuid(((UVM_UNREGISTER_GPU_VASPACE_PARAMS *)arg)->gpuUuid.uuid);
+  case UVM_REGISTER_GPU_VASPACE: {
+    UVM_REGISTER_GPU_VASPACE_PARAMS *p = arg;
+    return check_handle(p->gpuUuid.uuid, p->rmCtrlFd, p->hClient, p->hVaSpace);
+  }
+  case UVM_REGISTER_CHANNEL: {
+    UVM_REGISTER_CHANNEL_PARAMS *p = arg;
+    return check_handle(p->gpuUuid.uuid, p->rmCtrlFd, p->hClient, p->hChannel);
+  }
+  case UVM_UNREGISTER_CHANNEL: {
+    UVM_UNREGISTER_CHANNEL_PARAMS *p = arg;
+    return check_handle(p->gpuUuid.uuid, p->rmCtrlFd, p->hClient, p->hChannel);
+  }
+  default:
+    break;
+  }
+  pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
+  uint32_t s = uvm_va_call(cmd, arg);
+  pthread_rwlock_unlock(&nvhcq_mock.va_lock);
+  return s;
+}
+
+/* Where each call keeps its status. */
+static size_t status_offset(unsigned long cmd) {
+  switch (cmd) {
+  case UVM_INITIALIZE:
+    return offsetof(UVM_INITIALIZE_PARAMS, rmStatus);
+  case UVM_MM_INITIALIZE:
+    return offsetof(UVM_MM_INITIALIZE_PARAMS, rmStatus);
+  case UVM_REGISTER_GPU:
+    return offsetof(UVM_REGISTER_GPU_PARAMS, rmStatus);
+  case UVM_UNREGISTER_GPU:
+    return offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus);
+  case UVM_REGISTER_GPU_VASPACE:
+    return offsetof(UVM_REGISTER_GPU_VASPACE_PARAMS, rmStatus);
+  case UVM_UNREGISTER_GPU_VASPACE:
+    return offsetof(UVM_UNREGISTER_GPU_VASPACE_PARAMS, rmStatus);
+  case UVM_REGISTER_CHANNEL:
+    return offsetof(UVM_REGISTER_CHANNEL_PARAMS, rmStatus);
+  case UVM_UNREGISTER_CHANNEL:
+    return offsetof(UVM_UNREGISTER_CHANNEL_PARAMS, rmStatus);
+  case UVM_CREATE_EXTERNAL_RANGE:
+    return offsetof(UVM_CREATE_EXTERNAL_RANGE_PARAMS, rmStatus);
+  case UVM_MAP_EXTERNAL_ALLOCATION:
+    return offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, rmStatus);
+  case UVM_FREE:
+    return offsetof(UVM_FREE_PARAMS_580, rmStatus);
+  default:
+    return 0;
+  }
+}
+
+static int tools_ioctl(unsigned long cmd, void *arg) {
+  if (cmd == UVM_TOOLS_INIT_EVENT_TRACKER) {
+    UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS *p = arg;
+    int ok = p->queueBuffer && p->controlBuffer && p->queueBufferSize &&
+             !(p->queueBufferSize & (p->queueBufferSize - 1)) && mock_fd_kind(p->uvmFd) == FD_UVM;
+    p->rmStatus = ok ? MOCK_NV_OK : MOCK_ERR_INVALID_ARGUMENT;
+    return 0;
+  }
+  if (cmd == UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS) {
+    ((UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS *)arg)->rmStatus = MOCK_NV_OK;
+    return 0;
+  }
+  if (cmd == UVM_TOOLS_SET_NOTIFICATION_THRESHOLD) {
+    ((UVM_TOOLS_SET_NOTIFICATION_THRESHOLD_PARAMS *)arg)->rmStatus = MOCK_NV_OK;
+    return 0;
+  }
+  return -EINVAL;
+}
+
+int mock_uvm_ioctl(int kind, unsigned long cmd, void *arg) {
+  if (kind == FD_TOOLS) return tools_ioctl(cmd, arg);
+  if (cmd == UVM_MM_INITIALIZE) { /* as the real driver answers nvhcq's second fd */
+    ((UVM_MM_INITIALIZE_PARAMS *)arg)->rmStatus = MOCK_ERR_INVALID_ARGUMENT;
+    return 0;
+  }
+  size_t at = status_offset(cmd);
+  if (!at) return -EINVAL;
+  pthread_mutex_lock(&nvhcq_mock.lock);
+  uint32_t s = uvm_call(cmd, arg);
+  pthread_mutex_unlock(&nvhcq_mock.lock);
+  memcpy((char *)arg + at, &s, sizeof s);
+  return 0;
+}

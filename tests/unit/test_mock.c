@@ -1,0 +1,432 @@
+/* The mock GPU (src/mock/) without hardware: devices, memory of every kind, copies, queues,
+ * signals, recorded replays, the QMD path, malformed streams and driver-side checks, each ending
+ * with no live mock objects, fds or channel threads. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "abi/methods.h"
+#include "core/device.h"
+#include "door.h"
+#include "hw/push.h"
+#include "mock/internal.h"
+#include "mock/mock.h"
+#include "nvhcq.h"
+#include "test.h"
+
+/* AddressSanitizer's shadow covers every address below 2^40, where nvhcq must map the memory the
+ * CPU and the GPU share: under it no device opens, and only the driver-side cases run. */
+#if defined(__SANITIZE_ADDRESS__)
+#define NO_DEVICE_ADDRESS_SPACE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NO_DEVICE_ADDRESS_SPACE 1
+#endif
+#endif
+
+#ifdef NO_DEVICE_ADDRESS_SPACE
+static const int device_address_space = 0;
+#else
+static const int device_address_space = 1;
+#endif
+
+#define NEED_MOCK_DEVICE(dev)                                                                      \
+  if (!device_address_space)                                                                       \
+    TEST_SKIP(                                                                                     \
+        "AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");      \
+  nvhcq_device *dev = open_mock();                                                                 \
+  if (!dev) return
+
+/* Installs the mock and opens its device 0. */
+static nvhcq_device *open_mock(void) {
+  nvhcq_mock_install();
+  nvhcq_device *dev = NULL;
+  nvhcq_status s = nvhcq_device_open(0, &dev);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "open: %s", nvhcq_last_error());
+  return s ? NULL : dev;
+}
+
+/* Closes the device and checks that the mock holds nothing any more. */
+static void close_mock(nvhcq_device *dev) {
+  TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
+  nvhcq_mock_counts c = nvhcq_mock_live();
+  TEST_CHECK_MSG(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0,
+                 "live after close: %u objects, %u fds, %u channels, %u ranges", c.objects, c.fds,
+                 c.channels, c.ranges);
+  nvhcq_mock_uninstall();
+}
+
+/* Bytes from a linear congruential sequence: no two sizes or seeds alike. */
+static void fill(uint8_t *p, size_t n, uint32_t seed) {
+  uint64_t x = seed | 1ull << 40;
+  for (size_t i = 0; i < n; i++)
+    p[i] = (uint8_t)((x = x * 6364136223846793005ull + 1442695040888963407ull) >> 56);
+}
+
+static void t_h200_profile(void) {
+  NEED_MOCK_DEVICE(dev);
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
+  TEST_CHECK(strstr(info.name, "H200") != NULL);
+  TEST_CHECK(!strcmp(info.arch, "sm_90") && info.sm_count == 132 && info.warps_per_sm == 64);
+  TEST_CHECK(info.compute_class == 0xcbc0 && info.copy_class == 0xc8b5);
+  TEST_CHECK(info.gpfifo_class == 0xc86f && info.usermode_class == 0xc661);
+  TEST_CHECK(strncmp(info.uuid_string, "GPU-", 4) == 0 && info.memory_bytes > (100ull << 30));
+  TEST_CHECK(info.open_kernel_module && info.pci_bus == 0x18);
+  uint64_t free_before = 0, free_after = 0;
+  TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_before) == NVHCQ_SUCCESS);
+  nvhcq_buffer *b;
+  TEST_CHECK(nvhcq_buffer_create(dev, 64 << 20, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_after) == NVHCQ_SUCCESS);
+  TEST_CHECK(free_before - free_after == 64 << 20);
+  TEST_CHECK(nvhcq_buffer_destroy(b) == NVHCQ_SUCCESS);
+  close_mock(dev);
+}
+
+/* Host -> a -> b -> host, compared byte for byte. */
+static void round_trip(nvhcq_device *dev, size_t size, size_t offset, nvhcq_memory_kind ka,
+                       nvhcq_memory_kind kb) {
+  nvhcq_buffer *a = NULL, *b = NULL;
+  TEST_CHECK(nvhcq_buffer_create(dev, size + offset, ka, &a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, size + offset + 1, kb, &b) == NVHCQ_SUCCESS);
+  uint8_t *src = malloc(size + 1), *dst = malloc(size + 1);
+  if (!a || !b || !src || !dst) goto done;
+  fill(src + 1, size, (uint32_t)size);
+  memset(dst + 1, 0x5a, size);
+  TEST_CHECK(nvhcq_buffer_write(a, offset, src + 1, size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_copy(b, offset + 1, a, offset, size) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_buffer_read(dst + 1, b, offset + 1, size) == NVHCQ_SUCCESS, "%s",
+                 nvhcq_last_error());
+  TEST_CHECK_MSG(memcmp(src + 1, dst + 1, size) == 0, "%zu bytes at offset %zu, kinds %u -> %u",
+                 size, offset, ka, kb);
+done:
+  free(src);
+  free(dst);
+  nvhcq_buffer_destroy(a);
+  nvhcq_buffer_destroy(b);
+}
+
+static void t_copies_every_kind(void) {
+  NEED_MOCK_DEVICE(dev);
+  static const size_t sizes[] = {1, 3, 4097, (1 << 20) + 7, (16 << 20) + 5, (64 << 20) + 13};
+  static const size_t offsets[] = {0, 1, 4093};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    for (nvhcq_memory_kind k = 0; k < 4; k++)
+      if (sizes[i] < (16 << 20) || k == i % 4)
+        round_trip(dev, sizes[i], offsets[(i + k) % 3], k, (k + i) % 4);
+  nvhcq_buffer *m;
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE_MAPPED, &m) == NVHCQ_SUCCESS);
+  memset(nvhcq_buffer_host_pointer(m), 7, 4096); /* the CPU mapping is the GPU's memory */
+  uint8_t back[4096], want[4096];
+  memset(want, 7, sizeof want);
+  TEST_CHECK(nvhcq_buffer_read(back, m, 0, sizeof back) == NVHCQ_SUCCESS);
+  TEST_CHECK(memcmp(back, want, sizeof back) == 0);
+  nvhcq_buffer_destroy(m);
+  close_mock(dev);
+}
+
+/* The compute queue waits for the copy queue's signal; its own signal comes later. */
+static void t_cross_queue_wait(void) {
+  NEED_MOCK_DEVICE(dev);
+  nvhcq_signal *copied, *done;
+  nvhcq_queue *cq, *xq;
+  nvhcq_buffer *src, *dst;
+  TEST_CHECK(nvhcq_buffer_create(dev, 1 << 20, NVHCQ_MEMORY_HOST, &src) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &xq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &copied) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 1 << 20, NVHCQ_MEMORY_DEVICE, &dst) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &cq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &done) == NVHCQ_SUCCESS);
+  fill(nvhcq_buffer_host_pointer(src), 1 << 20, 3);
+  TEST_CHECK(nvhcq_queue_gpu_wait(cq, copied, 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(cq, done, 5) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(cq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, 5, 30) == NVHCQ_ERROR_TIMEOUT);
+  TEST_CHECK(nvhcq_queue_copy(xq, nvhcq_buffer_gpu_address(dst), nvhcq_buffer_gpu_address(src),
+                              1 << 20) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(xq, copied, 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(xq) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_signal_cpu_wait(done, 5, 5000) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_signal_timestamp_ns(done) >= nvhcq_signal_timestamp_ns(copied));
+  TEST_CHECK(nvhcq_signal_timestamp_ns(copied) > 0);
+  uint8_t *back = malloc(1 << 20);
+  TEST_CHECK(back && nvhcq_buffer_read(back, dst, 0, 1 << 20) == NVHCQ_SUCCESS);
+  TEST_CHECK(back && memcmp(back, nvhcq_buffer_host_pointer(src), 1 << 20) == 0);
+  free(back);
+  /* The CPU releases what a queue waits for. */
+  TEST_CHECK(nvhcq_queue_reset(cq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_gpu_wait(cq, copied, 9) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(cq, done, 6) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(cq) == NVHCQ_SUCCESS);
+  nvhcq_signal_set(copied, 9);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, 6, 5000) == NVHCQ_SUCCESS);
+  nvhcq_queue_destroy(xq);
+  nvhcq_queue_destroy(cq);
+  nvhcq_signal_destroy(done);
+  nvhcq_signal_destroy(copied);
+  nvhcq_buffer_destroy(dst);
+  nvhcq_buffer_destroy(src);
+  close_mock(dev);
+}
+
+/* A recorded copy queue replayed with new sources, sizes and signal values. */
+static void t_recorded_replay(void) {
+  NEED_MOCK_DEVICE(dev);
+  nvhcq_buffer *in, *out;
+  nvhcq_signal *sig;
+  nvhcq_queue *q;
+  TEST_CHECK(nvhcq_buffer_create(dev, 1 << 16, NVHCQ_MEMORY_HOST, &in) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 1 << 16, NVHCQ_MEMORY_HOST, &out) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &sig) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
+  uint8_t *pin = nvhcq_buffer_host_pointer(in), *pout = nvhcq_buffer_host_pointer(out);
+  fill(pin, 1 << 16, 11);
+  uint64_t base = nvhcq_buffer_gpu_address(in);
+  nvhcq_var src, bytes, epoch;
+  TEST_CHECK(nvhcq_queue_var(q, "src", base, &src) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_var(q, "bytes", 100, &bytes) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_var(q, "epoch", 1, &epoch) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_copy_vars(q, nvhcq_buffer_gpu_address(out), 0, 100, NVHCQ_NO_VAR, src,
+                                   bytes) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal_var(q, sig, epoch) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_queue_finish(q) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  for (uint64_t it = 1; it <= 3; it++) {
+    size_t off = (size_t)it * 333, n = (size_t)it * 1001;
+    memset(pout, 0, 1 << 16);
+    TEST_CHECK(nvhcq_queue_set_var(q, src, base + off) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_set_var(q, bytes, n) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_set_var(q, epoch, it) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+    TEST_CHECK_MSG(nvhcq_signal_cpu_wait(sig, it, 5000) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    TEST_CHECK_MSG(memcmp(pout, pin + off, n) == 0 && pout[n] == 0, "replay %llu",
+                   (unsigned long long)it);
+  }
+  TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, 5000) == NVHCQ_SUCCESS);
+  nvhcq_queue_destroy(q);
+  nvhcq_signal_destroy(sig);
+  nvhcq_buffer_destroy(in);
+  nvhcq_buffer_destroy(out);
+  close_mock(dev);
+}
+
+/* ---- the QMD path: a grid runner that records what it was given ---- */
+
+static nvhcq_mock_grid seen;
+static int grids;
+
+static int record_grid(const nvhcq_mock_grid *g) {
+  seen = *g;
+  __atomic_fetch_add(&grids, 1, __ATOMIC_RELAXED);
+  return 0;
+}
+
+static void t_qmd_launch(void) {
+  NEED_MOCK_DEVICE(dev);
+  nvhcq_buffer *a, *b;
+  TEST_CHECK(nvhcq_buffer_create(dev, 1 << 20, NVHCQ_MEMORY_DEVICE, &a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 1 << 20, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  /* Large aligned device copies run the built-in copy kernel, when nvcc built one. */
+  nvhcq_mock_set_grid_hook(record_grid);
+  TEST_CHECK_MSG(nvhcq_buffer_copy(b, 0, a, 0, 1 << 20) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  nvhcq_mock_set_grid_hook(NULL);
+  if (grids) {
+    TEST_CHECK(seen.qmd_version == 4 && seen.grid[0] == 132 * 128 && seen.block[0] == 512);
+    TEST_CHECK(seen.program_address != 0 && seen.cbank0_address != 0 && seen.cbank0_bytes > 0);
+    TEST_CHECK(seen.shared_window == 0x729400000000ull && seen.local_window == 0x729300000000ull);
+    /* Without a runner the grid faults the channel with a clear report, and recovery works. */
+    nvhcq_status s = nvhcq_buffer_copy(b, 0, a, 0, 1 << 20);
+    TEST_CHECK_MSG(s == NVHCQ_ERROR_GPU_FAULT && strstr(nvhcq_last_error(), "Xid 13") &&
+                       strstr(nvhcq_last_error(), "no kernel execution"),
+                   "%s: %s", nvhcq_status_name(s), nvhcq_last_error());
+    TEST_CHECK_MSG(nvhcq_device_recover(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  }
+  round_trip(dev, 4097, 1, NVHCQ_MEMORY_DEVICE, NVHCQ_MEMORY_DEVICE);
+  nvhcq_buffer_destroy(a);
+  nvhcq_buffer_destroy(b);
+  close_mock(dev);
+}
+
+/* An unknown method stops the channel with an Xid in its error notifier, as the GPU does. */
+static void t_malformed_stream(void) {
+  NEED_MOCK_DEVICE(dev);
+  uint32_t bad[2] = {nvhcq_method_header(NVHCQ_SEC_OP_INC_METHOD, NVHCQ_SUBC_COMPUTE, 0x1234, 1),
+                     0};
+  TEST_CHECK(nvhcq_channel_submit(&dev->compute, bad, 2) == NVHCQ_SUCCESS);
+  nvhcq_status s = nvhcq_device_cpu_wait_idle(dev);
+  TEST_CHECK_MSG(s == NVHCQ_ERROR_GPU_FAULT && strstr(nvhcq_last_error(), "Xid 13"), "%s: %s",
+                 nvhcq_status_name(s), nvhcq_last_error());
+  TEST_CHECK(nvhcq_device_recover(dev) == NVHCQ_SUCCESS);
+  uint32_t host[2] = {nvhcq_method_header(NVHCQ_SEC_OP_INC_METHOD, NVHCQ_SUBC_HOST, 0x0f0, 1), 0};
+  TEST_CHECK(nvhcq_channel_submit(&dev->copy, host, 2) == NVHCQ_SUCCESS);
+  s = nvhcq_device_cpu_wait_idle(dev);
+  TEST_CHECK_MSG(s == NVHCQ_ERROR_GPU_FAULT && strstr(nvhcq_last_error(), "Xid 32"), "%s: %s",
+                 nvhcq_status_name(s), nvhcq_last_error());
+  TEST_CHECK(nvhcq_device_recover(dev) == NVHCQ_SUCCESS);
+  round_trip(dev, 100, 3, NVHCQ_MEMORY_HOST, NVHCQ_MEMORY_DEVICE);
+  close_mock(dev);
+}
+
+/* The driver side's own checks, through the door as nvhcq calls it. */
+static void t_driver_checks(void) {
+  nvhcq_mock_install();
+  int ctl = nvhcq_door->open("/dev/nvidiactl", 2);
+  TEST_CHECK(ctl >= 0 && nvhcq_door->open("/dev/nvidia7", 2) < 0 && errno == ENOENT);
+  NVOS21_PARAMETERS root = {.hClass = NV01_ROOT_CLIENT};
+  TEST_CHECK(nvhcq_door->ioctl(ctl, NV_IOWR(NV_ESC_RM_ALLOC, sizeof root - 4), &root) == -EINVAL);
+  TEST_CHECK(nvhcq_door->ioctl(ctl, NV_IOWR(NV_ESC_RM_ALLOC, sizeof root), &root) == 0);
+  TEST_CHECK(root.status == 0 && root.hObjectNew != 0);
+  NV0080_ALLOC_PARAMETERS dp = {0};
+  NVOS21_PARAMETERS p = {.hRoot = root.hObjectNew,
+                         .hObjectParent = 0x1234,
+                         .hClass = NV01_DEVICE_0,
+                         .pAllocParms = (uintptr_t)&dp,
+                         .paramsSize = sizeof dp};
+  TEST_CHECK(!nvhcq_door->ioctl(ctl, NV_IOWR(NV_ESC_RM_ALLOC, sizeof p), &p) && p.status == 0x36);
+  p.hObjectParent = root.hObjectNew;
+  p.paramsSize = 8;
+  TEST_CHECK(!nvhcq_door->ioctl(ctl, NV_IOWR(NV_ESC_RM_ALLOC, sizeof p), &p) && p.status == 0x3a);
+  p.hRoot = 0x999;
+  TEST_CHECK(!nvhcq_door->ioctl(ctl, NV_IOWR(NV_ESC_RM_ALLOC, sizeof p), &p) && p.status == 0x23);
+  NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS id = {.gpuId = 7};
+  NVOS54_PARAMETERS c = {.hClient = root.hObjectNew,
+                         .hObject = root.hObjectNew,
+                         .cmd = NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2,
+                         .params = (uintptr_t)&id,
+                         .paramsSize = sizeof id};
+  TEST_CHECK(!nvhcq_door->ioctl(ctl, NV_IOWR(NV_ESC_RM_CONTROL, sizeof c), &c) && c.status == 0x1f);
+  c.paramsSize = 4;
+  TEST_CHECK(!nvhcq_door->ioctl(ctl, NV_IOWR(NV_ESC_RM_CONTROL, sizeof c), &c) && c.status == 0x3a);
+  NVOS00_PARAMETERS f = {.hRoot = root.hObjectNew, .hObjectOld = 0x4242};
+  TEST_CHECK(!nvhcq_door->ioctl(ctl, NV_IOWR(NV_ESC_RM_FREE, sizeof f), &f) && f.status == 0x33);
+  f.hObjectOld = root.hObjectNew;
+  TEST_CHECK(!nvhcq_door->ioctl(ctl, NV_IOWR(NV_ESC_RM_FREE, sizeof f), &f) && f.status == 0);
+  TEST_CHECK(nvhcq_door->close(ctl) == 0 && nvhcq_door->close(ctl) < 0);
+  nvhcq_mock_counts n = nvhcq_mock_live();
+  TEST_CHECK(n.objects == 0 && n.fds == 0);
+  nvhcq_mock_uninstall();
+}
+
+/* ---- the command processor driven through the door alone: no device, no addresses below 2^40
+ * needed, so it runs under every sanitizer ---- */
+
+typedef struct direct {
+  int ctl, uvm;
+  uint32_t root, device;
+} direct;
+
+static uint32_t direct_alloc(direct *d, uint32_t parent, uint32_t hclass, void *params,
+                             uint32_t size) {
+  /* hRoot, hObjectParent, hObjectNew (RM picks), hClass, pAllocParms, paramsSize, status */
+  NVOS21_PARAMETERS p = {d->root, parent, 0, hclass, (uintptr_t)params, size, 0};
+  int r = nvhcq_door->ioctl(d->ctl, NV_IOWR(NV_ESC_RM_ALLOC, sizeof p), &p);
+  TEST_CHECK_MSG(r == 0 && p.status == 0, "alloc class 0x%x: %d 0x%x", hclass, r, p.status);
+  return p.hObjectNew;
+}
+
+/* System memory mapped for the CPU (returned) and at GPU address `va`. */
+static uint8_t *direct_memory(direct *d, uint64_t size, uint64_t va, uint32_t *handle) {
+  NV_MEMORY_ALLOCATION_PARAMS m = {.size = size};
+  *handle = direct_alloc(d, d->device, NV01_MEMORY_SYSTEM, &m, sizeof m);
+  int fd = nvhcq_door->open("/dev/nvidiactl", 2);
+  nv_ioctl_nvos33_parameters_with_fd p = {
+      .params = {.hClient = d->root, .hDevice = d->device, .hMemory = *handle, .length = size},
+      .fd = fd};
+  TEST_CHECK(!nvhcq_door->ioctl(d->ctl, NV_IOWR(NV_ESC_RM_MAP_MEMORY, sizeof p), &p));
+  void *at = nvhcq_door->mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  nvhcq_door->close(fd);
+  UVM_CREATE_EXTERNAL_RANGE_PARAMS r = {.base = va, .length = size};
+  TEST_CHECK(!nvhcq_door->ioctl(d->uvm, UVM_CREATE_EXTERNAL_RANGE, &r) && !r.rmStatus);
+  static UVM_MAP_EXTERNAL_ALLOCATION_PARAMS x;
+  memset(&x, 0, sizeof x);
+  x.base = va, x.length = size, x.gpuAttributesCount = 1;
+  x.rmCtrlFd = d->ctl, x.hClient = d->root, x.hMemory = *handle;
+  memcpy(x.perGpuAttributes[0].gpuUuid.uuid, nvhcq_mock_uuid, 16);
+  TEST_CHECK(!nvhcq_door->ioctl(d->uvm, UVM_MAP_EXTERNAL_ALLOCATION, &x) && !x.rmStatus);
+  return at == MAP_FAILED ? NULL : at;
+}
+
+static void nap(long ns) {
+  struct timespec ts = {0, ns};
+  nanosleep(&ts, NULL);
+}
+
+static int wait_u64(volatile uint64_t *at, uint64_t value) {
+  for (int i = 0; i < 20000 && __atomic_load_n(at, __ATOMIC_ACQUIRE) != value; i++) nap(100000);
+  return *at == value;
+}
+
+#define RING_ENTRIES 16u
+#define MEM_VA       0x4000000000ull /* no CPU mapping there: the mock translates GPU addresses */
+
+/* Submits the pushbuffer as GPFIFO entry `slot`. */
+static void direct_submit(uint8_t *mem, nvhcq_push *p, uint32_t slot) {
+  uint32_t *cmd = (uint32_t *)(mem + 0x2000 + slot * 0x400);
+  memcpy(cmd, p->words, p->len * 4);
+  ((uint64_t *)mem)[slot] = NVHCQ_GPFIFO_ENTRY(MEM_VA + 0x2000 + slot * 0x400, p->len);
+  __atomic_store_n((uint32_t *)(mem + 0x1000 + NVHCQ_USERD_GP_PUT), slot + 1, __ATOMIC_RELEASE);
+  nvhcq_push_reset(p);
+}
+
+static void direct_channel(direct *d, uint8_t *mem, uint32_t mem_handle, uint8_t *notifier,
+                           uint32_t notifier_handle) {
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.engineType = NV2080_ENGINE_TYPE_GRAPHICS};
+  uint32_t group = direct_alloc(d, d->device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp);
+  NV_CHANNEL_ALLOC_PARAMS cp = {.hObjectError = notifier_handle,
+                                .hObjectBuffer = mem_handle,
+                                .gpFifoOffset = MEM_VA,
+                                .gpFifoEntries = RING_ENTRIES};
+  cp.hUserdMemory[0] = mem_handle, cp.userdOffset[0] = 0x1000;
+  uint32_t ch = direct_alloc(d, group, HOPPER_CHANNEL_GPFIFO_A, &cp, sizeof cp);
+  direct_alloc(d, ch, HOPPER_COMPUTE_A, NULL, 0);
+  volatile uint64_t *sem = (uint64_t *)(mem + 0x8000), *gate = (uint64_t *)(mem + 0x8100);
+  nvhcq_push p;
+  nvhcq_push_init(&p);
+  nvhcq_push_method1(&p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_OBJECT, HOPPER_COMPUTE_A);
+  nvhcq_push_host_signal(&p, MEM_VA + 0x8000, 1);
+  direct_submit(mem, &p, 0);
+  TEST_CHECK(wait_u64(sem, 1) && sem[1] > 0);   /* payload and timestamp */
+  nvhcq_push_host_wait(&p, MEM_VA + 0x8100, 5); /* the CPU releases it */
+  nvhcq_push_host_signal(&p, MEM_VA + 0x8000, 2);
+  direct_submit(mem, &p, 1);
+  nap(20000000);
+  TEST_CHECK(*sem == 1); /* the acquire holds the release back */
+  *gate = 5;
+  TEST_CHECK(wait_u64(sem, 2));
+  TEST_CHECK(*(volatile uint32_t *)(mem + 0x1000 + NVHCQ_USERD_GP_GET) == 2);
+  nvhcq_push_method1(&p, NVHCQ_SUBC_COMPUTE, 0x1230, 0);
+  direct_submit(mem, &p, 2);
+  for (int i = 0; i < 20000 && !*(volatile uint16_t *)(notifier + 14); i++) nap(100000);
+  uint32_t xid;
+  memcpy(&xid, notifier + 8, 4);
+  TEST_CHECK(*(volatile uint16_t *)(notifier + 14) == 0xffff && xid == 13);
+  nvhcq_push_finish(&p);
+}
+
+static void t_command_processor_direct(void) {
+  nvhcq_mock_install();
+  direct d = {.ctl = nvhcq_door->open("/dev/nvidiactl", 2),
+              .uvm = nvhcq_door->open("/dev/nvidia-uvm", 2)};
+  d.root = direct_alloc(&d, 0, NV01_ROOT_CLIENT, NULL, 0);
+  NV0080_ALLOC_PARAMETERS dp = {0};
+  d.device = direct_alloc(&d, d.root, NV01_DEVICE_0, &dp, sizeof dp);
+  uint32_t mem_handle, notifier_handle;
+  uint8_t *mem = direct_memory(&d, 1 << 16, MEM_VA, &mem_handle);
+  uint8_t *notifier = direct_memory(&d, 4096, MEM_VA + (1 << 16), &notifier_handle);
+  if (mem && notifier) direct_channel(&d, mem, mem_handle, notifier, notifier_handle);
+  TEST_CHECK(nvhcq_mock_live().channels == 1);
+  NVOS00_PARAMETERS f = {.hRoot = d.root, .hObjectOld = d.root};
+  TEST_CHECK(!nvhcq_door->ioctl(d.ctl, NV_IOWR(NV_ESC_RM_FREE, sizeof f), &f) && !f.status);
+  if (mem) nvhcq_door->munmap(mem, 1 << 16);
+  if (notifier) nvhcq_door->munmap(notifier, 4096);
+  nvhcq_door->close(d.uvm);
+  nvhcq_door->close(d.ctl);
+  nvhcq_mock_counts c = nvhcq_mock_live();
+  TEST_CHECK(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0);
+  nvhcq_mock_uninstall();
+}
+
+TEST_MAIN(TEST(t_h200_profile), TEST(t_copies_every_kind), TEST(t_cross_queue_wait),
+          TEST(t_recorded_replay), TEST(t_qmd_launch), TEST(t_malformed_stream),
+          TEST(t_driver_checks), TEST(t_command_processor_direct))
