@@ -411,7 +411,7 @@ static void t_command_processor_direct(void) {
   d.root = direct_alloc(&d, 0, NV01_ROOT_CLIENT, NULL, 0);
   NV0080_ALLOC_PARAMETERS dp = {0};
   d.device = direct_alloc(&d, d.root, NV01_DEVICE_0, &dp, sizeof dp);
-  uint32_t mem_handle, notifier_handle;
+  uint32_t mem_handle = 0, notifier_handle = 0;
   uint8_t *mem = direct_memory(&d, 1 << 16, MEM_VA, &mem_handle);
   uint8_t *notifier = direct_memory(&d, 4096, MEM_VA + (1 << 16), &notifier_handle);
   if (mem && notifier) direct_channel(&d, mem, mem_handle, notifier, notifier_handle);

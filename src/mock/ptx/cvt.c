@@ -31,7 +31,7 @@ static void limits(uint8_t t, double *lo, double *hi) {
 }
 
 static uint64_t float_to_int(const ptx_insn *in, double d) {
-  double lo, hi;
+  double lo = 0, hi = 0;
   limits(in->type, &lo, &hi);
   d = round_integral(in->rnd, d);
   if (isnan(d)) return 0;
@@ -48,7 +48,7 @@ static uint64_t int_to_float(const ptx_insn *in, uint64_t a) {
   unsigned size = TYPE_SIZE(in->type2);
   bool sg = TYPE_KIND(in->type2) == TK_S;
   int old = ptx_round_push(in->rnd);
-  uint64_t r;
+  uint64_t r = 0;
   if (TYPE_SIZE(in->type) == 4) {
     volatile float f = sg ? (float)ptx_sext(a, size) : (float)ptx_mask(a, size);
     r = ptx_from_double(f, in->type);
@@ -64,7 +64,7 @@ static uint64_t int_to_int(const ptx_insn *in, uint64_t a) {
   unsigned from = TYPE_SIZE(in->type2), to = TYPE_SIZE(in->type);
   bool from_s = TYPE_KIND(in->type2) == TK_S, to_s = TYPE_KIND(in->type) == TK_S;
   if (!(in->flags & F_SAT)) return from_s ? (uint64_t)ptx_sext(a, from) : ptx_mask(a, from);
-  double lo, hi;
+  double lo = 0, hi = 0;
   limits(in->type, &lo, &hi);
   if (from_s) {
     int64_t v = ptx_sext(a, from);

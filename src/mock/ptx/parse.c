@@ -135,7 +135,7 @@ static int parse_decl(ptx_parser *p, decl *d) {
   for (;;) {
     const char *t = ptx_next(p);
     if (strcmp(t, ".align") == 0) {
-      int64_t a;
+      int64_t a = 0;
       if (ptx_parse_int(p, ptx_next(p), &a) || a <= 0) return ptx_fail(p, "bad .align");
       d->align = (size_t)a;
     } else if (ptx_type_of(t)) {
@@ -158,7 +158,7 @@ static int parse_decl(ptx_parser *p, decl *d) {
     if (strcmp(ptx_peek(p), "]") == 0) {
       d->unsized = true;
     } else {
-      int64_t n;
+      int64_t n = 0;
       if (ptx_parse_int(p, ptx_next(p), &n) || n < 0) return ptx_fail(p, "bad array size");
       d->count *= (size_t)n;
     }
@@ -174,7 +174,7 @@ static size_t align_up(size_t v, size_t a) {
 
 static int parse_init_value(ptx_parser *p, const decl *d, unsigned char *dst) {
   const char *t = ptx_next(p);
-  int64_t v;
+  int64_t v = 0;
   if (t[0] == '-' && ptx_parse_int(p, ptx_next(p), &v) == 0) {
     v = -v;
   } else if (ptx_parse_int(p, t, &v)) {
@@ -304,7 +304,7 @@ static int parse_reg_decl(ptx_parser *p, nvhcq_ptx_kernel *k) {
     r->base = k->nregs;
     t = ptx_next(p);
     if (strcmp(t, "<") == 0) {
-      int64_t n;
+      int64_t n = 0;
       if (ptx_parse_int(p, ptx_next(p), &n) || n <= 0 || n > 1 << 20 || ptx_expect(p, ">"))
         return ptx_fail(p, "bad register count");
       r->count = (int32_t)n;

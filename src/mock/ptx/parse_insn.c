@@ -75,7 +75,7 @@ static int modifier(ptx_parser *p, ptx_insn *in, const char *m) {
   char dotted[64];
   snprintf(dotted, sizeof dotted, ".%s", m);
   uint8_t t = ptx_type_of(dotted);
-  int s;
+  int s = 0;
   if (t) {
     if (in->op == OP_CVT && in->type)
       in->type2 = t;
