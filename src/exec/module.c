@@ -22,11 +22,10 @@ nvhcq_status nvhcq_kernel_check(const nvhcq_kernel *k) {
                             "belongs to a module that was unloaded");
 }
 
-/* Registers are allocated per warp in units of 256, warps in groups of 4, from 64 Ki. */
-static uint32_t max_threads_for(const nvhcq_cubin_kernel *k) {
-  uint32_t regs = k->registers ? k->registers : 1;
-  uint32_t per_warp = NVHCQ_ALIGN_UP(regs * 32, 256u);
-  uint32_t threads = 65536 / per_warp / 4 * 4 * 32;
+/* The most threads a block may have: what the register file holds (occupancy.c), at most 1024,
+ * and the kernel's launch bounds. */
+static uint32_t max_threads_for(const nvhcq_sm_limits *l, const nvhcq_cubin_kernel *k) {
+  uint32_t threads = nvhcq_warps_by_registers(l, k->registers) * 32;
   if (threads > 1024) threads = 1024;
   uint32_t bound = k->max_threads[0]
                        ? k->max_threads[0] * (k->max_threads[1] ? k->max_threads[1] : 1) *
@@ -86,7 +85,7 @@ static nvhcq_status init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_c
                        : k->param_offset + k->param_size;
   kn->cbank0_bytes = NVHCQ_ALIGN_UP(bank0, 256u);
   kn->local_bytes = k->min_stack_size ? k->min_stack_size + 0x240 : 0;
-  kn->max_threads = max_threads_for(k);
+  kn->max_threads = max_threads_for(&m->dev->compute_state.sm_limits, k);
   kn->static_shared = k->shared_size;
   kn->carveout_preference = -1;
   return build_template(kn);

@@ -29,11 +29,14 @@ void nvhcq_sm_limits_for(uint32_t sm, uint32_t warps, nvhcq_sm_limits *out) {
 
 /* Warps a block of `threads` keeps resident, and how many such blocks the registers hold:
  * each warp takes registers x 32 rounded up to 256, and warps go to 4 sub-partitions. */
+uint32_t nvhcq_warps_by_registers(const nvhcq_sm_limits *l, uint32_t registers) {
+  uint32_t per_warp = NVHCQ_ALIGN_UP((registers ? registers : 1) * 32, 256u);
+  return l->registers / 4 / per_warp * 4;
+}
+
 static uint32_t blocks_by_registers(const nvhcq_sm_limits *l, uint32_t warps_per_block,
                                     uint32_t registers) {
-  uint32_t per_warp = NVHCQ_ALIGN_UP((registers ? registers : 1) * 32, 256u);
-  uint32_t warps = l->registers / 4 / per_warp * 4;
-  return warps / warps_per_block;
+  return nvhcq_warps_by_registers(l, registers) / warps_per_block;
 }
 
 static uint32_t largest(const nvhcq_sm_limits *l) {

@@ -36,6 +36,10 @@ typedef struct nvhcq_carveout_choice {
   uint32_t fits_one_bytes; /* the smallest configuration one block fits in, 0 if none */
 } nvhcq_carveout_choice;
 
+/* Warps of threads using `registers` registers each that the SM's register file holds: each
+ * warp takes registers x 32 rounded up to 256, and warps go to 4 sub-partitions. */
+uint32_t nvhcq_warps_by_registers(const nvhcq_sm_limits *l, uint32_t registers);
+
 /* Chooses the configuration for blocks of `threads` threads using `registers` each and
  * `shared` bytes of shared memory (the reserve included, rounded to 128). `preference` is the
  * kernel's carveout hint in percent of the largest configuration, or -1 for none. Returns 0

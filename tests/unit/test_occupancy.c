@@ -74,6 +74,21 @@ static void t_preference(void) {
   TEST_CHECK(c.target_bytes == 132u << 10 && c.min_bytes == 132u << 10 && c.blocks_per_sm == 1);
 }
 
+/* The register rule the launch checks use: each warp takes registers x 32 rounded up to 256
+ * of 64 Ki, warps in groups of 4 (sm_90: 24 registers -> 84 warps, 255 -> 8, 32 -> 64; 0 counts as
+ * 1). */
+static void t_warps_by_registers(void) {
+  nvhcq_sm_limits l;
+  nvhcq_sm_limits_for(0x900, 0, &l);
+  TEST_CHECK(nvhcq_warps_by_registers(&l, 24) == 84);
+  TEST_CHECK(nvhcq_warps_by_registers(&l, 255) == 8);
+  TEST_CHECK(nvhcq_warps_by_registers(&l, 32) == 64 && nvhcq_warps_by_registers(&l, 0) == 256);
+  for (uint32_t r = 1; r < 256; r++) {
+    uint32_t per_warp = (r * 32 + 255) / 256 * 256;
+    TEST_CHECK_MSG(nvhcq_warps_by_registers(&l, r) == 65536 / per_warp / 4 * 4, "%u", r);
+  }
+}
+
 /* What no configuration holds is refused. */
 static void t_refusals(void) {
   nvhcq_sm_limits l;
@@ -86,4 +101,4 @@ static void t_refusals(void) {
 }
 
 TEST_MAIN(TEST(t_matches_libcuda_on_h200), TEST(t_hand_worked_shapes), TEST(t_preference),
-          TEST(t_refusals))
+          TEST(t_warps_by_registers), TEST(t_refusals))
