@@ -62,6 +62,7 @@ static nvhcq_status run(nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block, nvhc
     TEST_CHECK(nvhcq_queue_submit(q) == 0);
     st = nvhcq_signal_cpu_wait(s, 1, 10000);
     TEST_CHECK_MSG(st == 0, "%s", nvhcq_last_error());
+    if (st) nvhcq_device_recover(dev); /* the next cases start from a working device */
   }
   nvhcq_queue_destroy(q);
   nvhcq_signal_destroy(s);
