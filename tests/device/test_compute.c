@@ -365,7 +365,7 @@ static void t_launch_checks(void) {
       {DIM(1, 65536, 1), DIM(32, 1, 1), 0, 28, "y,z <= 65535"},
       {DIM(1, 1, 1), DIM(32, 1, 1), 300000, 28, "shared memory"},
       {DIM(1, 1, 1), DIM(32, 1, 1), 0, 24, "takes 28 bytes"},
-      {DIM(1, 1, 1), DIM(32, 1, 1), 0, 40, "takes 28 bytes (32 with a C struct's"},
+      {DIM(1, 1, 1), DIM(32, 1, 1), 0, 40, "(32 with a C struct's trailing padding), got 40"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     nvhcq_status s = nvhcq_kernel_launch_cpu_wait(k, cases[i].g, cases[i].b, cases[i].shared, args,
