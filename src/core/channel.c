@@ -7,6 +7,22 @@
 #include <time.h>
 
 #include "abi/methods.h"
+#include "driver/rm.h"
+#include "hw/push.h"
+
+/* nvhcq maps GPU memory for the CPU at the same address: a QMD nvhcq wrote is readable there. */
+static const uint32_t *same_address(void *user, uint64_t gpu_address) {
+  (void)user;
+  return (const uint32_t *)(uintptr_t)gpu_address;
+}
+
+/* NVHCQ_TRACE=2: each submission's methods by name and the QMDs it launches, field by field. */
+static void trace_submission(const nvhcq_channel *ch, const uint32_t *words, uint32_t n) {
+  nvhcq_push_decode_ctx ctx = {ch->qmd_version, same_address, NULL};
+  fprintf(stderr, "nvhcq: submission %llu on the %s channel, %u words:\n",
+          (unsigned long long)ch->submitted, ch->name, n);
+  nvhcq_push_decode(stderr, words, n, &ctx);
+}
 
 uint32_t nvhcq_channel_max_words(const nvhcq_channel *ch) {
   return ch->cmd_words / 4;
@@ -77,6 +93,7 @@ nvhcq_status nvhcq_channel_submit(nvhcq_channel *ch, const uint32_t *words, uint
   NVHCQ_TRY(wait_for_room(ch, start + n));
   uint32_t off = (uint32_t)(start % ch->cmd_words);
   memcpy(ch->cmd + off, words, n * sizeof *words);
+  if (nvhcq_trace_level() >= 2) trace_submission(ch, words, n);
   ch->cmd_head = start + n;
   ring_doorbell(ch, ch->cmd_gpu + off * 4ull, n, start);
   return NVHCQ_SUCCESS;
@@ -84,6 +101,7 @@ nvhcq_status nvhcq_channel_submit(nvhcq_channel *ch, const uint32_t *words, uint
 
 nvhcq_status nvhcq_channel_submit_gpu(nvhcq_channel *ch, uint64_t gpu_address, uint32_t n) {
   NVHCQ_TRY(wait_for_room(ch, ch->cmd_head));
+  if (nvhcq_trace_level() >= 2) trace_submission(ch, (const uint32_t *)(uintptr_t)gpu_address, n);
   ring_doorbell(ch, gpu_address, n, ch->cmd_head);
   return NVHCQ_SUCCESS;
 }

@@ -27,6 +27,7 @@ typedef struct nvhcq_channel {
   uint64_t retired;      /* entries known to be fully fetched by the GPU */
   uint64_t channel_va;   /* UVM channel range */
   uint32_t timeout_ms;
+  int qmd_version; /* for NVHCQ_TRACE=2's decoding of launches */
 } nvhcq_channel;
 
 /* Largest single submission copied into the command ring, in dwords. */

@@ -2,6 +2,7 @@
  * copy channels with their engine objects and UVM registrations, and the commands that bind the
  * engines. Created when the device opens and again by every recovery. */
 #include "core/context.h"
+#include "hw/qmd.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,7 @@ static nvhcq_status attach_rings(nvhcq_device *dev, nvhcq_channel *ch, int copy,
   ch->cmd = (uint32_t *)((char *)dev->cmd_area->host_pointer + (copy ? CMD_RING_BYTES : 0));
   ch->cmd_gpu = dev->cmd_area->gpu_address + (copy ? CMD_RING_BYTES : 0);
   ch->timeout_ms = dev->timeout_ms;
+  ch->qmd_version = copy ? 0 : (int)nvhcq_qmd_version_for_class(dev->classes.compute);
   ch->entry_start = calloc(GPFIFO_ENTRIES, sizeof *ch->entry_start);
   if (!ch->entry_start) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   return NVHCQ_SUCCESS;

@@ -29,13 +29,18 @@ const char *nvhcq_supported_branches(void) {
   return "570, 580, 590, 595";
 }
 
-int nvhcq_trace_enabled(void) {
+int nvhcq_trace_level(void) {
   static int cached = -1;
   if (cached < 0) {
     const char *env = getenv("NVHCQ_TRACE");
-    cached = env && *env && strcmp(env, "0") != 0;
+    /* "1" (or any other word) traces driver calls; "2" and up also decodes each submission. */
+    cached = !env || !*env || !strcmp(env, "0") ? 0 : atoi(env) >= 2 ? 2 : 1;
   }
   return cached;
+}
+
+int nvhcq_trace_enabled(void) {
+  return nvhcq_trace_level() > 0;
 }
 
 void nvhcq_trace_format(char *buf, size_t size, const char *call, const char *what, uint32_t status,

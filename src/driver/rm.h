@@ -32,6 +32,8 @@ typedef struct nvhcq_rm {
 } nvhcq_rm;
 
 int nvhcq_trace_enabled(void);
+/* 0 off, 1 driver calls (NVHCQ_TRACE=1), 2 also every submission's methods and QMDs. */
+int nvhcq_trace_level(void);
 /* Formats one trace line (without newline); exposed for tests. */
 void nvhcq_trace_format(char *buf, size_t size, const char *call, const char *what, uint32_t status,
                         double micros);

@@ -1,6 +1,7 @@
 /* Pushbuffers: the growable array of method headers and data, the encoders of the host, copy and
  * compute commands nvhcq sends, and a printer that names their methods. */
 #include "hw/push.h"
+#include "hw/qmd.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -158,23 +159,52 @@ const char *nvhcq_method_name(unsigned subc, unsigned method) {
   return NULL;
 }
 
-void nvhcq_push_print(FILE *out, const uint32_t *words, uint32_t len) {
+/* The QMD at `gpu`, then each one it chains to (dependent QMD 0), at most 4096. */
+static void decode_qmds(FILE *out, uint64_t gpu, const nvhcq_push_decode_ctx *ctx) {
+  nvhcq_qmd_version v = (nvhcq_qmd_version)ctx->qmd_version;
+  for (int n = 0; n < 4096 && gpu; n++) {
+    const uint32_t *qmd = ctx->qmd_at ? ctx->qmd_at(ctx->user, gpu) : NULL;
+    if (!qmd) {
+      fprintf(out, "      QMD at 0x%llx: not readable here\n", (unsigned long long)gpu);
+      return;
+    }
+    fprintf(out, "      QMD at 0x%llx%s:\n", (unsigned long long)gpu, n ? " (chained)" : "");
+    nvhcq_qmd_print(out, v, qmd, "        ");
+    if (!nvhcq_qmd_get(v, qmd, NVHCQ_QMD_DEPENDENT_QMD0_ENABLE)) return;
+    gpu = nvhcq_qmd_get(v, qmd, NVHCQ_QMD_DEPENDENT_QMD0_POINTER) << 8;
+  }
+}
+
+static void print_method(FILE *out, unsigned subc, unsigned m, uint32_t value, int immediate,
+                         const nvhcq_push_decode_ctx *ctx) {
+  const char *name = nvhcq_method_name(subc, m);
+  if (immediate)
+    fprintf(out, "  [%u] %s (0x%03x) = 0x%x (immediate)\n", subc, name ? name : "?", m, value);
+  else
+    fprintf(out, "  [%u] %s (0x%03x) = 0x%08x\n", subc, name ? name : "?", m, value);
+  if (ctx && ctx->qmd_version && subc == NVHCQ_SUBC_COMPUTE && m == NVC6C0_SEND_PCAS_A)
+    decode_qmds(out, (uint64_t)value << 8, ctx);
+}
+
+void nvhcq_push_decode(FILE *out, const uint32_t *words, uint32_t len,
+                       const nvhcq_push_decode_ctx *ctx) {
   for (uint32_t i = 0; i < len;) {
     uint32_t h = words[i++];
     unsigned op = h >> 29, count = (h >> 16) & 0x1fff, subc = (h >> 13) & 7,
              method = (h & 0xfff) << 2;
     if (op == NVHCQ_SEC_OP_IMMD_DATA_METHOD) {
-      const char *name = nvhcq_method_name(subc, method);
-      fprintf(out, "  [%u] %s (0x%03x) = 0x%x (immediate)\n", subc, name ? name : "?", method,
-              count);
+      print_method(out, subc, method, count, 1, ctx);
       continue;
     }
     for (unsigned k = 0; k < count && i < len; k++, i++) {
       unsigned m = op == NVHCQ_SEC_OP_NON_INC_METHOD || (op == NVHCQ_SEC_OP_ONE_INC && k > 0)
                        ? method + (op == NVHCQ_SEC_OP_ONE_INC ? 4 : 0)
                        : method + 4 * k;
-      const char *name = nvhcq_method_name(subc, m);
-      fprintf(out, "  [%u] %s (0x%03x) = 0x%08x\n", subc, name ? name : "?", m, words[i]);
+      print_method(out, subc, m, words[i], 0, ctx);
     }
   }
+}
+
+void nvhcq_push_print(FILE *out, const uint32_t *words, uint32_t len) {
+  nvhcq_push_decode(out, words, len, NULL);
 }

@@ -44,6 +44,18 @@ void nvhcq_push_invalidate_shader_caches(nvhcq_push *p);
 
 /* Writes a readable listing of a pushbuffer (method names, subchannels, data) to `out`. */
 void nvhcq_push_print(FILE *out, const uint32_t *words, uint32_t len);
+
+/* What decoding needs beyond the words: the QMD layout, and where the QMD a SEND_PCAS_A (or a
+ * QMD's dependent pointer) names can be read; NULL from qmd_at means it cannot. */
+typedef struct nvhcq_push_decode_ctx {
+  int qmd_version; /* nvhcq_qmd_version; 0 prints no QMDs */
+  const uint32_t *(*qmd_at)(void *user, uint64_t gpu_address);
+  void *user;
+} nvhcq_push_decode_ctx;
+/* nvhcq_push_print, and each QMD launched field by field with the QMDs chained after it
+ * (NVHCQ_TRACE=2). */
+void nvhcq_push_decode(FILE *out, const uint32_t *words, uint32_t len,
+                       const nvhcq_push_decode_ctx *ctx);
 /* Name of a method on a subchannel as nvhcq binds them ("SEM_EXECUTE"), or NULL. */
 const char *nvhcq_method_name(unsigned subc, unsigned method);
 

@@ -404,3 +404,17 @@ nvhcq_status nvhcq_qmd_set_cluster(nvhcq_qmd_version v, uint32_t *qmd, const uin
   };
   return apply(v, qmd, w, sizeof w / sizeof w[0]);
 }
+
+void nvhcq_qmd_print(FILE *out, nvhcq_qmd_version v, const uint32_t *qmd, const char *indent) {
+  int on_line = 0;
+  for (int f = 0; f < NVHCQ_QMD_FIELD_COUNT; f++) {
+    unsigned hi, lo;
+    if (!nvhcq_qmd_field_range(v, (nvhcq_qmd_field)f, &hi, &lo)) continue;
+    uint64_t value = nvhcq_qmd_read_bits(qmd, hi, lo);
+    if (!value) continue;
+    fprintf(out, "%s%s=0x%llx", on_line ? " " : indent, nvhcq_qmd_field_name((nvhcq_qmd_field)f),
+            (unsigned long long)value);
+    if (++on_line == 4) fputc('\n', out), on_line = 0;
+  }
+  if (on_line) fputc('\n', out);
+}

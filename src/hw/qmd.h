@@ -11,6 +11,7 @@
 #include "util/error.h"
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 typedef enum {
@@ -35,6 +36,9 @@ uint64_t nvhcq_qmd_get(nvhcq_qmd_version v, const uint32_t *qmd, nvhcq_qmd_field
 int nvhcq_qmd_field_range(nvhcq_qmd_version v, nvhcq_qmd_field f, unsigned *hi, unsigned *lo);
 /* NVIDIA's name without our prefix ("REGISTER_COUNT"), or "?" for an unknown field. */
 const char *nvhcq_qmd_field_name(nvhcq_qmd_field f);
+
+/* Every field of the version with a nonzero value, NAME=0x..., a few to a line after `indent`. */
+void nvhcq_qmd_print(FILE *out, nvhcq_qmd_version v, const uint32_t *qmd, const char *indent);
 
 /* Unchecked access to bits hi..lo (hi - lo < 64) of a dword array; `value` is masked. */
 void nvhcq_qmd_write_bits(uint32_t *qmd, unsigned hi, unsigned lo, uint64_t value);

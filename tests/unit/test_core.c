@@ -11,6 +11,7 @@
 #include "door.h"
 #include "handle.h"
 #include "push.h"
+#include "qmd.h"
 #include "rm.h"
 #include "test.h"
 #include "va.h"
@@ -48,6 +49,67 @@ static void t_push_encoding_and_print(void) {
   fclose(f);
   TEST_CHECK(strstr(text, "SEM_EXECUTE") && strstr(text, "LAUNCH_DMA") &&
              strstr(text, "LINE_LENGTH_IN"));
+  free(text);
+  nvhcq_push_finish(&p);
+}
+
+/* Two QMDs at fake GPU addresses, the second chained to the first: what the decoder reads. */
+static uint32_t decode_qmds[2][96];
+static const uint32_t *decode_qmd_at(void *user, uint64_t gpu) {
+  (void)user;
+  return gpu == 0x100000 ? decode_qmds[0] : gpu == 0x200000 ? decode_qmds[1] : NULL;
+}
+
+/* NVHCQ_TRACE=2's decoder on a known pushbuffer: every method nvhcq sends named (no "?"), and
+ * each launched QMD field by field, the chained one too. */
+static void t_push_decode(void) {
+  nvhcq_qmd_version v = NVHCQ_QMD_V04;
+  memset(decode_qmds, 0, sizeof decode_qmds);
+  for (int i = 0; i < 2; i++) {
+    uint32_t *q = decode_qmds[i];
+    TEST_CHECK(nvhcq_qmd_set(v, q, NVHCQ_QMD_MAJOR_VERSION, 4) == 0);
+    TEST_CHECK(nvhcq_qmd_set(v, q, NVHCQ_QMD_GRID_WIDTH, 1000u + (unsigned)i) == 0);
+    TEST_CHECK(nvhcq_qmd_set(v, q, NVHCQ_QMD_CTA_THREAD_DIMENSION0, 128) == 0);
+    TEST_CHECK(nvhcq_qmd_set(v, q, NVHCQ_QMD_REGISTER_COUNT, 32) == 0);
+  }
+  TEST_CHECK(nvhcq_qmd_set_dependent(v, decode_qmds[0], 0x200000) == 0);
+  nvhcq_push p;
+  nvhcq_push_init(&p);
+  nvhcq_push_method1(&p, NVHCQ_SUBC_HOST, NVC56F_WFI, 0);
+  nvhcq_push_method1(&p, NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_PCAS_A, 0x100000 >> 8);
+  nvhcq_push_method1(&p, NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_SIGNALING_PCAS2_B,
+                     NVC6C0_SEND_SIGNALING_PCAS2_B_PREFETCH_SCHEDULE);
+  nvhcq_push_invalidate_shader_caches(&p);
+  nvhcq_push_host_signal(&p, 0x123456789abcull, 7);
+  nvhcq_push_copy(&p, 0x2000, 0x1000, 4096);
+  nvhcq_push_copy_signal(&p, 0x3000, 9, 1);
+  char *text = NULL;
+  size_t size = 0;
+  FILE *f = open_memstream(&text, &size);
+  nvhcq_push_decode_ctx ctx = {v, decode_qmd_at, NULL};
+  nvhcq_push_decode(f, p.words, p.len, &ctx);
+  fclose(f);
+  TEST_CHECK_MSG(!strstr(text, "] ?"), "an unnamed method:\n%s", text);
+  static const char *const want[] = {"WFI",
+                                     "SEND_PCAS_A",
+                                     "SEND_SIGNALING_PCAS2_B",
+                                     "INVALIDATE_SHADER_CACHES_NO_WFI",
+                                     "SEM_ADDR_LO",
+                                     "SEM_EXECUTE",
+                                     "OFFSET_IN_UPPER",
+                                     "LINE_LENGTH_IN",
+                                     "LAUNCH_DMA",
+                                     "SET_SEMAPHORE_A",
+                                     "QMD at 0x100000:",
+                                     "QMD at 0x200000 (chained):",
+                                     "GRID_WIDTH=0x3e8",
+                                     "GRID_WIDTH=0x3e9",
+                                     "CTA_THREAD_DIMENSION0=0x80",
+                                     "REGISTER_COUNT=0x20",
+                                     "DEPENDENT_QMD0_ENABLE=0x1",
+                                     "DEPENDENT_QMD0_POINTER=0x2000"};
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+    TEST_CHECK_MSG(strstr(text, want[i]), "no \"%s\" in:\n%s", want[i], text);
   free(text);
   nvhcq_push_finish(&p);
 }
@@ -332,7 +394,7 @@ static void t_wait_value(void) {
 }
 
 TEST_MAIN(TEST(t_stale_handles), TEST(t_wait_value), TEST(t_uvm_fault_events),
-          TEST(t_method_header), TEST(t_push_encoding_and_print), TEST(t_va_allocator),
-          TEST(t_visible_devices), TEST(t_branches), TEST(t_trace_format_and_status),
-          TEST(t_ring_arithmetic), TEST(t_mock_no_driver), TEST(t_mock_unknown_branch),
-          TEST(t_null_handles), TEST(t_null_accessors))
+          TEST(t_method_header), TEST(t_push_encoding_and_print), TEST(t_push_decode),
+          TEST(t_va_allocator), TEST(t_visible_devices), TEST(t_branches),
+          TEST(t_trace_format_and_status), TEST(t_ring_arithmetic), TEST(t_mock_no_driver),
+          TEST(t_mock_unknown_branch), TEST(t_null_handles), TEST(t_null_accessors))
