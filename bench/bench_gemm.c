@@ -15,7 +15,7 @@
 #include "hopper_gemm.h"
 #include "nvhcq.h"
 
-#define LAUNCHES     10 /* per timed submission; the figures are per launch */
+#define LAUNCHES     20 /* per timed submission; the figures are per launch */
 #define WARMUP       2  /* untimed repeats first: clocks up, caches and TLBs filled */
 #define MAX_REPS     100
 #define DEFAULT_REPS 9

@@ -72,31 +72,23 @@ __device__ static inline void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes
 }
 
 // One arrival on the barrier at the same offset in block `cta` of the cluster (this one or the
-// other), released at cluster scope so that the reads before it are ordered before its producer's
-// next copy.
+// other). The default semantics (release at CTA scope) are what is needed: the reads it publishes
+// are wgmma's, already complete (wgmma.wait_group), and the producer that waits on it only starts
+// TMA copies. .release.cluster instead puts MEMBAR.ALL.GPU before each arrival (seen in SASS):
+// 474 instead of 766 TFLOP/s at 8192^3 on the H200.
 __device__ static inline void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
   asm volatile("{\n\t.reg .b32 remote;\n\t"
                "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
-               "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}" ::"r"(bar),
+               "mbarrier.arrive.shared::cluster.b64 _, [remote];\n\t}" ::"r"(bar),
                "r"(cta)
                : "memory");
 }
 
-// Waits until the barrier's phase of parity `parity` has completed (TMA data: CTA scope).
+// Waits until the barrier's phase of parity `parity` has completed.
 __device__ static inline void mbar_wait(uint32_t bar, uint32_t parity) {
   asm volatile("{\n\t.reg .pred done;\n\t"
                "WAIT:\n\t"
                "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-               "@!done bra WAIT;\n\t}" ::"r"(bar),
-               "r"(parity)
-               : "memory");
-}
-
-// The same for a barrier that blocks of the whole cluster arrive on.
-__device__ static inline void mbar_wait_cluster(uint32_t bar, uint32_t parity) {
-  asm volatile("{\n\t.reg .pred done;\n\t"
-               "WAIT:\n\t"
-               "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n\t"
                "@!done bra WAIT;\n\t}" ::"r"(bar),
                "r"(parity)
                : "memory");
@@ -193,7 +185,7 @@ __device__ static void produce(const tensor_map *a, const tensor_map *b, uint32_
   for (int kt = 0; kt < k_tiles; kt++) {
     int s = kt % STAGES;
     // Use n of stage s (n = kt / STAGES) needs use n-1 released: empty's completion n-1.
-    if (kt >= STAGES) mbar_wait_cluster(empty + 8 * s, (kt / STAGES - 1) & 1);
+    if (kt >= STAGES) mbar_wait(empty + 8 * s, (kt / STAGES - 1) & 1);
     uint32_t stage = stages + s * STAGE_BYTES, bar = full + 8 * s;
     mbar_arrive_expect_tx(bar, STAGE_BYTES);
     tma_load(stage, a, bar, kt * BK, m0);
