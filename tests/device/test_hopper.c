@@ -278,6 +278,7 @@ static void t_gemm_4096(void) {
 }
 
 static void t_close(void) {
+  SKIP_WITHOUT_GPU();
   if (gemm_mod) TEST_CHECK(nvhcq_module_unload(gemm_mod) == NVHCQ_SUCCESS);
   gemm_mod = NULL, gemm = NULL;
   teardown();
