@@ -1,7 +1,12 @@
 /* A Hopper GEMM end to end (tests/device/hopper_gemm.cu: TMA loads through __grid_constant__
  * tensor maps, wgmma, a cluster of 2 sharing tiles by TMA multicast) launched through nvhcq and
  * checked against a CPU reference. Skips visibly without a GPU, on a GPU other than sm_90, or
- * without the cubin (nvcc that does not build sm_90a). */
+ * without the cubin (nvcc that does not build sm_90a).
+ * What the launch must get right besides the cluster: TMA reads each tensor map from memory, at
+ * the parameter area's generic address, which sm_90a code loads from constant bank 0 (SASS of a
+ * __grid_constant__ map: ULDC.64 c[0x0][0x198], plus the map's parameter offset, then UTMALDG),
+ * so that word must hold the GPU address of the bank's parameter area (bank + 0x210), and the
+ * bank 64-byte aligned. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
