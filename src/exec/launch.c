@@ -347,7 +347,14 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r
   words[0] = r->block.x, words[1] = r->block.y, words[2] = r->block.z;
   words[3] = r->grid.x, words[4] = r->grid.y, words[5] = r->grid.z;
   memcpy(cpu, words, sizeof words);
-  if (k->cluster_words) write_cluster_words(cpu, r);
+  if (k->cluster_words) {
+    write_cluster_words(cpu, r);
+    /* sm_90 code reaches a __grid_constant__ parameter (a TMA map) through the parameters'
+     * generic address, which it loads from bank 0 at 0x198 (nvcc 13's SASS of
+     * tests/device/hopper_gemm.cu). */
+    uint64_t params = gpu + k->cubin->param_offset;
+    memcpy(cpu + 0x198, &params, sizeof params);
+  }
   write_params(cpu, k, r);
   memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
   push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd);

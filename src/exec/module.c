@@ -89,9 +89,10 @@ static nvhcq_status init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_c
   kn->max_threads = max_threads_for(&m->dev->compute_state.sm_limits, k);
   kn->static_shared = k->shared_size;
   kn->carveout_preference = -1;
-  /* sm_90 kernels read their cluster's shape from bank 0 dwords 80-98 (launch.c), below the
-   * parameters at 0x210; other targets keep parameters or unknown words there. */
-  kn->cluster_words = k->param_offset >= 99 * 4 && m->dev->info.sm_version >> 8 == 9;
+  /* sm_90 kernels read their cluster's shape from bank 0 dwords 80-98 and the parameters'
+   * address from 0x198 (launch.c), below the parameters at 0x210; other targets keep parameters
+   * or unknown words there. */
+  kn->cluster_words = k->param_offset >= 0x1a0 && m->dev->info.sm_version >> 8 == 9;
   return build_template(kn);
 }
 
