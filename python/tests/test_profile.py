@@ -114,3 +114,53 @@ def test_launches(dev, tmp_path):
     # The last one is kernel_launch_cpu_wait's: the same releases time it.
     assert abs(kernels[-1]["args"]["gpu_ns"] - gpu_ns) <= 0.02 * gpu_ns + 1000
     assert np.all(out.numpy(np.uint32) == 7)
+
+
+def test_cli_profile_and_svg(dev, tmp_path):
+    """nvhcq profile -- PROGRAM writes the program's trace; --svg draws it."""
+    import os
+    import subprocess
+    import sys
+    import xml.etree.ElementTree as ET
+    from pathlib import Path
+
+    cli = Path(nvhcq.lib.nvhcq_path).resolve().parent / "nvhcq"
+    if not cli.exists():
+        pytest.skip(f"SKIP: no nvhcq command beside {nvhcq.lib.nvhcq_path}")
+    program = tmp_path / "copies.py"
+    program.write_text(
+        "import numpy as np, nvhcq\n"
+        "dev = nvhcq.Device(0)\n"
+        "x = dev.array(np.arange(65536, dtype=np.float32))\n"
+        "y = dev.buffer(x.size)\n"
+        "q, s = dev.queue('copy'), dev.signal()\n"
+        "for i in range(5):\n"
+        "    q.copy(y, x, x.size)\n"
+        "q.signal(s, 1)\n"
+        "q.submit()\n"
+        "s.wait(1)\n"
+        "assert (y.numpy(np.float32) == np.arange(65536)).all()\n"
+        "dev.close()\n")
+    env = dict(os.environ, PYTHONPATH=str(Path(nvhcq.__file__).parent.parent),
+               NVHCQ_LIBRARY=str(nvhcq.lib.nvhcq_path))
+    trace, svg = tmp_path / "t.json", tmp_path / "t.svg"
+    run = subprocess.run([str(cli), "profile", "-o", str(trace), "--svg", str(svg), "--",
+                          sys.executable, str(program)], env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    t = json.loads(trace.read_text())
+    check_trace_format(t)
+    gpu_copies = [e for e in events(t, "copy") if e["pid"] == 1]
+    host_copies = [e for e in events(t, "copy") if e["pid"] == 0]
+    assert len(gpu_copies) == 5 and all(e["args"]["bytes"] == 65536 * 4 for e in gpu_copies)
+    assert [e["name"].split()[0] for e in host_copies] == ["write", "read"]
+    root = ET.parse(svg).getroot()
+    rects = list(root.iter("{http://www.w3.org/2000/svg}rect"))
+    assert len(rects) >= 1 + 5 + 2 + 1  # background, copies, host copies, submission
+    titles = [el.text for el in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert sum(title.startswith("copy 256.0 KiB") for title in titles) == 5
+    # Drawing a trace alone.
+    svg2 = tmp_path / "again.svg"
+    run = subprocess.run([str(cli), "profile", "--svg", str(trace), "-o", str(svg2)],
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert svg2.read_bytes() == svg.read_bytes()

@@ -42,6 +42,10 @@ void nvhcq_profile_forget(nvhcq_queue *q);
 /* A device closes: its operations' times are collected and its profiler memory freed; with
  * NVHCQ_PROFILE the trace is written. */
 void nvhcq_profile_device_closing(nvhcq_device *dev);
+/* A synchronous copy (nvhcq_buffer_write, _read, _copy) that began at host_start_ns and ended
+ * now: a slice on the host's copy track ("write", "read", "copy"). */
+void nvhcq_profile_host_copy(const nvhcq_device *dev, const char *what, uint64_t bytes,
+                             uint64_t host_start_ns);
 /* At device open: NVHCQ_PROFILE=path starts the profiler (once per process). */
 void nvhcq_profile_from_env(void);
 /* Nanoseconds of CLOCK_REALTIME, the host clock of the trace. */

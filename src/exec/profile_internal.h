@@ -59,6 +59,7 @@ typedef struct nvhcq_profile_event {
   uint64_t bytes, value;
   uint64_t begin_ns, end_ns; /* GPU clock; host clock for submissions */
   uint64_t flow;             /* links a submission to its first operation (0: none) */
+  int host_copy;             /* a synchronous copy, on the host's copy track */
 } nvhcq_profile_event;
 #define NVHCQ_PROFILE_SUBMIT ((nvhcq_profile_kind)100)
 

@@ -36,17 +36,21 @@ static void note_delta(int device, int64_t delta) {
   g->have_delta[device] = 1;
 }
 
+/* "WHAT 4.0 MiB": a copy by its size. */
+static void name_copy(char *out, size_t size, const char *what, uint64_t b) {
+  if (b >= (1u << 20))
+    snprintf(out, size, "%s %.1f MiB", what, b / 1048576.0);
+  else if (b >= 1024)
+    snprintf(out, size, "%s %.1f KiB", what, b / 1024.0);
+  else
+    snprintf(out, size, "%s %" PRIu64 " B", what, b);
+}
+
 /* A kernel by its name; a copy by its size, a signal and a wait by their value. */
 static void name_op(char *out, size_t size, const nvhcq_profile_op *op) {
-  uint64_t b = op->what.bytes;
   switch (op->what.kind) {
   case NVHCQ_PROFILE_COPY:
-    if (b >= (1u << 20))
-      snprintf(out, size, "copy %.1f MiB", b / 1048576.0);
-    else if (b >= 1024)
-      snprintf(out, size, "copy %.1f KiB", b / 1024.0);
-    else
-      snprintf(out, size, "copy %" PRIu64 " B", b);
+    name_copy(out, size, "copy", op->what.bytes);
     break;
   case NVHCQ_PROFILE_SIGNAL:
     snprintf(out, size, "signal %" PRIu64, op->what.value);
@@ -105,6 +109,20 @@ void nvhcq_profile_take_instance(nvhcq_profile_device *pd, const nvhcq_profile_i
   pthread_mutex_unlock(&g->lock);
 }
 
+void nvhcq_profile_host_copy(const nvhcq_device *dev, const char *what, uint64_t bytes,
+                             uint64_t host_start_ns) {
+  uint64_t end = nvhcq_profile_host_ns();
+  pthread_mutex_lock(&nvhcq_profile_g.lock);
+  nvhcq_profile_event *e = new_event();
+  if (e) {
+    e->kind = NVHCQ_PROFILE_COPY, e->host_copy = 1;
+    name_copy(e->name, sizeof e->name, what, bytes);
+    e->device = dev->index, e->bytes = bytes;
+    e->begin_ns = host_start_ns, e->end_ns = end;
+  }
+  pthread_mutex_unlock(&nvhcq_profile_g.lock);
+}
+
 /* ---- the JSON ---- */
 
 static void put_string(FILE *f, const char *s) {
@@ -133,7 +151,7 @@ static int64_t gpu_offset(int device) {
 }
 
 static double us(const nvhcq_profile_event *e, uint64_t t) {
-  int64_t off = e->kind == NVHCQ_PROFILE_SUBMIT ? 0 : gpu_offset(e->device);
+  int64_t off = e->kind == NVHCQ_PROFILE_SUBMIT || e->host_copy ? 0 : gpu_offset(e->device);
   return (double)((int64_t)(t - nvhcq_profile_g.start_ns) - off) / 1e3;
 }
 
@@ -147,6 +165,11 @@ static const char *category(nvhcq_profile_kind k) {
 
 static void put_args(FILE *f, const nvhcq_profile_event *e) {
   double dur_ns = (double)(e->end_ns - e->begin_ns);
+  if (e->host_copy) {
+    fprintf(f, "\"args\":{\"device\":%d,\"bytes\":%" PRIu64 ",\"GB/s\":%.2f,\"host_ns\":%.0f}",
+            e->device, e->bytes, dur_ns > 0 ? e->bytes / dur_ns : 0.0, dur_ns);
+    return;
+  }
   fprintf(f, "\"args\":{\"queue\":%u,\"run\":%" PRIu64, e->queue, e->replay);
   if (e->kind == NVHCQ_PROFILE_LAUNCH)
     fprintf(f, ",\"grid\":\"%u,%u,%u\",\"block\":\"%u,%u,%u\",\"gpu_ns\":%.0f", e->grid.x,
@@ -164,8 +187,8 @@ static void put_args(FILE *f, const nvhcq_profile_event *e) {
 
 /* One event per line, keys in a fixed order: `nvhcq profile --svg` reads them back so. */
 static void put_event(FILE *f, const nvhcq_profile_event *e) {
-  int host = e->kind == NVHCQ_PROFILE_SUBMIT;
-  int pid = host ? 0 : e->device + 1, tid = host ? 0 : e->copy_channel + 1;
+  int host = e->kind == NVHCQ_PROFILE_SUBMIT || e->host_copy;
+  int pid = host ? 0 : e->device + 1, tid = host ? e->host_copy : e->copy_channel + 1;
   fputs(",\n{\"name\":", f);
   put_string(f, e->name);
   fprintf(f, ",\"cat\":\"%s\",\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f", category(e->kind),
@@ -187,7 +210,9 @@ static void put_tracks(FILE *f) {
   const nvhcq_profile_global *g = &nvhcq_profile_g;
   fputs("{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":0,\"args\":{\"name\":\"host\"}},\n"
         "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":0,"
-        "\"args\":{\"name\":\"submissions\"}}",
+        "\"args\":{\"name\":\"submissions\"}},\n"
+        "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":0,\"tid\":1,"
+        "\"args\":{\"name\":\"synchronous copies\"}}",
         f);
   for (int d = 0; d < NVHCQ_PROFILE_MAX_DEVICES; d++) {
     if (!g->device_names[d][0]) continue;
