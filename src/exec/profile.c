@@ -61,7 +61,7 @@ volatile uint64_t *nvhcq_profile_slot(const nvhcq_profile_device *pd, uint32_t s
  * last launch's QMD where one can take it (the grid's end, and the chain is kept); else as a
  * host release after idle. */
 static nvhcq_status release(nvhcq_queue *q, uint64_t id, uint32_t *slot_out) {
-  nvhcq_profile_device *pd;
+  nvhcq_profile_device *pd = NULL;
   NVHCQ_TRY(device_state(q->dev, &pd));
   uint32_t slot = pd->next_slot++ % NVHCQ_PROFILE_SLOTS;
   uint64_t address = pd->slots->gpu_address + 16ull * slot;
@@ -77,7 +77,7 @@ static nvhcq_status release(nvhcq_queue *q, uint64_t id, uint32_t *slot_out) {
 }
 
 nvhcq_status nvhcq_profile_begin(nvhcq_queue *q) {
-  nvhcq_profile_queue *pq;
+  nvhcq_profile_queue *pq = NULL;
   NVHCQ_TRY(queue_state(q, &pq));
   pq->open_id = __atomic_fetch_add(&nvhcq_profile_g.next_id, 1, __ATOMIC_RELAXED);
   NVHCQ_TRY(release(q, pq->open_id, &pq->open_slot));
@@ -86,7 +86,7 @@ nvhcq_status nvhcq_profile_begin(nvhcq_queue *q) {
 }
 
 nvhcq_status nvhcq_profile_end(nvhcq_queue *q, const nvhcq_profile_what *what) {
-  nvhcq_profile_queue *pq;
+  nvhcq_profile_queue *pq = NULL;
   NVHCQ_TRY(queue_state(q, &pq));
   if (pq->count == pq->capacity) {
     uint32_t cap = pq->capacity ? 2 * pq->capacity : 16;
@@ -165,7 +165,7 @@ static nvhcq_status collect_previous_run(nvhcq_profile_device *pd, const nvhcq_p
 }
 
 nvhcq_status nvhcq_profile_before_submit(nvhcq_queue *q) {
-  nvhcq_profile_device *pd;
+  nvhcq_profile_device *pd = NULL;
   NVHCQ_TRY(device_state(q->dev, &pd));
   if (q->profile && q->profile->submitted) NVHCQ_TRY(collect_previous_run(pd, q->profile));
   nvhcq_profile_collect(pd, 0);
@@ -173,8 +173,8 @@ nvhcq_status nvhcq_profile_before_submit(nvhcq_queue *q) {
 }
 
 nvhcq_status nvhcq_profile_after_submit(nvhcq_queue *q, uint64_t host_start_ns) {
-  nvhcq_profile_device *pd;
-  nvhcq_profile_queue *pq;
+  nvhcq_profile_device *pd = NULL;
+  nvhcq_profile_queue *pq = NULL;
   NVHCQ_TRY(device_state(q->dev, &pd));
   NVHCQ_TRY(queue_state(q, &pq));
   nvhcq_profile_instance in = {.queue = pq->serial,
