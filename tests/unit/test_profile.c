@@ -20,17 +20,25 @@
 #endif
 
 #ifdef NO_DEVICE_ADDRESS_SPACE
-#define NEED_MOCK_DEVICE(dev)                                                                      \
-  TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory")
+static const int device_address_space = 0;
 #else
-#define NEED_MOCK_DEVICE(dev)                                                                      \
-  nvhcq_mock_install();                                                                            \
-  nvhcq_device *dev = NULL;                                                                        \
-  if (nvhcq_device_open(0, &dev)) {                                                                \
-    TEST_CHECK_MSG(0, "open: %s", nvhcq_last_error());                                             \
-    return;                                                                                        \
-  }
+static const int device_address_space = 1;
 #endif
+
+static nvhcq_device *open_mock(void) {
+  nvhcq_mock_install();
+  nvhcq_device *dev = NULL;
+  nvhcq_status s = nvhcq_device_open(0, &dev);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "open: %s", nvhcq_last_error());
+  return s ? NULL : dev;
+}
+
+#define NEED_MOCK_DEVICE(dev)                                                                      \
+  if (!device_address_space)                                                                       \
+    TEST_SKIP(                                                                                     \
+        "AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");      \
+  nvhcq_device *dev = open_mock();                                                                 \
+  if (!dev) return
 
 static void close_mock(nvhcq_device *dev) {
   TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
