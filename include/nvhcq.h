@@ -542,6 +542,20 @@ NVHCQ_API nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data
                                              const char *const *options, int num_options,
                                              nvhcq_module **out);
 
+/* ---- the timeline profiler ------------------------------------------------------------
+ *
+ * While it records, every launch, copy, signal and GPU wait recorded on a queue gets GPU
+ * timestamps of its start and end (releases the profiler adds around it: a launch's end rides
+ * on its QMD; with the profiler off nothing is added), and every submission its host times.
+ * nvhcq_profile_stop waits for what was submitted, then writes a Chrome trace-event JSON file
+ * (open it in https://ui.perfetto.dev or chrome://tracing; `nvhcq profile --svg` draws it): one
+ * track per channel of each GPU and one for the host, kernel names, grid and block, bytes
+ * copied and GB/s. NVHCQ_PROFILE=path starts it at the first nvhcq_device_open and writes the
+ * trace at each device close and at exit. Call start and stop from the thread that uses the
+ * devices (or while none is used). */
+NVHCQ_API nvhcq_status nvhcq_profile_start(const char *path);
+NVHCQ_API nvhcq_status nvhcq_profile_stop(void);
+
 /* ---- 0.1 names (deprecated) -------------------------------------------------------------
  *
  * Code written for 0.1 compiles against this header and runs unchanged; each 0.1 name warns and

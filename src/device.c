@@ -14,6 +14,7 @@
 #include "core/timeline.h"
 #include "driver/door.h"
 #include "exec/module.h"
+#include "exec/profile.h"
 #include "exec/queue.h"
 #include "mock/mock.h"
 #include "util/clock.h"
@@ -326,6 +327,7 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_open: out is NULL");
   *out = NULL;
   nvhcq_mock_install_from_env();
+  nvhcq_profile_from_env();
   double t0 = nvhcq_now_ms();
   nvhcq_device *dev = calloc(1, sizeof *dev);
   if (!dev) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -390,6 +392,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
                        : NVHCQ_SUCCESS;
   char saved[2048];
   snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
+  nvhcq_profile_device_closing(dev); /* reads the times of what ran, writes NVHCQ_PROFILE's trace */
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
   if (dev->broken) nvhcq_context_stop_compute(dev);
   nvhcq_context_destroy(dev);

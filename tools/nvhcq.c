@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli_args.h"
+#include "profile_svg.h"
 #include "nvhcq.h"
 
 static int fail(const char *what, nvhcq_status s) {
@@ -353,9 +354,11 @@ static void usage(FILE *out) {
           "  run     run a kernel from a .cubin, .ptx or .cu file (nvhcq run for its arguments)\n"
           "  compile compile CUDA C or PTX into a cubin (nvhcq compile for its arguments)\n"
           "  demo    compile SAXPY, run it on GPU 0 and check it against the CPU\n"
+          "  profile run a program with the timeline profiler (a Chrome/Perfetto trace), or\n"
+          "          draw a trace as an SVG timeline (nvhcq profile for its arguments)\n"
           "  help    this text\n\n"
           "environment: NVHCQ_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, NVHCQ_TIMEOUT_MS,\n"
-          "             NVHCQ_TRACE=1 (print every driver call)\n");
+          "             NVHCQ_TRACE=1 (print every driver call), NVHCQ_PROFILE=trace.json\n");
 }
 
 int main(int argc, char **argv) {
@@ -367,6 +370,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "run")) return cmd_run(argc, argv);
   if (!strcmp(argv[1], "compile")) return cmd_compile(argc, argv);
   if (!strcmp(argv[1], "demo")) return cmd_demo();
+  if (!strcmp(argv[1], "profile")) return cmd_profile(argc, argv);
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;

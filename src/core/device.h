@@ -73,6 +73,7 @@ struct nvhcq_device {
   nvhcq_module *modules;     /* every loaded module, for naming the kernel at a faulting PC */
   nvhcq_kernel *copy_kernel; /* NULL when the build has none for this GPU */
   int builtin_tried;
+  struct nvhcq_profile_device *profile; /* the timeline profiler's part, made on first use */
 };
 
 /* Refuses NULL, foreign and closed device handles. */

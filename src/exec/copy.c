@@ -7,6 +7,7 @@
 #include "core/timeline.h"
 #include "exec/module.h"
 #include "exec/builtin.h"
+#include "exec/profile.h"
 #include "util/memcpy_pool.h"
 #include "util/abi.h"
 
@@ -155,8 +156,8 @@ static nvhcq_status kernel_copy(nvhcq_device *dev, nvhcq_kernel *k, uint64_t d, 
   return nvhcq_kernel_launch_cpu_wait(k, grid, block, 0, &args, sizeof args, NULL);
 }
 
-nvhcq_status nvhcq_buffer_write(nvhcq_buffer *dst, size_t dst_offset, const void *src,
-                                size_t size) {
+static nvhcq_status buffer_write(nvhcq_buffer *dst, size_t dst_offset, const void *src,
+                                 size_t size) {
   NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_buffer_write destination"));
   if (!src && size)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_buffer_write: src is NULL");
@@ -167,7 +168,7 @@ nvhcq_status nvhcq_buffer_write(nvhcq_buffer *dst, size_t dst_offset, const void
   return upload_staged(dev, dst->gpu_address + dst_offset, src, size);
 }
 
-nvhcq_status nvhcq_buffer_read(void *dst, nvhcq_buffer *src, size_t src_offset, size_t size) {
+static nvhcq_status buffer_read(void *dst, nvhcq_buffer *src, size_t src_offset, size_t size) {
   NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_buffer_read source"));
   if (!dst && size)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_buffer_read: dst is NULL");
@@ -179,8 +180,8 @@ nvhcq_status nvhcq_buffer_read(void *dst, nvhcq_buffer *src, size_t src_offset, 
   return download_staged(dev, dst, src->gpu_address + src_offset, size);
 }
 
-nvhcq_status nvhcq_buffer_copy(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
-                               size_t src_offset, size_t size) {
+static nvhcq_status buffer_copy(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
+                                size_t src_offset, size_t size) {
   NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_buffer_copy destination"));
   NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_buffer_copy source"));
   if (dst->dev != src->dev)
@@ -193,6 +194,33 @@ nvhcq_status nvhcq_buffer_copy(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffe
   if (use_copy_kernel(dst, src, d, s, size) && (k = copy_kernel(dst->dev)))
     return kernel_copy(dst->dev, k, d, s, size);
   return copy_sync(dst->dev, d, s, size, ON_DEVICE);
+}
+
+/* The API's copies; while profiling, each is a slice on the host's copy track. */
+nvhcq_status nvhcq_buffer_write(nvhcq_buffer *dst, size_t dst_offset, const void *src,
+                                size_t size) {
+  if (!nvhcq_profiling()) return buffer_write(dst, dst_offset, src, size);
+  uint64_t t0 = nvhcq_profile_host_ns();
+  NVHCQ_TRY(buffer_write(dst, dst_offset, src, size));
+  nvhcq_profile_host_copy(dst->dev, "write", size, t0);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_buffer_read(void *dst, nvhcq_buffer *src, size_t src_offset, size_t size) {
+  if (!nvhcq_profiling()) return buffer_read(dst, src, src_offset, size);
+  uint64_t t0 = nvhcq_profile_host_ns();
+  NVHCQ_TRY(buffer_read(dst, src, src_offset, size));
+  nvhcq_profile_host_copy(src->dev, "read", size, t0);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_buffer_copy(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
+                               size_t src_offset, size_t size) {
+  if (!nvhcq_profiling()) return buffer_copy(dst, dst_offset, src, src_offset, size);
+  uint64_t t0 = nvhcq_profile_host_ns();
+  NVHCQ_TRY(buffer_copy(dst, dst_offset, src, src_offset, size));
+  nvhcq_profile_host_copy(dst->dev, "copy", size, t0);
+  return NVHCQ_SUCCESS;
 }
 
 /* The 0.1 names (nvhcq.h declares them deprecated). */

@@ -6,6 +6,7 @@
 
 #include "core/compute.h"
 #include "exec/module.h"
+#include "exec/profile.h"
 #include "exec/queue.h"
 #include "hw/occupancy.h"
 #include "util/align.h"
@@ -324,11 +325,21 @@ static void write_params(uint8_t *cbank, const nvhcq_kernel *k, const launch_req
   }
 }
 
+/* While profiling, the launch's end: a release on its QMD (when the grid completes). */
+static nvhcq_status profile_launch(nvhcq_queue *q, const nvhcq_kernel *k, nvhcq_dim3 grid,
+                                   nvhcq_dim3 block) {
+  nvhcq_profile_what w = {
+      .kind = NVHCQ_PROFILE_LAUNCH, .name = k->cubin->name, .grid = grid, .block = block};
+  return nvhcq_profile_end(q, &w);
+}
+
 /* Records a launch; `cbank` and `qmd` receive where its bank 0 and QMD were written (for the
  * variables of recorded queues). */
 static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r,
                                   const nvhcq_dim3 *cluster, uint8_t **cbank, uint8_t **qmd_at) {
   NVHCQ_TRY(check_launch(q, k, r, cluster));
+  int profiled = nvhcq_profiling();
+  if (profiled) NVHCQ_TRY(nvhcq_profile_begin(q));
   nvhcq_device *dev = q->dev;
   const nvhcq_compute_state *cs = &dev->compute_state;
   NVHCQ_TRY(nvhcq_compute_ensure_local_memory(dev, k->local_bytes));
@@ -362,6 +373,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r
   q->last_kernel = k;
   *cbank = cpu;
   *qmd_at = cpu + k->cbank0_bytes;
+  if (profiled && !q->push.error) return profile_launch(q, k, r->grid, r->block);
   return q->push.error;
 }
 

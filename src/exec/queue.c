@@ -1,6 +1,7 @@
 /* Eager queues: creating, resetting and destroying them, recording waits, signals and copies,
  * and submitting them to their channel. */
 #include "exec/queue.h"
+#include "exec/profile.h"
 #include "util/handle.h"
 #include "util/abi.h"
 
@@ -48,6 +49,7 @@ nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
   if (!q) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(q->ops->drop(q));
+  nvhcq_profile_forget(q);
   nvhcq_push_finish(&q->push);
   nvhcq_retire(q);
   return NVHCQ_SUCCESS;
@@ -56,6 +58,7 @@ nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
 nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(q->ops->drop(q));
+  nvhcq_profile_forget(q);
   nvhcq_push_reset(&q->push);
   nvhcq_queue_end_chain(q);
   q->launch_pending = 1;
@@ -63,7 +66,7 @@ nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
   return NVHCQ_SUCCESS;
 }
 
-nvhcq_status nvhcq_queue_gpu_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
+nvhcq_status nvhcq_queue_record_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(check_signal_for(q, sig));
   nvhcq_push_host_wait(&q->push, sig->gpu_address, value);
@@ -71,7 +74,22 @@ nvhcq_status nvhcq_queue_gpu_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t va
   return q->push.error;
 }
 
+nvhcq_status nvhcq_queue_gpu_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
+  if (!nvhcq_profiling()) return nvhcq_queue_record_wait(q, sig, value);
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  NVHCQ_TRY(check_signal_for(q, sig));
+  NVHCQ_TRY(nvhcq_profile_begin(q));
+  NVHCQ_TRY(nvhcq_queue_record_wait(q, sig, value));
+  return nvhcq_profile_end(q, &(nvhcq_profile_what){.kind = NVHCQ_PROFILE_WAIT, .value = value});
+}
+
 nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
+  NVHCQ_TRY(nvhcq_queue_record_signal(q, sig, value));
+  if (!nvhcq_profiling()) return NVHCQ_SUCCESS;
+  return nvhcq_profile_end(q, &(nvhcq_profile_what){.kind = NVHCQ_PROFILE_SIGNAL, .value = value});
+}
+
+nvhcq_status nvhcq_queue_record_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(check_signal_for(q, sig));
   if (q->kind == NVHCQ_QUEUE_COPY) {
@@ -94,8 +112,14 @@ nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64
   if (dst + size < dst || src + size < src)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "copy of %llu bytes wraps the address space",
                       (unsigned long long)size);
+  if (!nvhcq_profiling()) {
+    nvhcq_push_copy(&q->push, dst, src, size);
+    return q->push.error;
+  }
+  NVHCQ_TRY(nvhcq_profile_begin(q));
   nvhcq_push_copy(&q->push, dst, src, size);
-  return q->push.error;
+  NVHCQ_TRY(q->push.error);
+  return nvhcq_profile_end(q, &(nvhcq_profile_what){.kind = NVHCQ_PROFILE_COPY, .bytes = size});
 }
 
 nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
@@ -103,7 +127,11 @@ nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
   NVHCQ_TRY(q->push.error);
   if (q->dev->broken) return nvhcq_device_cpu_wait_idle(q->dev); /* says why */
   nvhcq_queue_name_last_kernel(q);
-  return q->ops->submit(q);
+  if (!nvhcq_profiling()) return q->ops->submit(q);
+  uint64_t t0 = nvhcq_profile_host_ns();
+  NVHCQ_TRY(nvhcq_profile_before_submit(q));
+  NVHCQ_TRY(q->ops->submit(q));
+  return nvhcq_profile_after_submit(q, t0);
 }
 
 /* ---- the eager implementation ---- */

@@ -39,7 +39,8 @@ struct nvhcq_queue {
   uint32_t var_launch_count, var_launch_capacity;
   nvhcq_signal *done;
   uint64_t replays;
-  uint32_t generation; /* the device's channel generation at the last replay */
+  uint32_t generation;                 /* the device's channel generation at the last replay */
+  struct nvhcq_profile_queue *profile; /* what the profiler saw it record (exec/profile.h) */
 };
 
 /* How a variable's value is written at a patch site. */
@@ -111,6 +112,10 @@ void nvhcq_queue_end_chain(nvhcq_queue *q);
 nvhcq_status nvhcq_queue_submit_args(const nvhcq_queue *q) NVHCQ_MUST_CHECK;
 /* At submission: names the queue's last kernel as the device's, for fault reports. */
 void nvhcq_queue_name_last_kernel(const nvhcq_queue *q);
+/* nvhcq_queue_gpu_wait and nvhcq_queue_signal without the profiler's releases around them: the
+ * *_var calls record these, then patch the words they wrote. */
+nvhcq_status nvhcq_queue_record_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value);
+nvhcq_status nvhcq_queue_record_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value);
 /* Puts a signal into the last launch's QMD if it has a free release; 1 when it did. */
 int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value);
 

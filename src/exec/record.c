@@ -5,6 +5,7 @@
 
 #include "exec/module.h"
 #include "exec/queue.h"
+#include "exec/profile.h"
 #include "util/align.h"
 #include "util/abi.h"
 
@@ -289,17 +290,17 @@ nvhcq_status nvhcq_queue_cpu_wait_idle(nvhcq_queue *q, uint32_t timeout_ms) {
 
 /* ---- recording with variables ---- */
 
-nvhcq_status nvhcq_queue_signal_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value) {
-  NVHCQ_TRY(check_recording(q, "nvhcq_queue_signal_var"));
-  NVHCQ_TRY(check_var(q, value));
-  uint64_t v = value == NVHCQ_NO_VAR ? 0 : q->vars[value].value;
+/* The signal, and the patch sites of its value: in the last QMD's release it went into, or in
+ * the release command. */
+static nvhcq_status record_signal_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value,
+                                      uint64_t v) {
   uint32_t start = q->push.len;
   uint32_t *qmd_before = q->last_qmd;
   uint32_t released_before[3];
   for (unsigned s = 0; s < 3 && qmd_before; s++)
     released_before[s] = (uint32_t)nvhcq_qmd_get(q->dev->compute_state.qmd_version,
                                                  q->last_qmd_shadow, NVHCQ_QMD_RELEASE0_ENABLE + s);
-  NVHCQ_TRY(nvhcq_queue_signal(q, sig, v));
+  NVHCQ_TRY(nvhcq_queue_record_signal(q, sig, v));
   if (value == NVHCQ_NO_VAR) return NVHCQ_SUCCESS;
   if (q->push.len == start && qmd_before) { /* it went into the last QMD's release */
     for (unsigned s = 0; s < 3; s++) {
@@ -323,12 +324,26 @@ nvhcq_status nvhcq_queue_signal_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var
   return nvhcq_queue_add_patch(q, value, NVHCQ_PATCH_LO_HI, 1, start + 3, NULL, 0);
 }
 
+nvhcq_status nvhcq_queue_signal_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value) {
+  NVHCQ_TRY(check_recording(q, "nvhcq_queue_signal_var"));
+  NVHCQ_TRY(check_var(q, value));
+  uint64_t v = value == NVHCQ_NO_VAR ? 0 : q->vars[value].value;
+  NVHCQ_TRY(record_signal_var(q, sig, value, v));
+  if (!nvhcq_profiling()) return NVHCQ_SUCCESS;
+  return nvhcq_profile_end(q, &(nvhcq_profile_what){.kind = NVHCQ_PROFILE_SIGNAL, .value = v});
+}
+
 nvhcq_status nvhcq_queue_gpu_wait_var(nvhcq_queue *q, nvhcq_signal *sig, nvhcq_var value) {
   NVHCQ_TRY(check_recording(q, "nvhcq_queue_gpu_wait_var"));
   NVHCQ_TRY(check_var(q, value));
+  uint64_t v = value == NVHCQ_NO_VAR ? 0 : q->vars[value].value;
+  int profiled = nvhcq_profiling();
+  if (profiled) NVHCQ_TRY(nvhcq_profile_begin(q));
   uint32_t start = q->push.len;
-  NVHCQ_TRY(nvhcq_queue_gpu_wait(q, sig, value == NVHCQ_NO_VAR ? 0 : q->vars[value].value));
-  return nvhcq_queue_add_patch(q, value, NVHCQ_PATCH_LO_HI, 1, start + 3, NULL, 0);
+  NVHCQ_TRY(nvhcq_queue_record_wait(q, sig, v));
+  NVHCQ_TRY(nvhcq_queue_add_patch(q, value, NVHCQ_PATCH_LO_HI, 1, start + 3, NULL, 0));
+  if (!profiled) return NVHCQ_SUCCESS;
+  return nvhcq_profile_end(q, &(nvhcq_profile_what){.kind = NVHCQ_PROFILE_WAIT, .value = v});
 }
 
 nvhcq_status nvhcq_queue_copy_vars(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64_t size,
@@ -346,13 +361,17 @@ nvhcq_status nvhcq_queue_copy_vars(nvhcq_queue *q, uint64_t dst, uint64_t src, u
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "a copy with variables is one piece of 1 byte to 2 GiB - 1, not %llu bytes",
                       (unsigned long long)size);
+  int profiled = nvhcq_profiling();
+  if (profiled) NVHCQ_TRY(nvhcq_profile_begin(q));
   /* One piece: header, in hi/lo, out hi/lo, header, line length, header, launch. */
   uint32_t start = q->push.len;
   nvhcq_push_copy(&q->push, dst, src, size);
   NVHCQ_TRY(q->push.error);
   NVHCQ_TRY(nvhcq_queue_add_patch(q, src_var, NVHCQ_PATCH_HI_LO, 1, start + 1, NULL, 0));
   NVHCQ_TRY(nvhcq_queue_add_patch(q, dst_var, NVHCQ_PATCH_HI_LO, 1, start + 3, NULL, 0));
-  return nvhcq_queue_add_patch(q, size_var, NVHCQ_PATCH_LENGTH, 1, start + 6, NULL, 0);
+  NVHCQ_TRY(nvhcq_queue_add_patch(q, size_var, NVHCQ_PATCH_LENGTH, 1, start + 6, NULL, 0));
+  if (!profiled) return NVHCQ_SUCCESS;
+  return nvhcq_profile_end(q, &(nvhcq_profile_what){.kind = NVHCQ_PROFILE_COPY, .bytes = size});
 }
 
 /* Its memory may still be read by a running replay, unless the device is broken: it waits for

@@ -1,0 +1,164 @@
+/* The timeline profiler on the mock GPU: the trace of copies, signals, waits and submissions
+ * (eager queues submitted twice, recorded replays, synchronous copies), its errors, and that a
+ * queue records no extra command while the profiler is off. */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exec/queue.h"
+#include "mock/mock.h"
+#include "nvhcq.h"
+#include "test.h"
+
+/* AddressSanitizer's shadow leaves no addresses below 2^40 for device memory (see test_mock). */
+#if defined(__SANITIZE_ADDRESS__)
+#define NO_DEVICE_ADDRESS_SPACE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NO_DEVICE_ADDRESS_SPACE 1
+#endif
+#endif
+
+#ifdef NO_DEVICE_ADDRESS_SPACE
+static const int device_address_space = 0;
+#else
+static const int device_address_space = 1;
+#endif
+
+static nvhcq_device *open_mock(void) {
+  nvhcq_mock_install();
+  nvhcq_device *dev = NULL;
+  nvhcq_status s = nvhcq_device_open(0, &dev);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "open: %s", nvhcq_last_error());
+  return s ? NULL : dev;
+}
+
+#define NEED_MOCK_DEVICE(dev)                                                                      \
+  if (!device_address_space)                                                                       \
+    TEST_SKIP(                                                                                     \
+        "AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");      \
+  nvhcq_device *dev = open_mock();                                                                 \
+  if (!dev) return
+
+static void close_mock(nvhcq_device *dev) {
+  TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
+  nvhcq_mock_uninstall();
+}
+
+/* How many times `needle` occurs in the file. */
+static int count_in_file(const char *path, const char *needle) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  static char text[1 << 20];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  int count = 0;
+  for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle)) count++;
+  return count;
+}
+
+static void t_errors(void) {
+  TEST_CHECK(nvhcq_profile_stop() == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(strstr(nvhcq_last_error(), "not recording") != NULL);
+  TEST_CHECK(nvhcq_profile_start(NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_profile_start("/nonexistent-dir/trace.json") == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_profile_start("/tmp/x.json") == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_profile_stop() == NVHCQ_ERROR_IO);
+  TEST_CHECK(strstr(nvhcq_last_error(), "/nonexistent-dir/trace.json") != NULL);
+}
+
+static void eager_copies(nvhcq_device *dev, nvhcq_buffer *a, nvhcq_buffer *b, nvhcq_signal *sig) {
+  nvhcq_queue *q = NULL;
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_gpu_wait(q, sig, 0) == NVHCQ_SUCCESS);
+  for (int i = 0; i < 3; i++)
+    TEST_CHECK(nvhcq_queue_copy(q, nvhcq_buffer_gpu_address(b), nvhcq_buffer_gpu_address(a),
+                                4096u << i) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, sig, 1) == NVHCQ_SUCCESS);
+  for (int run = 0; run < 2; run++) { /* the second run writes the first's slots again */
+    TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS); /* the signal says 1 already */
+  }
+  TEST_CHECK(nvhcq_queue_destroy(q) == NVHCQ_SUCCESS);
+}
+
+static void recorded_copies(nvhcq_device *dev, nvhcq_buffer *a, nvhcq_buffer *b,
+                            nvhcq_signal *sig) {
+  nvhcq_queue *q = NULL;
+  nvhcq_var size, value;
+  TEST_CHECK(nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_var(q, "size", 512, &size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_var(q, "value", 2, &value) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_gpu_wait_var(q, sig, value) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_copy_vars(q, nvhcq_buffer_gpu_address(b), nvhcq_buffer_gpu_address(a), 0,
+                                   NVHCQ_NO_VAR, NVHCQ_NO_VAR, size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal_var(q, sig, value) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_finish(q) == NVHCQ_SUCCESS);
+  nvhcq_signal_set(sig, 2);
+  for (int run = 0; run < 2; run++) {
+    TEST_CHECK_MSG(nvhcq_queue_submit(q) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    TEST_CHECK_MSG(nvhcq_queue_cpu_wait_idle(q, 0) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  }
+  TEST_CHECK(nvhcq_queue_destroy(q) == NVHCQ_SUCCESS);
+}
+
+static void t_trace(void) {
+  NEED_MOCK_DEVICE(dev);
+  char path[] = "/tmp/nvhcq-profile-XXXXXX";
+  int fd = mkstemp(path);
+  TEST_CHECK(fd >= 0);
+  close(fd);
+  nvhcq_buffer *a = NULL, *b = NULL;
+  nvhcq_signal *sig = NULL;
+  static unsigned char bytes[1 << 15];
+  TEST_CHECK(nvhcq_buffer_create(dev, sizeof bytes, NVHCQ_MEMORY_DEVICE, &a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, sizeof bytes, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &sig) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_profile_start(path) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_write(a, 0, bytes, sizeof bytes) == NVHCQ_SUCCESS);
+  eager_copies(dev, a, b, sig);
+  recorded_copies(dev, a, b, sig);
+  TEST_CHECK(nvhcq_buffer_read(bytes, b, 0, sizeof bytes) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_profile_stop() == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  /* Copies: 3 x 2 runs, 1 x 2 replays, a write and a read; a signal and a wait per run. */
+  TEST_CHECK(count_in_file(path, "\"cat\":\"copy\",\"ph\":\"X\",\"pid\":1,\"tid\":2") == 8);
+  TEST_CHECK(count_in_file(path, "\"cat\":\"copy\",\"ph\":\"X\",\"pid\":0,\"tid\":1") == 2);
+  TEST_CHECK(count_in_file(path, "\"name\":\"copy 16.0 KiB\"") == 2);
+  TEST_CHECK(count_in_file(path, "\"cat\":\"signal\",\"ph\":\"i\"") == 4);
+  TEST_CHECK(count_in_file(path, "\"cat\":\"wait\",\"ph\":\"X\"") == 4);
+  TEST_CHECK(count_in_file(path, "\"cat\":\"submit\",\"ph\":\"X\",\"pid\":0,\"tid\":0") == 4);
+  TEST_CHECK(count_in_file(path, "\"ph\":\"s\"") == 4 && count_in_file(path, "\"ph\":\"f\"") == 4);
+  TEST_CHECK(count_in_file(path, "\"lost_operations\":0") == 1);
+  TEST_CHECK(count_in_file(path, "\"name\":\"GPU 0: NVIDIA H200") == 1);
+  unlink(path);
+  nvhcq_signal_destroy(sig);
+  nvhcq_buffer_destroy(a);
+  nvhcq_buffer_destroy(b);
+  close_mock(dev);
+}
+
+/* The same commands make the same words with the profiler off, before and after it ran. */
+static void t_off_adds_nothing(void) {
+  NEED_MOCK_DEVICE(dev);
+  nvhcq_queue *q = NULL;
+  nvhcq_signal *sig = NULL;
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &sig) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
+  uint32_t len[3];
+  for (int pass = 0; pass < 3; pass++) {
+    if (pass == 1) TEST_CHECK(nvhcq_profile_start("/dev/null") == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_reset(q) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_gpu_wait(q, sig, 0) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_copy(q, 0x1000, 0x2000, 64) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_signal(q, sig, 1) == NVHCQ_SUCCESS);
+    len[pass] = q->push.len;
+    if (pass == 1) TEST_CHECK(nvhcq_profile_stop() == NVHCQ_SUCCESS);
+  }
+  TEST_CHECK(len[0] == len[2] && len[1] > len[0]);
+  TEST_CHECK(nvhcq_queue_destroy(q) == NVHCQ_SUCCESS);
+  nvhcq_signal_destroy(sig);
+  close_mock(dev);
+}
+
+TEST_MAIN({"errors", t_errors}, {"trace", t_trace}, {"off_adds_nothing", t_off_adds_nothing})
