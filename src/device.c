@@ -388,6 +388,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
   if (dev->broken) nvhcq_context_stop_compute(dev);
   nvhcq_context_destroy(dev);
+  nvhcq_reclaim_all(dev); /* no channel is left to touch what was destroyed */
   nvhcq_timeline_fini(dev);
   if (dev->copy_stamp) nvhcq_signal_destroy(dev->copy_stamp);
   if (dev->sync_queue) nvhcq_queue_destroy(dev->sync_queue);
@@ -413,6 +414,7 @@ nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   nvhcq_context_stop_compute(dev);
   nvhcq_context_destroy(dev);
+  nvhcq_reclaim_all(dev); /* the old channels, the only users of what was destroyed, are gone */
   nvhcq_fault_reset(dev);
   nvhcq_timeline_skip(dev);
   dev->generation++;

@@ -9,6 +9,7 @@
 #include "core/compute.h"
 #include "core/fault.h"
 #include "core/memory.h"
+#include "core/reclaim.h"
 #include "core/signal.h"
 #include "core/timeline.h"
 #include "driver/rm.h"
@@ -59,6 +60,7 @@ struct nvhcq_device {
   nvhcq_timeline_state timeline;     /* timeline.c */
   nvhcq_compute_state compute_state; /* compute.c */
   nvhcq_fault_state fault;           /* fault.c */
+  nvhcq_reclaim_state reclaim;       /* reclaim.c */
 
   /* Kept by exec/, whose types are opaque here. The copy engine's best speed so far, in bytes per
    * GPU nanosecond, for copies to the GPU, from it and within it; measured between two releases

@@ -168,8 +168,8 @@ static void release(nvhcq_buffer *b, int gpu_mapped) {
   nvhcq_retire(b);
 }
 
-nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
-                                const nvhcq_alloc_options *options, nvhcq_buffer **out) {
+static nvhcq_status alloc_once(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
+                               const nvhcq_alloc_options *options, nvhcq_buffer **out) {
   static const nvhcq_alloc_options defaults = {0};
   if (!options) options = &defaults;
   uint64_t page = page_size_for(kind, size);
@@ -208,6 +208,17 @@ nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kin
   }
   *out = b;
   return NVHCQ_SUCCESS;
+}
+
+/* Destroyed buffers the GPU is done with go first; when memory runs out, those it is still using
+ * are waited for and the allocation is tried once more. */
+nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
+                                const nvhcq_alloc_options *options, nvhcq_buffer **out) {
+  nvhcq_reclaim_poll(dev);
+  nvhcq_status s = alloc_once(dev, size, kind, options, out);
+  if (s == NVHCQ_ERROR_OUT_OF_MEMORY && nvhcq_reclaim_wait_all(dev))
+    s = alloc_once(dev, size, kind, options, out);
+  return s;
 }
 
 nvhcq_status nvhcq_memory_free(nvhcq_buffer *b) {

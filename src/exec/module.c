@@ -218,20 +218,19 @@ nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t s
 nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
   if (!m) return NVHCQ_SUCCESS;
   NVHCQ_TRY(check_module(m));
-  /* The GPU may still run its kernels: let queued work finish first (a broken device runs
-   * nothing any more, as for nvhcq_buffer_destroy). */
-  nvhcq_status s = m->dev->broken ? NVHCQ_SUCCESS : nvhcq_device_cpu_wait_idle(m->dev);
+  /* The GPU may still run its kernels: the code goes, as a destroyed buffer does, once the GPU
+   * has passed the work queued so far. */
+  NVHCQ_TRY(nvhcq_reclaim_buffer(m->image));
   for (nvhcq_module **at = &m->dev->modules; *at; at = &(*at)->next)
     if (*at == m) {
       *at = m->next;
       break;
     }
   for (uint32_t i = 0; i < m->kernel_count; i++) m->kernels[i].magic = NVHCQ_DEAD_MAGIC;
-  nvhcq_memory_free(m->image);
   nvhcq_cubin_free(m->cubin);
   nvhcq_retire(m->kernels); /* kernel handles point into it */
   nvhcq_retire(m);
-  return s;
+  return NVHCQ_SUCCESS;
 }
 
 uint32_t nvhcq_module_kernel_count(const nvhcq_module *m) {
