@@ -118,8 +118,14 @@ typedef struct nvhcq_device_info {
 NVHCQ_API nvhcq_status nvhcq_device_count(int *count);
 /* Opens visible GPU `index`: driver client, address space, a compute and a copy channel. */
 NVHCQ_API nvhcq_status nvhcq_device_open(int index, nvhcq_device **out);
-/* Waits for outstanding work (bounded by the timeout), then releases everything. NULL is fine. */
+/* Waits for outstanding work (bounded by the timeout), releases the memory and channels, and
+ * leaves the slow driver calls (UVM's unregistration, freeing the client, closing the fds) to a
+ * background thread, joined by the next open of the same GPU, nvhcq_device_close_wait or the
+ * process's exit. NVHCQ_CLOSE=wait makes it wait as nvhcq_device_close_wait does. NULL is fine. */
 NVHCQ_API nvhcq_status nvhcq_device_close(nvhcq_device *dev);
+/* nvhcq_device_close, then waits until everything of this GPU's closes so far is released (fds
+ * closed, driver objects freed). NULL: waits for every GPU's. */
+NVHCQ_API nvhcq_status nvhcq_device_close_wait(nvhcq_device *dev);
 /* Fills *info; info->struct_size must be set (see the top of this file). */
 NVHCQ_API nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_device_info *info);
 /* The CPU waits until all work submitted on both channels has completed. */

@@ -13,6 +13,7 @@
 #include "core/device.h"
 #include "core/timeline.h"
 #include "driver/door.h"
+#include "driver/release.h"
 #include "exec/module.h"
 #include "exec/queue.h"
 #include "mock/mock.h"
@@ -296,6 +297,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
         nvhcq_visible_list() ? "; check NVHCQ_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES" : "");
   const nv_ioctl_card_info_t *card = &cards[visible[index]];
   dev->minor = card->minor_number;
+  nvhcq_release_join(dev->minor); /* an earlier close of this GPU finishes first */
   dev->info.pci_domain = card->domain;
   dev->info.pci_bus = card->bus;
   dev->info.pci_device = card->slot;
@@ -344,40 +346,24 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   return NVHCQ_SUCCESS;
 }
 
-static void unregister_uvm(nvhcq_device *dev) {
-  if (dev->uvm_vaspace_registered) {
-    UVM_UNREGISTER_GPU_VASPACE_PARAMS u = {0};
-    memcpy(u.gpuUuid.uuid, dev->info.uuid, 16);
-    (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU_VASPACE, "UVM_UNREGISTER_GPU_VASPACE", &u,
-                          offsetof(UVM_UNREGISTER_GPU_VASPACE_PARAMS, rmStatus));
-  }
-  if (dev->uvm_gpu_registered) {
-    UVM_UNREGISTER_GPU_PARAMS u = {0};
-    memcpy(u.gpu_uuid.uuid, dev->info.uuid, 16);
-    (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU", &u,
-                          offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus));
-  }
-}
-
-static void close_fd(int *fd) {
-  if (*fd >= 0) nvhcq_door->close(*fd);
-  *fd = -1;
-}
-
-/* The doorbell mapping, the client (freeing the root client frees every object under it) and the
- * driver's fds. */
-static void close_driver(nvhcq_device *dev) {
+/* The doorbell mapping goes now; UVM's unregistrations, the client (freeing the root client frees
+ * every object under it), the driver's fds and the ranges UVM held go on a background thread,
+ * unless the caller waits. */
+static void close_driver(nvhcq_device *dev, int wait) {
   if (dev->usermode_map) nvhcq_door->munmap(dev->usermode_map, 0x10000);
-  if (dev->rm.root) nvhcq_rm_free(&dev->rm, 0, dev->rm.root);
-  close_fd(&dev->usermode_fd);
-  close_fd(&dev->fd_dev);
-  close_fd(&dev->fd_uvm2);
-  close_fd(&dev->rm.fd_uvm);
-  close_fd(&dev->rm.fd_ctl);
+  nvhcq_release r = {.rm = dev->rm,
+                     .fds = {dev->usermode_fd, dev->fd_dev, dev->fd_uvm2, -1},
+                     .uvm_gpu = dev->uvm_gpu_registered,
+                     .uvm_vaspace = dev->uvm_vaspace_registered,
+                     .minor = dev->minor,
+                     .low_ranges = dev->stuck_va,
+                     .low_range_count = dev->stuck_va_count,
+                     .low_range_bytes = NVHCQ_CHANNEL_VA_BYTES};
+  memcpy(r.uuid, dev->info.uuid, 16);
+  nvhcq_release_start(&r, wait || nvhcq_release_wait_by_default());
 }
 
-nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
-  if (!dev) return NVHCQ_SUCCESS;
+static nvhcq_status close_device(nvhcq_device *dev, int wait) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   /* A broken device's channels will never drain: tear down without waiting. */
   nvhcq_status s = dev->compute.handle && dev->copy.handle && !dev->broken
@@ -398,13 +384,27 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   nvhcq_memory_drop(&dev->staging);
   nvhcq_signal_pool_fini(dev);
   nvhcq_context_free_rings(dev);
-  unregister_uvm(dev);
   nvhcq_fault_fini(dev);
-  close_driver(dev);
-  nvhcq_context_release_ranges(dev);
+  close_driver(dev, wait);
   nvhcq_retire(dev);
   if (s) return nvhcq_fail(s, "%s", saved);
   return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
+  return dev ? close_device(dev, 0) : NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_device_close_wait(nvhcq_device *dev) {
+  if (!dev) {
+    nvhcq_release_join_all();
+    return NVHCQ_SUCCESS;
+  }
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  uint32_t minor = dev->minor;
+  nvhcq_status s = close_device(dev, 1);
+  nvhcq_release_join(minor);
+  return s;
 }
 
 /* A fault or a stop kills the channel group, not the address space: new channels in the same
@@ -442,6 +442,7 @@ nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms) {
 nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_bytes) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (!free_bytes) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "free_bytes is NULL");
+  nvhcq_release_join(dev->minor); /* memory that closes of this GPU still hold counts as free */
   uint64_t kib = 0;
   NVHCQ_TRY(read_fb_info(dev, NULL, &kib));
   *free_bytes = kib << 10;
