@@ -235,8 +235,11 @@ static nvhcq_status alloc_gpu_objects(nvhcq_device *dev, const nv_ioctl_card_inf
   NVHCQ_TRY(read_identity(dev));
   nvhcq_compute_init(dev);
   request_boost(dev);
-  NV_VASPACE_ALLOCATION_PARAMETERS vp = {
-      .flags = NV_VASPACE_FLAGS_NVHCQ, .vaBase = 0x1000, .vaSize = 0x1fffffb000000ull};
+  /* UVM takes only an address space it owns (externally owned, faulting); without UVM it is
+   * RM's, which maps memory and the channels' context buffers into it itself. */
+  NV_VASPACE_ALLOCATION_PARAMETERS vp = {.flags = dev->rm_only ? 0 : NV_VASPACE_FLAGS_NVHCQ,
+                                         .vaBase = 0x1000,
+                                         .vaSize = 0x1fffffb000000ull};
   return nvhcq_rm_alloc(&dev->rm, dev->h_device, FERMI_VASPACE_A, &vp,
                         dev->rm.branch->vaspace_params_size, &dev->h_vaspace);
 }
@@ -259,6 +262,21 @@ static nvhcq_status map_usermode(nvhcq_device *dev) {
   if (at == MAP_FAILED)
     return nvhcq_fail(NVHCQ_ERROR_DRIVER, "mmap of the doorbell page: %s", strerror(errno));
   dev->usermode_map = at;
+  return NVHCQ_SUCCESS;
+}
+
+/* NVHCQ_UVM: "eager" (the default) registers the GPU with UVM while opening; "off" does without
+ * UVM (no UVM_REGISTER_GPU, the ~95 ms of an open on the H200) at the cost of slower fault reports.
+ */
+static nvhcq_status read_uvm_mode(nvhcq_device *dev) {
+  const char *env = getenv("NVHCQ_UVM");
+  if (!env || !*env || !strcmp(env, "eager")) return NVHCQ_SUCCESS;
+  if (strcmp(env, "off"))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "NVHCQ_UVM=%s: say eager (register with UVM while opening, the default) or "
+                      "off (map memory through RM alone)",
+                      env);
+  dev->rm_only = 1;
   return NVHCQ_SUCCESS;
 }
 
@@ -304,12 +322,15 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   dev->info.pci_function = card->function;
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, 0, NV01_ROOT_CLIENT, NULL, 0, &dev->rm.root));
   NVHCQ_TRY(detect_driver(dev));
-  NVHCQ_TRY(open_uvm(dev));
+  NVHCQ_TRY(read_uvm_mode(dev));
+  if (!dev->rm_only) NVHCQ_TRY(open_uvm(dev));
   NVHCQ_TRY(nvhcq_open_gpu(dev->rm.fd_ctl, dev->minor, &dev->fd_dev));
   NVHCQ_TRY(alloc_gpu_objects(dev, card));
   NVHCQ_TRY(map_usermode(dev));
-  NVHCQ_TRY(register_uvm(dev));
-  nvhcq_fault_watch_open(dev);
+  if (!dev->rm_only) {
+    NVHCQ_TRY(register_uvm(dev));
+    nvhcq_fault_watch_open(dev);
+  }
   NVHCQ_TRY(nvhcq_va_ranges_init());
   NVHCQ_TRY(nvhcq_signal_pool_init(dev));
   NVHCQ_TRY(nvhcq_timeline_init(dev));

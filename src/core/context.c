@@ -39,6 +39,7 @@ static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
 
 /* Gives UVM a range of our address space for the channel's context buffers. */
 static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
+  if (dev->rm_only) return NVHCQ_SUCCESS; /* RM maps the context buffers in its own space */
   for (;;) {
     /* Aligned to its size: the driver places context buffers of large alignment in it. */
     NVHCQ_TRY(nvhcq_va_alloc(nvhcq_va_low(), NVHCQ_CHANNEL_VA_BYTES, NVHCQ_CHANNEL_VA_BYTES,

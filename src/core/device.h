@@ -36,6 +36,10 @@ struct nvhcq_device {
   void *usermode_map;
   int usermode_fd;
   int uvm_gpu_registered, uvm_vaspace_registered;
+  /* NVHCQ_UVM=off: no UVM at all. The address space is RM's, memory is mapped into it through
+   * virtual memory objects at the CPU's addresses, and faults are reported from the channels'
+   * error notifiers only. */
+  int rm_only;
   uint32_t timeout_ms;
   uint32_t next_host_handle;
   int broken;          /* a channel faulted or a wait timed out: recover or close */

@@ -61,6 +61,27 @@ static uint32_t free_range(uint64_t base) {
   return MOCK_NV_OK;
 }
 
+uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory) {
+  pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
+  UVM_CREATE_EXTERNAL_RANGE_PARAMS p = {.base = base, .length = length};
+  uint32_t s = create_range(&p);
+  if (!s) {
+    mock_range *r = range_at(base);
+    r->host = memory->backing;
+    r->obj = memory;
+    r->length = length < memory->size ? length : memory->size;
+  }
+  pthread_rwlock_unlock(&nvhcq_mock.va_lock);
+  return s;
+}
+
+uint32_t mock_range_unmap(uint64_t base) {
+  pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
+  uint32_t s = free_range(base);
+  pthread_rwlock_unlock(&nvhcq_mock.va_lock);
+  return s;
+}
+
 void mock_ranges_drop(const mock_obj *obj) {
   pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
   for (uint32_t i = 0; i < nvhcq_mock.nranges;)

@@ -463,7 +463,33 @@ static void t_close_leaves_slow_calls_behind(void) {
   nvhcq_mock_uninstall();
 }
 
+/* NVHCQ_UVM=off: memory of every kind is mapped through RM's virtual memory objects at the CPU's
+ * addresses (the copies read and write it there), and nothing is left after close. */
+static void t_rm_only_mapping(void) {
+  setenv("NVHCQ_UVM", "off", 1);
+  nvhcq_device *dev = device_address_space ? open_mock() : NULL;
+  unsetenv("NVHCQ_UVM");
+  if (!device_address_space)
+    TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");
+  if (!dev) return;
+  for (nvhcq_memory_kind k = 0; k < 4; k++) {
+    round_trip(dev, 4097, 1, k, (k + 1) % 4);
+    round_trip(dev, (4 << 20) + 3, 0, k, NVHCQ_MEMORY_DEVICE); /* 2 MiB pages */
+  }
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS); /* the destroyed ones go */
+  uint32_t ranges_open = nvhcq_mock_live().ranges;
+  nvhcq_buffer *m;
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE_MAPPED, &m) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_mock_live().ranges == ranges_open + 1);
+  TEST_CHECK(nvhcq_mock_gpu_pointer(nvhcq_buffer_gpu_address(m), 4096) != NULL);
+  nvhcq_buffer_destroy(m);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_mock_live().ranges == ranges_open, "%u GPU mappings, %u before",
+                 nvhcq_mock_live().ranges, ranges_open);
+  close_mock(dev);
+}
+
 TEST_MAIN(TEST(t_h200_profile), TEST(t_copies_every_kind), TEST(t_cross_queue_wait),
           TEST(t_recorded_replay), TEST(t_qmd_launch), TEST(t_malformed_stream),
           TEST(t_driver_checks), TEST(t_command_processor_direct),
-          TEST(t_close_leaves_slow_calls_behind))
+          TEST(t_close_leaves_slow_calls_behind), TEST(t_rm_only_mapping))
