@@ -95,17 +95,12 @@ static nvhcq_status upload(nvhcq_module *m) {
   nvhcq_cubin *c = m->cubin;
   NVHCQ_TRY(nvhcq_memory_alloc(m->dev, c->memory_size + CODE_GUARD_BYTES,
                                NVHCQ_MEMORY_DEVICE_MAPPED, NULL, &m->image));
-  uint8_t *copy = malloc(c->image_size ? c->image_size : 1);
-  if (!copy) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
-  memcpy(copy, c->image, c->image_size);
-  nvhcq_status s = nvhcq_cubin_relocate(c, copy, m->image->gpu_address);
-  if (!s) {
-    uint8_t *dst = m->image->host_pointer;
-    memcpy(dst, copy, c->image_size);
-    memset(dst + c->image_size, 0, m->image->size - c->image_size);
-  }
-  free(copy);
-  return s;
+  /* One pass over the GPU's memory: the image goes in with one copy and the relocations are
+   * patched in place (they only write, so nothing is read back through the CPU mapping). */
+  uint8_t *dst = m->image->host_pointer;
+  memcpy(dst, c->image, c->image_size);
+  memset(dst + c->image_size, 0, m->image->size - c->image_size);
+  return nvhcq_cubin_relocate(c, dst, m->image->gpu_address);
 }
 
 /* New code and constants may sit where an unloaded module's were: the SMs' instruction and
