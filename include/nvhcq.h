@@ -137,7 +137,8 @@ NVHCQ_API nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t time
  * valid. Work that had not completed is discarded; signals it would have released keep the
  * values they had, and recorded queues count its replays as over. */
 NVHCQ_API nvhcq_status nvhcq_device_recover(nvhcq_device *dev);
-/* Device memory still free, as the driver counts it. */
+/* Device memory still free, as the driver counts it (after this GPU's background releases of
+ * closed devices are done; destroyed buffers the GPU may still use count as used). */
 NVHCQ_API nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_bytes);
 
 /* ---- memory ----------------------------------------------------------------------------- */
@@ -152,7 +153,9 @@ typedef struct nvhcq_buffer nvhcq_buffer;
 
 NVHCQ_API nvhcq_status nvhcq_buffer_create(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
                                            nvhcq_buffer **out);
-/* Frees a buffer once the GPU no longer uses it (waits for the device). NULL is fine. */
+/* Destroys a buffer without waiting for the GPU: the handle is dead at once, and the memory and
+ * its addresses are released once the GPU has passed the work submitted before this call (on a
+ * later allocation, wait, recovery or close). NULL is fine. */
 NVHCQ_API nvhcq_status nvhcq_buffer_destroy(nvhcq_buffer *buf);
 NVHCQ_API uint64_t nvhcq_buffer_gpu_address(const nvhcq_buffer *buf);
 /* CPU pointer, or NULL for NVHCQ_MEMORY_DEVICE. */
@@ -244,7 +247,8 @@ NVHCQ_API nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *image, s
                                          nvhcq_module **out);
 NVHCQ_API nvhcq_status nvhcq_module_load_file(nvhcq_device *dev, const char *path,
                                               nvhcq_module **out);
-/* Waits for the device, then frees the module and its kernels. NULL is fine. */
+/* Frees the module and its kernels without waiting for the GPU; their code stays in GPU memory
+ * until the GPU has passed the work submitted before this call. NULL is fine. */
 NVHCQ_API nvhcq_status nvhcq_module_unload(nvhcq_module *mod);
 NVHCQ_API uint32_t nvhcq_module_kernel_count(const nvhcq_module *mod);
 NVHCQ_API const char *nvhcq_module_kernel_name(const nvhcq_module *mod, uint32_t index);
