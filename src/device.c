@@ -340,6 +340,8 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   return nvhcq_context_setup(dev);
 }
 
+static nvhcq_status close_device(nvhcq_device *dev, int wait);
+
 nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_open: out is NULL");
   *out = NULL;
@@ -359,7 +361,7 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
     nvhcq_fail_context(s, "opening GPU %d", index);
     char saved[2048];
     snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
-    nvhcq_device_close(dev);
+    (void)!close_device(dev, 1); /* the caller gets no device: nothing is left running either */
     return nvhcq_fail(s, "%s", saved);
   }
   dev->info.open_ms = nvhcq_now_ms() - t0;
