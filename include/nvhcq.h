@@ -137,8 +137,9 @@ NVHCQ_API nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t time
  * valid. Work that had not completed is discarded; signals it would have released keep the
  * values they had, and recorded queues count its replays as over. */
 NVHCQ_API nvhcq_status nvhcq_device_recover(nvhcq_device *dev);
-/* Device memory still free, as the driver counts it (after this GPU's background releases of
- * closed devices are done; destroyed buffers the GPU may still use count as used). */
+/* Device memory still free, as the driver counts it, once this GPU's background releases of
+ * closed devices are done and destroyed buffers are released (it waits for the work submitted
+ * before their destroys). */
 NVHCQ_API nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_bytes);
 
 /* ---- memory ----------------------------------------------------------------------------- */

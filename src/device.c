@@ -465,7 +465,10 @@ nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms) {
 nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_bytes) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (!free_bytes) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "free_bytes is NULL");
-  nvhcq_release_join(dev->minor); /* memory that closes of this GPU still hold counts as free */
+  /* Memory that closes of this GPU still hold, and destroyed buffers the GPU is about to be done
+   * with, count as free: the figure is what a destroy followed by this call expects. */
+  nvhcq_release_join(dev->minor);
+  if (!dev->broken) (void)nvhcq_reclaim_wait_all(dev);
   uint64_t kib = 0;
   NVHCQ_TRY(read_fb_info(dev, NULL, &kib));
   *free_bytes = kib << 10;

@@ -109,7 +109,8 @@ static void round_trip(size_t size, size_t offset, int pinned) {
   fill(src, size, (uint32_t)size);
   memset(dst, 0xa5, size);
   TEST_CHECK(nvhcq_buffer_write(a, offset, src, size) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_buffer_copy(b, offset, a, offset, size) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_buffer_copy(b, offset, a, offset, size) == NVHCQ_SUCCESS, "%s",
+                 nvhcq_last_error());
   TEST_CHECK(nvhcq_buffer_read(dst, b, offset, size) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(memcmp(src, dst, size) == 0, "%zu bytes at offset %zu (%s) differ", size, offset,
                  pinned ? "pinned" : "pageable");
