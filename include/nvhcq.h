@@ -118,8 +118,14 @@ typedef struct nvhcq_device_info {
 NVHCQ_API nvhcq_status nvhcq_device_count(int *count);
 /* Opens visible GPU `index`: driver client, address space, a compute and a copy channel. */
 NVHCQ_API nvhcq_status nvhcq_device_open(int index, nvhcq_device **out);
-/* Waits for outstanding work (bounded by the timeout), then releases everything. NULL is fine. */
+/* Waits for outstanding work (bounded by the timeout), releases the memory and channels, and
+ * leaves the slow driver calls (UVM's unregistration, freeing the client, closing the fds) to a
+ * background thread, joined by the next open of the same GPU, nvhcq_device_close_wait or the
+ * process's exit. NVHCQ_CLOSE=wait makes it wait as nvhcq_device_close_wait does. NULL is fine. */
 NVHCQ_API nvhcq_status nvhcq_device_close(nvhcq_device *dev);
+/* nvhcq_device_close, then waits until everything of this GPU's closes so far is released (fds
+ * closed, driver objects freed). NULL: waits for every GPU's. */
+NVHCQ_API nvhcq_status nvhcq_device_close_wait(nvhcq_device *dev);
 /* Fills *info; info->struct_size must be set (see the top of this file). */
 NVHCQ_API nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_device_info *info);
 /* The CPU waits until all work submitted on both channels has completed. */
@@ -131,7 +137,9 @@ NVHCQ_API nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t time
  * valid. Work that had not completed is discarded; signals it would have released keep the
  * values they had, and recorded queues count its replays as over. */
 NVHCQ_API nvhcq_status nvhcq_device_recover(nvhcq_device *dev);
-/* Device memory still free, as the driver counts it. */
+/* Device memory still free, as the driver counts it, once this GPU's background releases of
+ * closed devices are done and destroyed buffers are released (it waits for the work submitted
+ * before their destroys). */
 NVHCQ_API nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_bytes);
 
 /* ---- memory ----------------------------------------------------------------------------- */
@@ -146,7 +154,9 @@ typedef struct nvhcq_buffer nvhcq_buffer;
 
 NVHCQ_API nvhcq_status nvhcq_buffer_create(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
                                            nvhcq_buffer **out);
-/* Frees a buffer once the GPU no longer uses it (waits for the device). NULL is fine. */
+/* Destroys a buffer without waiting for the GPU: the handle is dead at once, and the memory and
+ * its addresses are released once the GPU has passed the work submitted before this call (on a
+ * later allocation, wait, recovery or close). NULL is fine. */
 NVHCQ_API nvhcq_status nvhcq_buffer_destroy(nvhcq_buffer *buf);
 NVHCQ_API uint64_t nvhcq_buffer_gpu_address(const nvhcq_buffer *buf);
 /* CPU pointer, or NULL for NVHCQ_MEMORY_DEVICE. */
@@ -242,7 +252,8 @@ NVHCQ_API nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *image, s
                                          nvhcq_module **out);
 NVHCQ_API nvhcq_status nvhcq_module_load_file(nvhcq_device *dev, const char *path,
                                               nvhcq_module **out);
-/* Waits for the device, then frees the module and its kernels. NULL is fine. */
+/* Frees the module and its kernels without waiting for the GPU; their code stays in GPU memory
+ * until the GPU has passed the work submitted before this call. NULL is fine. */
 NVHCQ_API nvhcq_status nvhcq_module_unload(nvhcq_module *mod);
 NVHCQ_API uint32_t nvhcq_module_kernel_count(const nvhcq_module *mod);
 NVHCQ_API const char *nvhcq_module_kernel_name(const nvhcq_module *mod, uint32_t index);

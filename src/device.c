@@ -13,6 +13,7 @@
 #include "core/device.h"
 #include "core/timeline.h"
 #include "driver/door.h"
+#include "driver/release.h"
 #include "exec/module.h"
 #include "exec/profile.h"
 #include "exec/queue.h"
@@ -240,8 +241,11 @@ static nvhcq_status alloc_gpu_objects(nvhcq_device *dev, const nv_ioctl_card_inf
   NVHCQ_TRY(read_identity(dev));
   nvhcq_compute_init(dev);
   request_boost(dev);
-  NV_VASPACE_ALLOCATION_PARAMETERS vp = {
-      .flags = NV_VASPACE_FLAGS_NVHCQ, .vaBase = 0x1000, .vaSize = 0x1fffffb000000ull};
+  /* UVM takes only an address space it owns (externally owned, faulting); without UVM it is
+   * RM's, which maps memory and the channels' context buffers into it itself. */
+  NV_VASPACE_ALLOCATION_PARAMETERS vp = {.flags = dev->rm_only ? 0 : NV_VASPACE_FLAGS_NVHCQ,
+                                         .vaBase = 0x1000,
+                                         .vaSize = 0x1fffffb000000ull};
   return nvhcq_rm_alloc(&dev->rm, dev->h_device, FERMI_VASPACE_A, &vp,
                         dev->rm.branch->vaspace_params_size, &dev->h_vaspace);
 }
@@ -264,6 +268,21 @@ static nvhcq_status map_usermode(nvhcq_device *dev) {
   if (at == MAP_FAILED)
     return nvhcq_fail(NVHCQ_ERROR_DRIVER, "mmap of the doorbell page: %s", strerror(errno));
   dev->usermode_map = at;
+  return NVHCQ_SUCCESS;
+}
+
+/* NVHCQ_UVM: "eager" (the default) registers the GPU with UVM while opening; "off" does without
+ * UVM (no UVM_REGISTER_GPU, the ~95 ms of an open on the H200) at the cost of slower fault reports.
+ */
+static nvhcq_status read_uvm_mode(nvhcq_device *dev) {
+  const char *env = getenv("NVHCQ_UVM");
+  if (!env || !*env || !strcmp(env, "eager")) return NVHCQ_SUCCESS;
+  if (strcmp(env, "off"))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "NVHCQ_UVM=%s: say eager (register with UVM while opening, the default) or "
+                      "off (map memory through RM alone)",
+                      env);
+  dev->rm_only = 1;
   return NVHCQ_SUCCESS;
 }
 
@@ -302,18 +321,22 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
         nvhcq_visible_list() ? "; check NVHCQ_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES" : "");
   const nv_ioctl_card_info_t *card = &cards[visible[index]];
   dev->minor = card->minor_number;
+  nvhcq_release_join(dev->minor); /* an earlier close of this GPU finishes first */
   dev->info.pci_domain = card->domain;
   dev->info.pci_bus = card->bus;
   dev->info.pci_device = card->slot;
   dev->info.pci_function = card->function;
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, 0, NV01_ROOT_CLIENT, NULL, 0, &dev->rm.root));
   NVHCQ_TRY(detect_driver(dev));
-  NVHCQ_TRY(open_uvm(dev));
+  NVHCQ_TRY(read_uvm_mode(dev));
+  if (!dev->rm_only) NVHCQ_TRY(open_uvm(dev));
   NVHCQ_TRY(nvhcq_open_gpu(dev->rm.fd_ctl, dev->minor, &dev->fd_dev));
   NVHCQ_TRY(alloc_gpu_objects(dev, card));
   NVHCQ_TRY(map_usermode(dev));
-  NVHCQ_TRY(register_uvm(dev));
-  nvhcq_fault_watch_open(dev);
+  if (!dev->rm_only) {
+    NVHCQ_TRY(register_uvm(dev));
+    nvhcq_fault_watch_open(dev);
+  }
   NVHCQ_TRY(nvhcq_va_ranges_init());
   NVHCQ_TRY(nvhcq_signal_pool_init(dev));
   NVHCQ_TRY(nvhcq_timeline_init(dev));
@@ -322,6 +345,8 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   NVHCQ_TRY(nvhcq_context_create(dev));
   return nvhcq_context_setup(dev);
 }
+
+static nvhcq_status close_device(nvhcq_device *dev, int wait);
 
 nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_open: out is NULL");
@@ -343,7 +368,7 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
     nvhcq_fail_context(s, "opening GPU %d", index);
     char saved[2048];
     snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
-    nvhcq_device_close(dev);
+    (void)!close_device(dev, 1); /* the caller gets no device: nothing is left running either */
     return nvhcq_fail(s, "%s", saved);
   }
   dev->info.open_ms = nvhcq_now_ms() - t0;
@@ -351,40 +376,24 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   return NVHCQ_SUCCESS;
 }
 
-static void unregister_uvm(nvhcq_device *dev) {
-  if (dev->uvm_vaspace_registered) {
-    UVM_UNREGISTER_GPU_VASPACE_PARAMS u = {0};
-    memcpy(u.gpuUuid.uuid, dev->info.uuid, 16);
-    (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU_VASPACE, "UVM_UNREGISTER_GPU_VASPACE", &u,
-                          offsetof(UVM_UNREGISTER_GPU_VASPACE_PARAMS, rmStatus));
-  }
-  if (dev->uvm_gpu_registered) {
-    UVM_UNREGISTER_GPU_PARAMS u = {0};
-    memcpy(u.gpu_uuid.uuid, dev->info.uuid, 16);
-    (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU", &u,
-                          offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus));
-  }
-}
-
-static void close_fd(int *fd) {
-  if (*fd >= 0) nvhcq_door->close(*fd);
-  *fd = -1;
-}
-
-/* The doorbell mapping, the client (freeing the root client frees every object under it) and the
- * driver's fds. */
-static void close_driver(nvhcq_device *dev) {
+/* The doorbell mapping goes now; UVM's unregistrations, the client (freeing the root client frees
+ * every object under it), the driver's fds and the ranges UVM held go on a background thread,
+ * unless the caller waits. */
+static void close_driver(nvhcq_device *dev, int wait) {
   if (dev->usermode_map) nvhcq_door->munmap(dev->usermode_map, 0x10000);
-  if (dev->rm.root) nvhcq_rm_free(&dev->rm, 0, dev->rm.root);
-  close_fd(&dev->usermode_fd);
-  close_fd(&dev->fd_dev);
-  close_fd(&dev->fd_uvm2);
-  close_fd(&dev->rm.fd_uvm);
-  close_fd(&dev->rm.fd_ctl);
+  nvhcq_release r = {.rm = dev->rm,
+                     .fds = {dev->usermode_fd, dev->fd_dev, dev->fd_uvm2, -1},
+                     .uvm_gpu = dev->uvm_gpu_registered,
+                     .uvm_vaspace = dev->uvm_vaspace_registered,
+                     .minor = dev->minor,
+                     .low_ranges = dev->stuck_va,
+                     .low_range_count = dev->stuck_va_count,
+                     .low_range_bytes = NVHCQ_CHANNEL_VA_BYTES};
+  memcpy(r.uuid, dev->info.uuid, 16);
+  nvhcq_release_start(&r, wait || nvhcq_release_wait_by_default());
 }
 
-nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
-  if (!dev) return NVHCQ_SUCCESS;
+static nvhcq_status close_device(nvhcq_device *dev, int wait) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   /* A broken device's channels will never drain: tear down without waiting. */
   nvhcq_status s = dev->compute.handle && dev->copy.handle && !dev->broken
@@ -396,6 +405,7 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
   if (dev->broken) nvhcq_context_stop_compute(dev);
   nvhcq_context_destroy(dev);
+  nvhcq_reclaim_all(dev); /* no channel is left to touch what was destroyed */
   nvhcq_timeline_fini(dev);
   if (dev->copy_stamp) nvhcq_signal_destroy(dev->copy_stamp);
   if (dev->sync_queue) nvhcq_queue_destroy(dev->sync_queue);
@@ -405,13 +415,27 @@ nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
   nvhcq_memory_drop(&dev->staging);
   nvhcq_signal_pool_fini(dev);
   nvhcq_context_free_rings(dev);
-  unregister_uvm(dev);
   nvhcq_fault_fini(dev);
-  close_driver(dev);
-  nvhcq_context_release_ranges(dev);
+  close_driver(dev, wait);
   nvhcq_retire(dev);
   if (s) return nvhcq_fail(s, "%s", saved);
   return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_device_close(nvhcq_device *dev) {
+  return dev ? close_device(dev, 0) : NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_device_close_wait(nvhcq_device *dev) {
+  if (!dev) {
+    nvhcq_release_join_all();
+    return NVHCQ_SUCCESS;
+  }
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  uint32_t minor = dev->minor;
+  nvhcq_status s = close_device(dev, 1);
+  nvhcq_release_join(minor);
+  return s;
 }
 
 /* A fault or a stop kills the channel group, not the address space: new channels in the same
@@ -421,6 +445,7 @@ nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   nvhcq_context_stop_compute(dev);
   nvhcq_context_destroy(dev);
+  nvhcq_reclaim_all(dev); /* the old channels, the only users of what was destroyed, are gone */
   nvhcq_fault_reset(dev);
   nvhcq_timeline_skip(dev);
   dev->generation++;
@@ -448,6 +473,10 @@ nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms) {
 nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_bytes) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (!free_bytes) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "free_bytes is NULL");
+  /* Memory that closes of this GPU still hold, and destroyed buffers the GPU is about to be done
+   * with, count as free: the figure is what a destroy followed by this call expects. */
+  nvhcq_release_join(dev->minor);
+  if (!dev->broken) (void)nvhcq_reclaim_wait_all(dev);
   uint64_t kib = 0;
   NVHCQ_TRY(read_fb_info(dev, NULL, &kib));
   *free_bytes = kib << 10;

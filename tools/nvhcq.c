@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli_args.h"
 #include "profile_svg.h"
@@ -346,6 +347,23 @@ static int cmd_demo(void) {
   return bad ? 1 : 0;
 }
 
+/* Keeps every visible GPU open (and so registered with UVM) until the process is stopped: UVM's
+ * bring-up of a GPU (~95 ms of an open on the H200) is done once for every process while one
+ * holds it, so other processes' opens skip it. */
+static int cmd_hold(void) {
+  int count = 0;
+  nvhcq_status s = nvhcq_device_count(&count);
+  if (s) return fail("nvhcq_device_count", s);
+  for (int i = 0; i < count; i++) {
+    nvhcq_device *d;
+    if ((s = nvhcq_device_open(i, &d))) return fail("nvhcq_device_open", s);
+  }
+  printf("holding %d GPU%s open; stop with Ctrl-C or kill %ld\n", count, count == 1 ? "" : "s",
+         (long)getpid());
+  fflush(stdout);
+  for (;;) pause();
+}
+
 static void usage(FILE *out) {
   fprintf(out,
           "usage: nvhcq COMMAND\n\n"
@@ -356,6 +374,7 @@ static void usage(FILE *out) {
           "  demo    compile SAXPY, run it on GPU 0 and check it against the CPU\n"
           "  profile run a program with the timeline profiler (a Chrome/Perfetto trace), or\n"
           "          draw a trace as an SVG timeline (nvhcq profile for its arguments)\n"
+          "  hold    keep every GPU open until stopped (other processes then open faster)\n"
           "  help    this text\n\n"
           "environment: NVHCQ_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES, NVHCQ_TIMEOUT_MS,\n"
           "             NVHCQ_TRACE=1 (print every driver call), NVHCQ_PROFILE=trace.json\n");
@@ -371,6 +390,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "compile")) return cmd_compile(argc, argv);
   if (!strcmp(argv[1], "demo")) return cmd_demo();
   if (!strcmp(argv[1], "profile")) return cmd_profile(argc, argv);
+  if (!strcmp(argv[1], "hold")) return cmd_hold();
   if (!strcmp(argv[1], "help") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout);
     return 0;

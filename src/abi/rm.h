@@ -24,6 +24,8 @@ enum {
   NV_ESC_RM_ALLOC = 0x2b,
   NV_ESC_RM_MAP_MEMORY = 0x4e,
   NV_ESC_RM_UNMAP_MEMORY = 0x4f,
+  NV_ESC_RM_MAP_MEMORY_DMA = 0x57,
+  NV_ESC_RM_UNMAP_MEMORY_DMA = 0x58,
   NV_ESC_CARD_INFO = 0xc8,
   NV_ESC_REGISTER_FD = 0xc9,
   NV_ESC_CHECK_VERSION_STR = 0xd2,
@@ -40,6 +42,7 @@ enum {
   NV01_MEMORY_SYSTEM = 0x3e,
   NV01_MEMORY_LOCAL_USER = 0x40,
   NV01_MEMORY_SYSTEM_OS_DESCRIPTOR = 0x71,
+  NV50_MEMORY_VIRTUAL = 0x50a0, /* a range of an RM-managed address space */
   FERMI_VASPACE_A = 0x90f1,
   FERMI_CONTEXT_SHARE_A = 0x9067,
   KEPLER_CHANNEL_GROUP_A = 0xa06c,
@@ -124,10 +127,51 @@ enum {
 #define NVOS32_ATTR2_PAGE_SIZE_HUGE_2MB         1u
 #define NVOS32_ALLOC_FLAGS_VIDMEM               0x1c101u /* map-not-required, handle, align, bank, persistent */
 #define NVOS32_ALLOC_FLAGS_SYSMEM               0x0c101u /* the same without persistent */
-#define NVOS32_TYPE_IMAGE                       0u
-#define NVOS32_TYPE_NOTIFIER                    13u
+/* A range of GPU addresses (NV50_MEMORY_VIRTUAL) at the given offset, aligned as asked. */
+#define NVOS32_ALLOC_FLAGS_VIRTUAL_FIXED 0x00080110u /* virtual, fixed address, align force */
+#define NVOS32_ATTR_PAGE_SIZE_4KB        1u
+#define NVOS32_TYPE_IMAGE                0u
+#define NVOS32_TYPE_NOTIFIER             13u
 /* NVOS02 flags for pinning host pages: noncontiguous, cached, not mapped by RM. */
 #define NVOS02_FLAGS_PINNED_HOST 0x40001010u
+
+/* NV_ESC_RM_MAP_MEMORY_DMA: maps memory into a range of GPU addresses (sdk nvos.h). 580 and
+ * later added flags2 and kindOverride; 570's is the shorter layout. */
+typedef struct {
+  uint32_t hClient, hDevice, hDma, hMemory;
+  uint64_t offset, length;
+  uint32_t flags, flags2, kindOverride, pad0;
+  uint64_t dmaOffset;
+  uint32_t status, pad1;
+} NVOS46_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NVOS46_PARAMETERS, 64);
+NVHCQ_ASSERT_OFFSET(NVOS46_PARAMETERS, dmaOffset, 48);
+NVHCQ_ASSERT_OFFSET(NVOS46_PARAMETERS, status, 56);
+typedef struct {
+  uint32_t hClient, hDevice, hDma, hMemory;
+  uint64_t offset, length;
+  uint32_t flags, pad0;
+  uint64_t dmaOffset;
+  uint32_t status, pad1;
+} NVOS46_PARAMETERS_570;
+NVHCQ_ASSERT_LAYOUT(NVOS46_PARAMETERS_570, 56);
+NVHCQ_ASSERT_OFFSET(NVOS46_PARAMETERS_570, dmaOffset, 40);
+NVHCQ_ASSERT_OFFSET(NVOS46_PARAMETERS_570, status, 48);
+/* NVOS46 flags: page size 11:8 (1 4 KiB, 4 huge), cache snoop 4:4 (for system memory; ignored
+ * for video memory). */
+#define NVOS46_FLAGS_PAGE_SIZE_4KB  (1u << 8)
+#define NVOS46_FLAGS_PAGE_SIZE_HUGE (4u << 8)
+#define NVOS46_FLAGS_CACHE_SNOOP    (1u << 4)
+
+/* NV_ESC_RM_UNMAP_MEMORY_DMA, the same on every branch. */
+typedef struct {
+  uint32_t hClient, hDevice, hDma, hMemory, flags, pad0;
+  uint64_t dmaOffset, size;
+  uint32_t status, pad1;
+} NVOS47_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NVOS47_PARAMETERS, 48);
+NVHCQ_ASSERT_OFFSET(NVOS47_PARAMETERS, dmaOffset, 24);
+NVHCQ_ASSERT_OFFSET(NVOS47_PARAMETERS, status, 40);
 
 typedef struct {
   uint32_t hRoot, hObjectParent, hObjectOld, status;

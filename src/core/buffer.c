@@ -1,5 +1,5 @@
-/* The buffer calls of the API: nvhcq_buffer_create, nvhcq_buffer_destroy (which lets queued work
- * finish first) and the accessors. */
+/* The buffer calls of the API: nvhcq_buffer_create, nvhcq_buffer_destroy (which releases the
+ * memory once the GPU has passed the work queued before it, without waiting) and the accessors. */
 #include "core/device.h"
 #include "util/abi.h"
 
@@ -16,10 +16,9 @@ nvhcq_status nvhcq_buffer_create(nvhcq_device *dev, size_t size, nvhcq_memory_ki
 nvhcq_status nvhcq_buffer_destroy(nvhcq_buffer *buf) {
   if (!buf) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_buffer_check(buf, "nvhcq_buffer_destroy"));
-  /* The GPU may still be using the buffer: let queued work finish first (a broken device runs
-   * nothing any more). */
-  if (!buf->dev->broken) NVHCQ_TRY(nvhcq_device_cpu_wait_idle(buf->dev));
-  return nvhcq_memory_free(buf);
+  /* The GPU may still be using the buffer: it goes when the timelines pass the work queued so
+   * far, and its memory and address are not reused before. */
+  return nvhcq_reclaim_buffer(buf);
 }
 
 /* The accessors: 0 or NULL, with the message, for a handle that is not a live buffer. */

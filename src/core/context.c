@@ -12,11 +12,10 @@
 #include "core/device.h"
 #include "core/timeline.h"
 
-#define GPFIFO_ENTRIES   0x4000u
-#define GPFIFO_AREA      (2u << 20)
-#define CMD_RING_BYTES   (2u << 20)
-#define NOTIFIER_BYTES   (64u << 10)
-#define CHANNEL_VA_BYTES 0x4000000ull
+#define GPFIFO_ENTRIES 0x4000u
+#define GPFIFO_AREA    (2u << 20)
+#define CMD_RING_BYTES (2u << 20)
+#define NOTIFIER_BYTES (64u << 10)
 
 static void unregister_channel(nvhcq_device *dev, nvhcq_channel *ch) {
   if (!ch->channel_va) return;
@@ -32,8 +31,8 @@ static void unregister_channel(nvhcq_device *dev, nvhcq_channel *ch) {
 static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
   if (ch->handle) nvhcq_rm_free(&dev->rm, ch->group, ch->handle);
   if (ch->channel_va) {
-    nvhcq_low_unmap(ch->channel_va, CHANNEL_VA_BYTES);
-    nvhcq_va_free(nvhcq_va_low(), ch->channel_va, CHANNEL_VA_BYTES);
+    nvhcq_low_unmap(ch->channel_va, NVHCQ_CHANNEL_VA_BYTES);
+    nvhcq_va_free(nvhcq_va_low(), ch->channel_va, NVHCQ_CHANNEL_VA_BYTES);
   }
   free(ch->entry_start);
   memset(ch, 0, sizeof *ch);
@@ -41,16 +40,18 @@ static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
 
 /* Gives UVM a range of our address space for the channel's context buffers. */
 static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
+  if (dev->rm_only) return NVHCQ_SUCCESS; /* RM maps the context buffers in its own space */
   for (;;) {
     /* Aligned to its size: the driver places context buffers of large alignment in it. */
-    NVHCQ_TRY(nvhcq_va_alloc(nvhcq_va_low(), CHANNEL_VA_BYTES, CHANNEL_VA_BYTES, &ch->channel_va));
+    NVHCQ_TRY(nvhcq_va_alloc(nvhcq_va_low(), NVHCQ_CHANNEL_VA_BYTES, NVHCQ_CHANNEL_VA_BYTES,
+                             &ch->channel_va));
     /* UVM wants this range free of CPU mappings, like the rest of the GPU-only space. */
-    munmap((void *)(uintptr_t)ch->channel_va, CHANNEL_VA_BYTES);
+    munmap((void *)(uintptr_t)ch->channel_va, NVHCQ_CHANNEL_VA_BYTES);
     UVM_REGISTER_CHANNEL_PARAMS rc = {.rmCtrlFd = dev->rm.fd_ctl,
                                       .hClient = dev->rm.root,
                                       .hChannel = ch->handle,
                                       .base = ch->channel_va,
-                                      .length = CHANNEL_VA_BYTES};
+                                      .length = NVHCQ_CHANNEL_VA_BYTES};
     memcpy(rc.gpuUuid.uuid, dev->info.uuid, 16);
     nvhcq_status s = nvhcq_uvm_call(&dev->rm, UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL", &rc,
                                     offsetof(UVM_REGISTER_CHANNEL_PARAMS, rmStatus));
@@ -60,10 +61,10 @@ static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
     uint64_t *grown = rc.rmStatus == NV_ERR_INVALID_ADDRESS
                           ? realloc(dev->stuck_va, (dev->stuck_va_count + 1) * sizeof *grown)
                           : NULL;
-    nvhcq_low_unmap(ch->channel_va, CHANNEL_VA_BYTES);
+    nvhcq_low_unmap(ch->channel_va, NVHCQ_CHANNEL_VA_BYTES);
     if (!grown) {
       uint64_t at = ch->channel_va;
-      (void)!nvhcq_va_free(nvhcq_va_low(), at, CHANNEL_VA_BYTES);
+      (void)!nvhcq_va_free(nvhcq_va_low(), at, NVHCQ_CHANNEL_VA_BYTES);
       ch->channel_va = 0;
       return nvhcq_fail_context(s, "registering the %s channel's range 0x%llx with UVM", ch->name,
                                 (unsigned long long)at);
@@ -254,10 +255,4 @@ void nvhcq_context_free_rings(nvhcq_device *dev) {
   for (int i = 0; i < 2; i++) nvhcq_memory_drop(&dev->notifiers[i]);
   nvhcq_memory_drop(&dev->cmd_area);
   nvhcq_memory_drop(&dev->gpfifo_area);
-}
-
-void nvhcq_context_release_ranges(nvhcq_device *dev) {
-  for (uint32_t i = 0; i < dev->stuck_va_count; i++)
-    (void)!nvhcq_va_free(nvhcq_va_low(), dev->stuck_va[i], CHANNEL_VA_BYTES);
-  free(dev->stuck_va);
 }

@@ -19,7 +19,7 @@ void nvhcq_context_stop_compute(nvhcq_device *dev);
 void nvhcq_context_destroy(nvhcq_device *dev);
 /* Frees the rings and error notifiers, once the channels are gone. */
 void nvhcq_context_free_rings(nvhcq_device *dev);
-/* Returns the address ranges UVM kept after a recovery; last, once the driver's fds are closed. */
-void nvhcq_context_release_ranges(nvhcq_device *dev);
+/* Each channel's range of the low address space that UVM holds its context buffers in. */
+#define NVHCQ_CHANNEL_VA_BYTES 0x4000000ull
 
 #endif

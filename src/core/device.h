@@ -9,6 +9,7 @@
 #include "core/compute.h"
 #include "core/fault.h"
 #include "core/memory.h"
+#include "core/reclaim.h"
 #include "core/signal.h"
 #include "core/timeline.h"
 #include "driver/rm.h"
@@ -35,6 +36,10 @@ struct nvhcq_device {
   void *usermode_map;
   int usermode_fd;
   int uvm_gpu_registered, uvm_vaspace_registered;
+  /* NVHCQ_UVM=off: no UVM at all. The address space is RM's, memory is mapped into it through
+   * virtual memory objects at the CPU's addresses, and faults are reported from the channels'
+   * error notifiers only. */
+  int rm_only;
   uint32_t timeout_ms;
   uint32_t next_host_handle;
   int broken;          /* a channel faulted or a wait timed out: recover or close */
@@ -59,6 +64,7 @@ struct nvhcq_device {
   nvhcq_timeline_state timeline;     /* timeline.c */
   nvhcq_compute_state compute_state; /* compute.c */
   nvhcq_fault_state fault;           /* fault.c */
+  nvhcq_reclaim_state reclaim;       /* reclaim.c */
 
   /* Kept by exec/, whose types are opaque here. The copy engine's best speed so far, in bytes per
    * GPU nanosecond, for copies to the GPU, from it and within it; measured between two releases

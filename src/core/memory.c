@@ -154,10 +154,56 @@ static nvhcq_status map_to_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
   return s;
 }
 
+/* Without UVM: a virtual memory object reserves [gpu_address, +mapped_size) of RM's address space
+ * (the CPU's address: the same number for both), and the memory is mapped into all of it. */
+static nvhcq_status map_to_gpu_rm(nvhcq_device *dev, nvhcq_buffer *b) {
+  int huge = page_size_for(b->kind, b->size) > (4u << 10);
+  NV_MEMORY_ALLOCATION_PARAMS v = {
+      .owner = dev->rm.root,
+      .type = NVOS32_TYPE_IMAGE,
+      .flags = NVOS32_ALLOC_FLAGS_VIRTUAL_FIXED,
+      .attr = (huge ? NVOS32_ATTR_PAGE_SIZE_HUGE : NVOS32_ATTR_PAGE_SIZE_4KB)
+              << NVOS32_ATTR_PAGE_SIZE_SHIFT,
+      .attr2 = huge ? NVOS32_ATTR2_PAGE_SIZE_HUGE_2MB << NVOS32_ATTR2_PAGE_SIZE_HUGE_SHIFT : 0,
+      .size = b->mapped_size,
+      .alignment = huge ? 2u << 20 : 4u << 10,
+      .offset = b->gpu_address,
+      .hVASpace = dev->h_vaspace,
+  };
+  NVHCQ_TRY(
+      nvhcq_rm_alloc(&dev->rm, dev->h_device, NV50_MEMORY_VIRTUAL, &v, sizeof v, &b->h_virtual));
+  uint32_t flags =
+      (huge ? NVOS46_FLAGS_PAGE_SIZE_HUGE : NVOS46_FLAGS_PAGE_SIZE_4KB) | NVOS46_FLAGS_CACHE_SNOOP;
+  uint64_t at = 0;
+  nvhcq_status s = nvhcq_rm_map_dma(&dev->rm, dev->h_device, b->h_virtual, b->handle,
+                                    b->mapped_size, flags, &at);
+  if (!s && at != b->gpu_address) {
+    nvhcq_rm_unmap_dma(&dev->rm, dev->h_device, b->h_virtual, b->handle, at);
+    s = nvhcq_fail(NVHCQ_ERROR_DRIVER,
+                   "the driver mapped memory for the GPU at 0x%llx, not at 0x%llx where the CPU "
+                   "sees it; set NVHCQ_UVM=eager",
+                   (unsigned long long)at, (unsigned long long)b->gpu_address);
+  }
+  if (s) {
+    nvhcq_rm_free(&dev->rm, dev->h_device, b->h_virtual);
+    b->h_virtual = 0;
+  }
+  return s;
+}
+
+static void unmap_from_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
+  if (!b->h_virtual) {
+    nvhcq_uvm_free(&dev->rm, b->gpu_address, b->mapped_size);
+    return;
+  }
+  nvhcq_rm_unmap_dma(&dev->rm, dev->h_device, b->h_virtual, b->handle, b->gpu_address);
+  nvhcq_rm_free(&dev->rm, dev->h_device, b->h_virtual);
+}
+
 /* Undoes whatever of an allocation was done, in reverse order. */
 static void release(nvhcq_buffer *b, int gpu_mapped) {
   nvhcq_device *dev = b->dev;
-  if (gpu_mapped) nvhcq_uvm_free(&dev->rm, b->gpu_address, b->mapped_size);
+  if (gpu_mapped) unmap_from_gpu(dev, b);
   if (b->host_pointer) nvhcq_door->munmap(b->host_pointer, b->mapped_size);
   if (b->handle) nvhcq_rm_free(&dev->rm, dev->h_device, b->handle);
   if (b->map_fd >= 0) nvhcq_door->close(b->map_fd);
@@ -168,8 +214,8 @@ static void release(nvhcq_buffer *b, int gpu_mapped) {
   nvhcq_retire(b);
 }
 
-nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
-                                const nvhcq_alloc_options *options, nvhcq_buffer **out) {
+static nvhcq_status alloc_once(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
+                               const nvhcq_alloc_options *options, nvhcq_buffer **out) {
   static const nvhcq_alloc_options defaults = {0};
   if (!options) options = &defaults;
   uint64_t page = page_size_for(kind, size);
@@ -200,7 +246,7 @@ nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kin
     if (!s && kind != NVHCQ_MEMORY_DEVICE)
       s = map_to_cpu(dev, b, options->map_flags, kind == NVHCQ_MEMORY_HOST_UNCACHED);
   }
-  if (!s) s = map_to_gpu(dev, b);
+  if (!s) s = dev->rm_only ? map_to_gpu_rm(dev, b) : map_to_gpu(dev, b);
   if (s) {
     release(b, 0);
     return nvhcq_fail_context(s, "allocating %zu bytes of %s memory on GPU %d", size,
@@ -208,6 +254,17 @@ nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kin
   }
   *out = b;
   return NVHCQ_SUCCESS;
+}
+
+/* Destroyed buffers the GPU is done with go first; when memory runs out, those it is still using
+ * are waited for and the allocation is tried once more. */
+nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
+                                const nvhcq_alloc_options *options, nvhcq_buffer **out) {
+  nvhcq_reclaim_poll(dev);
+  nvhcq_status s = alloc_once(dev, size, kind, options, out);
+  if (s == NVHCQ_ERROR_OUT_OF_MEMORY && nvhcq_reclaim_wait_all(dev))
+    s = alloc_once(dev, size, kind, options, out);
+  return s;
 }
 
 nvhcq_status nvhcq_memory_free(nvhcq_buffer *b) {

@@ -18,9 +18,10 @@ struct nvhcq_buffer {
   size_t size;          /* as asked */
   uint64_t mapped_size; /* rounded to the page size */
   void *host_pointer;
-  uint32_t handle; /* RM memory object */
-  int map_fd;      /* the fd the CPU mapping was made through, or -1 */
-  int low;         /* address from the CPU-visible range */
+  uint32_t handle;    /* RM memory object */
+  uint32_t h_virtual; /* its range of GPU addresses, in an RM-only address space; 0 with UVM */
+  int map_fd;         /* the fd the CPU mapping was made through, or -1 */
+  int low;            /* address from the CPU-visible range */
 };
 
 /* NVOS33 flags for CPU mappings the CPU only writes in bulk (command and argument rings):

@@ -1,5 +1,6 @@
 /* The device's internal timelines: scratch submissions that end with a timeline release, the
- * waits for them, and nvhcq_device_cpu_wait_idle. */
+ * waits for them (which release destroyed buffers the GPU has passed), and
+ * nvhcq_device_cpu_wait_idle. */
 #include "core/timeline.h"
 
 #include <stdio.h>
@@ -49,14 +50,21 @@ nvhcq_status nvhcq_device_wait_timeline(nvhcq_device *dev, int copy, uint64_t va
   return nvhcq_device_wait_timeline_for(dev, copy, value, 0);
 }
 
-nvhcq_status nvhcq_device_wait_timeline_for(nvhcq_device *dev, int copy, uint64_t value,
-                                            uint64_t expect_ns) {
-  if (nvhcq_signal_load(dev->timeline.signal[copy]) >= value) return NVHCQ_SUCCESS;
+static nvhcq_status wait_timeline(nvhcq_device *dev, int copy, uint64_t value, uint64_t expect_ns) {
   char what[64];
   snprintf(what, sizeof what, "GPU %d %s channel", dev->index, copy ? "copy" : "compute");
   nvhcq_status s = nvhcq_wait_value(dev, dev->timeline.signal[copy]->cpu, value, dev->timeout_ms,
                                     expect_ns, what);
   if (s == NVHCQ_ERROR_TIMEOUT) dev->broken = 1; /* the device's own work is stuck */
+  return s;
+}
+
+nvhcq_status nvhcq_device_wait_timeline_for(nvhcq_device *dev, int copy, uint64_t value,
+                                            uint64_t expect_ns) {
+  nvhcq_status s = nvhcq_signal_load(dev->timeline.signal[copy]) >= value
+                       ? NVHCQ_SUCCESS
+                       : wait_timeline(dev, copy, value, expect_ns);
+  if (!s) nvhcq_reclaim_poll(dev); /* the GPU moved on: what it is done with can go */
   return s;
 }
 

@@ -10,10 +10,10 @@
 #include "driver/door.h"
 
 static const nvhcq_branch branches[] = {
-    {570, 48, 2, 460, 57, 24, 132},
-    {580, 56, 3, 1028, 128, 24, 132},
-    {590, 56, 3, 1028, 128, 16, 132},
-    {595, 56, 3, 1028, 128, 16, 68},
+    {570, 48, 2, 460, 57, 24, 132, 56},
+    {580, 56, 3, 1028, 128, 24, 132, 64},
+    {590, 56, 3, 1028, 128, 16, 132, 64},
+    {595, 56, 3, 1028, 128, 16, 68, 64},
 };
 
 const nvhcq_branch *nvhcq_branch_for_version(const char *version) {
@@ -149,4 +149,56 @@ nvhcq_status nvhcq_uvm_free(nvhcq_rm *rm, uint64_t base, uint64_t length) {
   }
   UVM_FREE_PARAMS_580 p = {.base = base, .length = length};
   return nvhcq_uvm_call(rm, UVM_FREE, "UVM_FREE", &p, offsetof(UVM_FREE_PARAMS_580, rmStatus));
+}
+
+/* The 570 layout is the 580 one without flags2 and kindOverride. */
+static nvhcq_status map_dma_escape(nvhcq_rm *rm, NVOS46_PARAMETERS *p) {
+  if (rm->branch->map_dma_size == sizeof(NVOS46_PARAMETERS))
+    return nvhcq_rm_escape(rm->fd_ctl, NV_ESC_RM_MAP_MEMORY_DMA, p, sizeof *p, "RM map DMA");
+  NVOS46_PARAMETERS_570 q = {.hClient = p->hClient,
+                             .hDevice = p->hDevice,
+                             .hDma = p->hDma,
+                             .hMemory = p->hMemory,
+                             .offset = p->offset,
+                             .length = p->length,
+                             .flags = p->flags,
+                             .dmaOffset = p->dmaOffset};
+  NVHCQ_TRY(nvhcq_rm_escape(rm->fd_ctl, NV_ESC_RM_MAP_MEMORY_DMA, &q, sizeof q, "RM map DMA"));
+  p->dmaOffset = q.dmaOffset;
+  p->status = q.status;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_rm_map_dma(nvhcq_rm *rm, uint32_t device, uint32_t virt, uint32_t memory,
+                              uint64_t length, uint32_t flags, uint64_t *gpu_address) {
+  NVOS46_PARAMETERS p = {.hClient = rm->root,
+                         .hDevice = device,
+                         .hDma = virt,
+                         .hMemory = memory,
+                         .length = length,
+                         .flags = flags};
+  char what[96];
+  snprintf(what, sizeof what, "0x%x into 0x%x, %llu bytes", memory, virt,
+           (unsigned long long)length);
+  double t0 = nvhcq_now_ms();
+  NVHCQ_TRY(map_dma_escape(rm, &p));
+  if (nvhcq_trace_enabled()) trace("RM_MAP_MEMORY_DMA", what, p.status, t0);
+  *gpu_address = p.dmaOffset;
+  return rm_result("mapping for the GPU", what, p.status);
+}
+
+nvhcq_status nvhcq_rm_unmap_dma(nvhcq_rm *rm, uint32_t device, uint32_t virt, uint32_t memory,
+                                uint64_t gpu_address) {
+  NVOS47_PARAMETERS p = {.hClient = rm->root,
+                         .hDevice = device,
+                         .hDma = virt,
+                         .hMemory = memory,
+                         .dmaOffset = gpu_address};
+  char what[96];
+  snprintf(what, sizeof what, "0x%x from 0x%x at 0x%llx", memory, virt,
+           (unsigned long long)gpu_address);
+  double t0 = nvhcq_now_ms();
+  NVHCQ_TRY(nvhcq_rm_escape(rm->fd_ctl, NV_ESC_RM_UNMAP_MEMORY_DMA, &p, sizeof p, "RM unmap DMA"));
+  if (nvhcq_trace_enabled()) trace("RM_UNMAP_MEMORY_DMA", what, p.status, t0);
+  return rm_result("unmapping for the GPU", what, p.status);
 }

@@ -17,6 +17,7 @@ typedef struct nvhcq_branch {
   uint32_t fb_info_max_entries;
   uint32_t uvm_free_size;    /* UVM_FREE_PARAMS */
   uint32_t name_string_size; /* NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS */
+  uint32_t map_dma_size;     /* NVOS46_PARAMETERS */
 } nvhcq_branch;
 
 /* The branch for a driver version string such as "580.159.04", or NULL if unknown. */
@@ -56,6 +57,14 @@ nvhcq_status nvhcq_rm_alloc(nvhcq_rm *rm, uint32_t parent, uint32_t hclass, void
 nvhcq_status nvhcq_rm_control(nvhcq_rm *rm, uint32_t object, uint32_t cmd, void *params,
                               uint32_t params_size) NVHCQ_MUST_CHECK;
 nvhcq_status nvhcq_rm_free(nvhcq_rm *rm, uint32_t parent, uint32_t handle);
+
+/* Maps `memory` into the range of GPU addresses that virtual memory object `virt` holds (RM-managed
+ * address spaces); *gpu_address is where the driver put it. */
+nvhcq_status nvhcq_rm_map_dma(nvhcq_rm *rm, uint32_t device, uint32_t virt, uint32_t memory,
+                              uint64_t length, uint32_t flags,
+                              uint64_t *gpu_address) NVHCQ_MUST_CHECK;
+nvhcq_status nvhcq_rm_unmap_dma(nvhcq_rm *rm, uint32_t device, uint32_t virt, uint32_t memory,
+                                uint64_t gpu_address);
 
 /* A UVM ioctl whose parameter block holds its status at `status_offset`. */
 nvhcq_status nvhcq_uvm_call(nvhcq_rm *rm, unsigned long cmd, const char *name, void *params,

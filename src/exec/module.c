@@ -100,17 +100,12 @@ static nvhcq_status upload(nvhcq_module *m) {
   nvhcq_cubin *c = m->cubin;
   NVHCQ_TRY(nvhcq_memory_alloc(m->dev, c->memory_size + CODE_GUARD_BYTES,
                                NVHCQ_MEMORY_DEVICE_MAPPED, NULL, &m->image));
-  uint8_t *copy = malloc(c->image_size ? c->image_size : 1);
-  if (!copy) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
-  memcpy(copy, c->image, c->image_size);
-  nvhcq_status s = nvhcq_cubin_relocate(c, copy, m->image->gpu_address);
-  if (!s) {
-    uint8_t *dst = m->image->host_pointer;
-    memcpy(dst, copy, c->image_size);
-    memset(dst + c->image_size, 0, m->image->size - c->image_size);
-  }
-  free(copy);
-  return s;
+  /* One pass over the GPU's memory: the image goes in with one copy and the relocations are
+   * patched in place (they only write, so nothing is read back through the CPU mapping). */
+  uint8_t *dst = m->image->host_pointer;
+  memcpy(dst, c->image, c->image_size);
+  memset(dst + c->image_size, 0, m->image->size - c->image_size);
+  return nvhcq_cubin_relocate(c, dst, m->image->gpu_address);
 }
 
 /* New code and constants may sit where an unloaded module's were: the SMs' instruction and
@@ -223,20 +218,19 @@ nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t s
 nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
   if (!m) return NVHCQ_SUCCESS;
   NVHCQ_TRY(check_module(m));
-  /* The GPU may still run its kernels: let queued work finish first (a broken device runs
-   * nothing any more, as for nvhcq_buffer_destroy). */
-  nvhcq_status s = m->dev->broken ? NVHCQ_SUCCESS : nvhcq_device_cpu_wait_idle(m->dev);
+  /* The GPU may still run its kernels: the code goes, as a destroyed buffer does, once the GPU
+   * has passed the work queued so far. */
+  NVHCQ_TRY(nvhcq_reclaim_buffer(m->image));
   for (nvhcq_module **at = &m->dev->modules; *at; at = &(*at)->next)
     if (*at == m) {
       *at = m->next;
       break;
     }
   for (uint32_t i = 0; i < m->kernel_count; i++) m->kernels[i].magic = NVHCQ_DEAD_MAGIC;
-  nvhcq_memory_free(m->image);
   nvhcq_cubin_free(m->cubin);
   nvhcq_retire(m->kernels); /* kernel handles point into it */
   nvhcq_retire(m);
-  return s;
+  return NVHCQ_SUCCESS;
 }
 
 uint32_t nvhcq_module_kernel_count(const nvhcq_module *m) {

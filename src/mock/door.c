@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "driver/door.h"
+#include "driver/release.h"
 #include "mock/internal.h"
 #include "mock/mock.h"
 
@@ -116,6 +117,7 @@ void nvhcq_mock_install(void) {
 }
 
 void nvhcq_mock_uninstall(void) {
+  nvhcq_release_join_all(); /* closed devices still releasing call the mock */
   nvhcq_door_set_ops(NULL);
   free(nvhcq_mock.objs);
   free(nvhcq_mock.ranges);

@@ -42,6 +42,9 @@ typedef struct mock_obj {
   uint64_t size;
   int vidmem, pinned;
   mock_channel *ch; /* GPFIFO channels */
+  uint64_t va;      /* virtual memory objects: the GPU address their range starts at */
+  int mapped;       /* and whether memory is mapped into it */
+  uint32_t flags;   /* address spaces: their allocation flags */
 } mock_obj;
 
 typedef struct mock_fd {
@@ -78,6 +81,9 @@ int mock_fd_kind(int fd);
 /* ---- UVM (uvm.c) ---- */
 int mock_uvm_ioctl(int kind, unsigned long cmd, void *arg);
 void mock_ranges_drop(const mock_obj *obj);
+/* RM's own mappings (NV_ESC_RM_MAP_MEMORY_DMA) enter the same table as UVM's ranges. */
+uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory);
+uint32_t mock_range_unmap(uint64_t base);
 
 /* ---- controls (control.c) ---- */
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params);

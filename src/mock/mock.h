@@ -43,6 +43,12 @@ void nvhcq_mock_uninstall(void);
  * called where the library first uses the door. */
 void nvhcq_mock_install_from_env(void);
 
+/* While held, UVM_UNREGISTER_GPU blocks (up to 10 s, then goes on) until released: lets a test
+ * see that nvhcq_device_close returns before the driver's slow calls are done. */
+void nvhcq_mock_hold_unregister(int hold);
+/* UVM_UNREGISTER_GPU calls blocked by the hold right now. */
+int nvhcq_mock_unregisters_held(void);
+
 /* Live RM objects (clients and everything under them), open mock fds, command-processor
  * threads and UVM ranges: all zero once every device is closed. */
 typedef struct nvhcq_mock_counts {

@@ -47,6 +47,7 @@ static uint32_t give_backing(mock_obj *o, uint64_t size) {
 
 static void release_obj(mock_obj *o) {
   if (o->ch) mock_channel_destroy(o->ch);
+  if (o->mapped) mock_range_unmap(o->va); /* RM unmaps a virtual object that goes */
   if (o->memfd >= 0 || o->pinned) mock_ranges_drop(o);
   for (int i = 0; i < MOCK_MAX_FDS; i++)
     if (nvhcq_mock.fds[i].map == o) nvhcq_mock.fds[i].map = NULL;
@@ -109,6 +110,7 @@ static long params_size_for(uint32_t c) {
     return sizeof(NV2080_ALLOC_PARAMETERS);
   case NV01_MEMORY_SYSTEM:
   case NV01_MEMORY_LOCAL_USER:
+  case NV50_MEMORY_VIRTUAL:
     return sizeof(NV_MEMORY_ALLOCATION_PARAMS);
   case FERMI_VASPACE_A:
     return sizeof(NV_VASPACE_ALLOCATION_PARAMETERS);
@@ -142,6 +144,21 @@ static uint32_t alloc_memory(mock_obj *o, NV_MEMORY_ALLOCATION_PARAMS *m) {
   return MOCK_NV_OK;
 }
 
+/* A range of an address space RM manages (one UVM owns has no page tables RM could write). */
+static uint32_t alloc_virtual(mock_obj *o, NV_MEMORY_ALLOCATION_PARAMS *m) {
+  mock_obj *vas = mock_find(o->client, m->hVASpace);
+  if (!vas || vas->hclass != FERMI_VASPACE_A) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  if (vas->flags & 0x8u) return MOCK_ERR_NOT_SUPPORTED; /* externally owned */
+  if ((m->flags & NVOS32_ALLOC_FLAGS_VIRTUAL_FIXED) != NVOS32_ALLOC_FLAGS_VIRTUAL_FIXED ||
+      !m->size || ((m->offset | m->size) & 0xfff) || !m->alignment ||
+      (m->offset & (m->alignment - 1)))
+    return MOCK_ERR_INVALID_ARGUMENT;
+  o->va = m->offset;
+  o->size = m->size;
+  m->limit = m->size - 1;
+  return MOCK_NV_OK;
+}
+
 /* What an object of its class needs at allocation. */
 static uint32_t init_obj(mock_obj *o, void *params) {
   mock_obj *parent = mock_find(o->client, o->parent);
@@ -149,6 +166,11 @@ static uint32_t init_obj(mock_obj *o, void *params) {
   case NV01_MEMORY_SYSTEM:
   case NV01_MEMORY_LOCAL_USER:
     return alloc_memory(o, params);
+  case NV50_MEMORY_VIRTUAL:
+    return alloc_virtual(o, params);
+  case FERMI_VASPACE_A:
+    o->flags = ((const NV_VASPACE_ALLOCATION_PARAMETERS *)params)->flags;
+    return MOCK_NV_OK;
   case HOPPER_USERMODE_A:
     return give_backing(o, 0x10000);
   case FERMI_CONTEXT_SHARE_A:
@@ -225,6 +247,31 @@ static uint32_t rm_map_memory(NVOS33_PARAMETERS *p, int fd) {
   return MOCK_NV_OK;
 }
 
+/* NV_ESC_RM_MAP_MEMORY_DMA: all of a memory object into all of a virtual object's range. */
+static uint32_t rm_map_dma(NVOS46_PARAMETERS *p) {
+  if (!mock_find(p->hClient, p->hClient)) return MOCK_ERR_INVALID_CLIENT;
+  mock_obj *v = mock_find(p->hClient, p->hDma), *m = mock_find(p->hClient, p->hMemory);
+  if (!v || v->hclass != NV50_MEMORY_VIRTUAL || !m || !m->backing)
+    return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  if (v->mapped || p->offset || !p->length || p->length > v->size ||
+      p->length > ((m->size + 0xfff) & ~0xfffull))
+    return MOCK_ERR_INVALID_LIMIT;
+  uint32_t s = mock_range_map(v->va, p->length, m);
+  if (s) return s;
+  v->mapped = 1;
+  p->dmaOffset = v->va;
+  return MOCK_NV_OK;
+}
+
+static uint32_t rm_unmap_dma(const NVOS47_PARAMETERS *p) {
+  if (!mock_find(p->hClient, p->hClient)) return MOCK_ERR_INVALID_CLIENT;
+  mock_obj *v = mock_find(p->hClient, p->hDma);
+  if (!v || v->hclass != NV50_MEMORY_VIRTUAL || !v->mapped || p->dmaOffset != v->va)
+    return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  v->mapped = 0;
+  return mock_range_unmap(v->va);
+}
+
 static void card_info(nv_ioctl_card_info_t *cards) {
   memset(cards, 0, sizeof *cards * NV_MAX_CARDS);
   cards[0] = (nv_ioctl_card_info_t){.valid = 1,
@@ -271,6 +318,12 @@ static int rm_escape(unsigned nr, void *arg, unsigned size) {
     nv_ioctl_nvos33_parameters_with_fd *p = arg;
     return p->params.status = rm_map_memory(&p->params, p->fd), 0;
   }
+  case NV_ESC_RM_MAP_MEMORY_DMA:
+    WANT(NVOS46_PARAMETERS);
+    return ((NVOS46_PARAMETERS *)arg)->status = rm_map_dma(arg), 0;
+  case NV_ESC_RM_UNMAP_MEMORY_DMA:
+    WANT(NVOS47_PARAMETERS);
+    return ((NVOS47_PARAMETERS *)arg)->status = rm_unmap_dma(arg), 0;
   case NV_ESC_CHECK_VERSION_STR:
     return 0;
   default:

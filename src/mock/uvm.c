@@ -2,8 +2,10 @@
  * mapped into them (the table the command processor translates GPU addresses with), the tools
  * event ring (it stays empty). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mock/internal.h"
 #include "mock/mock.h"
@@ -57,6 +59,27 @@ static uint32_t free_range(uint64_t base) {
   if (!r) return MOCK_ERR_INVALID_ADDRESS;
   *r = nvhcq_mock.ranges[--nvhcq_mock.nranges];
   return MOCK_NV_OK;
+}
+
+uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory) {
+  pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
+  UVM_CREATE_EXTERNAL_RANGE_PARAMS p = {.base = base, .length = length};
+  uint32_t s = create_range(&p);
+  if (!s) {
+    mock_range *r = range_at(base);
+    r->host = memory->backing;
+    r->obj = memory;
+    r->length = length < memory->size ? length : memory->size;
+  }
+  pthread_rwlock_unlock(&nvhcq_mock.va_lock);
+  return s;
+}
+
+uint32_t mock_range_unmap(uint64_t base) {
+  pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
+  uint32_t s = free_range(base);
+  pthread_rwlock_unlock(&nvhcq_mock.va_lock);
+  return s;
 }
 
 void mock_ranges_drop(const mock_obj *obj) {
@@ -187,6 +210,37 @@ static int tools_ioctl(unsigned long cmd, void *arg) {
   return -EINVAL;
 }
 
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_changed = PTHREAD_COND_INITIALIZER;
+static int hold, held;
+
+void nvhcq_mock_hold_unregister(int on) {
+  pthread_mutex_lock(&hold_lock);
+  hold = on;
+  pthread_cond_broadcast(&hold_changed);
+  pthread_mutex_unlock(&hold_lock);
+}
+
+int nvhcq_mock_unregisters_held(void) {
+  pthread_mutex_lock(&hold_lock);
+  int n = held;
+  pthread_mutex_unlock(&hold_lock);
+  return n;
+}
+
+/* The real call takes ~50 ms on the H200; the hold stands in for it, bounded. */
+static void wait_while_held(void) {
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  pthread_mutex_lock(&hold_lock);
+  held++;
+  while (hold && pthread_cond_timedwait(&hold_changed, &hold_lock, &until) == 0) {
+  }
+  held--;
+  pthread_mutex_unlock(&hold_lock);
+}
+
 int mock_uvm_ioctl(int kind, unsigned long cmd, void *arg) {
   if (kind == FD_TOOLS) return tools_ioctl(cmd, arg);
   if (cmd == UVM_MM_INITIALIZE) { /* as the real driver answers nvhcq's second fd */
@@ -195,6 +249,7 @@ int mock_uvm_ioctl(int kind, unsigned long cmd, void *arg) {
   }
   size_t at = status_offset(cmd);
   if (!at) return -EINVAL;
+  if (cmd == UVM_UNREGISTER_GPU) wait_while_held(); /* outside the mock's lock */
   pthread_mutex_lock(&nvhcq_mock.lock);
   uint32_t s = uvm_call(cmd, arg);
   pthread_mutex_unlock(&nvhcq_mock.lock);

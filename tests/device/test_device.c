@@ -109,7 +109,8 @@ static void round_trip(size_t size, size_t offset, int pinned) {
   fill(src, size, (uint32_t)size);
   memset(dst, 0xa5, size);
   TEST_CHECK(nvhcq_buffer_write(a, offset, src, size) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_buffer_copy(b, offset, a, offset, size) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_buffer_copy(b, offset, a, offset, size) == NVHCQ_SUCCESS, "%s",
+                 nvhcq_last_error());
   TEST_CHECK(nvhcq_buffer_read(dst, b, offset, size) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(memcmp(src, dst, size) == 0, "%zu bytes at offset %zu (%s) differ", size, offset,
                  pinned ? "pinned" : "pageable");
@@ -291,6 +292,105 @@ static void t_async_copy_engine(void) {
   dev = main_dev;
 }
 
+/* A copy queued behind a gate the CPU opens later: until then the copy channel holds work that
+ * reads `src`, so a destroy that waited for the GPU could not return. */
+static nvhcq_queue *gated_copy(nvhcq_signal *gate, nvhcq_signal *done, uint64_t dst, uint64_t src,
+                               uint64_t size) {
+  nvhcq_queue *q = NULL;
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_gpu_wait(q, gate, 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_copy(q, dst, src, size) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, done, 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  return q;
+}
+
+/* A buffer destroyed while a queued copy still reads it keeps its memory and address until the
+ * copy is done: a buffer allocated right after gets other memory, and the copy sees the data. */
+static void t_destroy_while_copy_reads(void) {
+  NEED_DEVICE();
+  const size_t n = 1 << 20;
+  nvhcq_signal *gate, *done;
+  nvhcq_buffer *a, *b, *dst;
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &gate) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &done) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, n, NVHCQ_MEMORY_HOST, &a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, n, NVHCQ_MEMORY_HOST, &dst) == NVHCQ_SUCCESS);
+  uint8_t *want = malloc(n);
+  fill(want, n, 21);
+  memcpy(nvhcq_buffer_host_pointer(a), want, n);
+  memset(nvhcq_buffer_host_pointer(dst), 0, n);
+  uint64_t a_at = nvhcq_buffer_gpu_address(a);
+  nvhcq_queue *q = gated_copy(gate, done, nvhcq_buffer_gpu_address(dst), a_at, n);
+  TEST_CHECK_MSG(nvhcq_buffer_destroy(a) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_buffer_create(dev, n, NVHCQ_MEMORY_HOST, &b) == NVHCQ_SUCCESS);
+  uint64_t b_at = nvhcq_buffer_gpu_address(b);
+  TEST_CHECK_MSG(b_at + n <= a_at || a_at + n <= b_at,
+                 "the new buffer at 0x%llx reuses the destroyed one's range at 0x%llx",
+                 (unsigned long long)b_at, (unsigned long long)a_at);
+  memset(nvhcq_buffer_host_pointer(b), 0xee, n);
+  TEST_CHECK_MSG(nvhcq_signal_value(done) == 0, "the copy ran before its gate opened");
+  nvhcq_signal_set(gate, 1);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, 1, 0) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(memcmp(nvhcq_buffer_host_pointer(dst), want, n) == 0,
+                 "the copy did not see the destroyed buffer's data");
+  free(want);
+  nvhcq_buffer_destroy(b);
+  nvhcq_buffer_destroy(dst);
+  nvhcq_queue_destroy(q);
+  nvhcq_signal_destroy(gate);
+  nvhcq_signal_destroy(done);
+}
+
+/* 1000 destroys and a module unload while work is queued return at once (the gate stays closed
+ * throughout, so none of them can have waited for the GPU); once it opens and the device is idle
+ * the memory is back. */
+static void t_destroys_do_not_wait(void) {
+  NEED_DEVICE();
+  enum { COUNT = 1000 };
+  static nvhcq_buffer *bufs[COUNT];
+  nvhcq_signal *gate, *done;
+  nvhcq_buffer *src, *dst;
+  uint64_t free_before = 0, free_after = 0;
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_before) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &gate) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &done) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_HOST, &src) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_HOST, &dst) == NVHCQ_SUCCESS);
+  for (int i = 0; i < COUNT; i++)
+    TEST_CHECK(nvhcq_buffer_create(dev, 64 << 10, NVHCQ_MEMORY_DEVICE, &bufs[i]) == NVHCQ_SUCCESS);
+  nvhcq_queue *q =
+      gated_copy(gate, done, nvhcq_buffer_gpu_address(dst), nvhcq_buffer_gpu_address(src), 4096);
+  int failed = 0;
+  for (int i = 0; i < COUNT; i++) failed += nvhcq_buffer_destroy(bufs[i]) != NVHCQ_SUCCESS;
+  TEST_CHECK_MSG(failed == 0, "%d destroys failed: %s", failed, nvhcq_last_error());
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
+  const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
+  char path[512];
+  snprintf(path, sizeof path, "%s/device_kernels_%s.cubin", dir ? dir : ".", info.arch);
+  nvhcq_module *m = NULL;
+  if (access(path, R_OK) == 0) {
+    TEST_CHECK_MSG(nvhcq_module_load_file(dev, path, &m) == NVHCQ_SUCCESS, "%s",
+                   nvhcq_last_error());
+    TEST_CHECK_MSG(nvhcq_module_unload(m) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  }
+  TEST_CHECK_MSG(nvhcq_signal_value(done) == 0, "the copy ran before its gate opened");
+  nvhcq_signal_set(gate, 1);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, 1, 0) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_after) == NVHCQ_SUCCESS);
+  nvhcq_buffer_destroy(src);
+  nvhcq_buffer_destroy(dst);
+  nvhcq_queue_destroy(q);
+  nvhcq_signal_destroy(gate);
+  nvhcq_signal_destroy(done);
+  TEST_CHECK_MSG(free_after + (2u << 20) >= free_before,
+                 "GPU free memory %llu KiB before, %llu KiB after the destroys were released",
+                 (unsigned long long)free_before >> 10, (unsigned long long)free_after >> 10);
+}
+
 static void t_close(void) {
   NEED_DEVICE();
   teardown();
@@ -299,4 +399,4 @@ static void t_close(void) {
 TEST_MAIN(TEST(t_info), TEST(t_open_close_loop), TEST(t_alloc_big_and_too_big), TEST(t_round_trips),
           TEST(t_mapped_memory), TEST(t_big_copy_over_4gib), TEST(t_cross_channel_order),
           TEST(t_ring_wraps), TEST(t_wait_times_out), TEST(t_bad_input), TEST(t_async_copy_engine),
-          TEST(t_close))
+          TEST(t_destroy_while_copy_reads), TEST(t_destroys_do_not_wait), TEST(t_close))

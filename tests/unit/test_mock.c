@@ -48,9 +48,11 @@ static nvhcq_device *open_mock(void) {
   return s ? NULL : dev;
 }
 
-/* Closes the device and checks that the mock holds nothing any more. */
+/* Closes the device, waits for the release it leaves to the background, and checks that the
+ * mock holds nothing any more. */
 static void close_mock(nvhcq_device *dev) {
   TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_device_close_wait(NULL) == NVHCQ_SUCCESS);
   nvhcq_mock_counts c = nvhcq_mock_live();
   TEST_CHECK_MSG(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0,
                  "live after close: %u objects, %u fds, %u channels, %u ranges", c.objects, c.fds,
@@ -427,6 +429,67 @@ static void t_command_processor_direct(void) {
   nvhcq_mock_uninstall();
 }
 
+/* Close returns while UVM_UNREGISTER_GPU is still blocked (held by the mock: were close to wait
+ * for it, it would return only after the hold's 10 s with everything freed); the next open of the
+ * GPU joins that release, and nvhcq_device_close_wait returns with nothing left. */
+static void t_close_leaves_slow_calls_behind(void) {
+  NEED_MOCK_DEVICE(dev);
+  nvhcq_mock_hold_unregister(1);
+  TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
+  nvhcq_mock_counts c = nvhcq_mock_live();
+  TEST_CHECK_MSG(c.objects > 0 && c.fds > 0,
+                 "close freed the client and closed the fds itself (%u objects, %u fds live)",
+                 c.objects, c.fds);
+  TEST_CHECK_MSG(c.channels == 0 && c.ranges == 0, "%u channels and %u ranges outlived close",
+                 c.channels, c.ranges);
+  nvhcq_mock_hold_unregister(0);
+  nvhcq_device *again = NULL;
+  TEST_CHECK_MSG(nvhcq_device_open(0, &again) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_mock_unregisters_held() == 0);
+  c = nvhcq_mock_live();
+  nvhcq_device *third = NULL;
+  TEST_CHECK(nvhcq_device_open(0, &third) == NVHCQ_SUCCESS);
+  nvhcq_mock_counts two = nvhcq_mock_live();
+  TEST_CHECK_MSG(two.objects == 2 * c.objects && two.fds == 2 * c.fds,
+                 "the first close's release was not done when the GPU opened again: %u objects "
+                 "with one device open, %u with two",
+                 c.objects, two.objects);
+  TEST_CHECK(nvhcq_device_close(third) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_close_wait(again) == NVHCQ_SUCCESS);
+  c = nvhcq_mock_live();
+  TEST_CHECK_MSG(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0,
+                 "live after close_wait: %u objects, %u fds, %u channels, %u ranges", c.objects,
+                 c.fds, c.channels, c.ranges);
+  nvhcq_mock_uninstall();
+}
+
+/* NVHCQ_UVM=off: memory of every kind is mapped through RM's virtual memory objects at the CPU's
+ * addresses (the copies read and write it there), and nothing is left after close. */
+static void t_rm_only_mapping(void) {
+  setenv("NVHCQ_UVM", "off", 1);
+  nvhcq_device *dev = device_address_space ? open_mock() : NULL;
+  unsetenv("NVHCQ_UVM");
+  if (!device_address_space)
+    TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");
+  if (!dev) return;
+  for (nvhcq_memory_kind k = 0; k < 4; k++) {
+    round_trip(dev, 4097, 1, k, (k + 1) % 4);
+    round_trip(dev, (4 << 20) + 3, 0, k, NVHCQ_MEMORY_DEVICE); /* 2 MiB pages */
+  }
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS); /* the destroyed ones go */
+  uint32_t ranges_open = nvhcq_mock_live().ranges;
+  nvhcq_buffer *m;
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE_MAPPED, &m) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_mock_live().ranges == ranges_open + 1);
+  TEST_CHECK(nvhcq_mock_gpu_pointer(nvhcq_buffer_gpu_address(m), 4096) != NULL);
+  nvhcq_buffer_destroy(m);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_mock_live().ranges == ranges_open, "%u GPU mappings, %u before",
+                 nvhcq_mock_live().ranges, ranges_open);
+  close_mock(dev);
+}
+
 TEST_MAIN(TEST(t_h200_profile), TEST(t_copies_every_kind), TEST(t_cross_queue_wait),
           TEST(t_recorded_replay), TEST(t_qmd_launch), TEST(t_malformed_stream),
-          TEST(t_driver_checks), TEST(t_command_processor_direct))
+          TEST(t_driver_checks), TEST(t_command_processor_direct),
+          TEST(t_close_leaves_slow_calls_behind), TEST(t_rm_only_mapping))

@@ -1,0 +1,94 @@
+/* Deferred release of destroyed buffers: a fence (a timeline value per channel) taken at destroy
+ * and a first-in, first-out list reaped when the timelines pass the fences. */
+#include "core/reclaim.h"
+
+#include <stdlib.h>
+
+#include "core/device.h"
+#include "util/handle.h"
+
+/* Timeline values that follow all work submitted so far. A channel that got no entries since
+ * the last fence reuses its value: a thousand destroys in a row cost one release per channel. */
+static nvhcq_status take_fence(nvhcq_device *dev, uint64_t after[2]) {
+  nvhcq_reclaim_state *r = &dev->reclaim;
+  for (int c = 0; c < 2; c++) {
+    nvhcq_channel *ch = nvhcq_device_channel(dev, c);
+    if (ch->submitted != r->fenced_entries[c]) {
+      nvhcq_timeline_scratch(dev);
+      NVHCQ_TRY(nvhcq_device_submit_scratch(dev, c, &r->fence[c]));
+      r->fenced_entries[c] = ch->submitted;
+    }
+    after[c] = r->fence[c];
+  }
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status append(nvhcq_device *dev, nvhcq_buffer *buf, const uint64_t after[2]) {
+  nvhcq_reclaim_state *r = &dev->reclaim;
+  if (r->head > 0 && r->count == r->capacity) { /* slide the live part to the front */
+    for (uint32_t i = r->head; i < r->count; i++) r->items[i - r->head] = r->items[i];
+    r->count -= r->head;
+    r->head = 0;
+  }
+  if (r->count == r->capacity) {
+    uint32_t cap = r->capacity ? 2 * r->capacity : 64;
+    nvhcq_reclaim_item *grown = realloc(r->items, cap * sizeof *grown);
+    if (!grown) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+    r->items = grown;
+    r->capacity = cap;
+  }
+  r->items[r->count++] = (nvhcq_reclaim_item){buf, {after[0], after[1]}};
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_reclaim_buffer(nvhcq_buffer *buf) {
+  nvhcq_device *dev = buf->dev;
+  uint64_t after[2] = {UINT64_MAX, UINT64_MAX};
+  /* A broken device's channels may still hold work that will never finish: its buffers wait for
+   * the recovery or the close that takes the channels away. */
+  if (!dev->broken && dev->compute.handle && dev->copy.handle) NVHCQ_TRY(take_fence(dev, after));
+  NVHCQ_TRY(append(dev, buf, after));
+  buf->magic = NVHCQ_DEAD_MAGIC; /* stale handles are caught from now on */
+  nvhcq_reclaim_poll(dev);
+  return NVHCQ_SUCCESS;
+}
+
+static int passed(nvhcq_device *dev, const nvhcq_reclaim_item *it) {
+  for (int c = 0; c < 2; c++)
+    if (it->after[c] == UINT64_MAX || nvhcq_signal_load(dev->timeline.signal[c]) < it->after[c])
+      return 0;
+  return 1;
+}
+
+static void release_front(nvhcq_reclaim_state *r) {
+  (void)!nvhcq_memory_free(r->items[r->head++].buf);
+  if (r->head == r->count) r->head = r->count = 0;
+}
+
+void nvhcq_reclaim_poll(nvhcq_device *dev) {
+  nvhcq_reclaim_state *r = &dev->reclaim;
+  while (r->head < r->count && passed(dev, &r->items[r->head])) release_front(r);
+}
+
+int nvhcq_reclaim_wait_all(nvhcq_device *dev) {
+  nvhcq_reclaim_state *r = &dev->reclaim;
+  if (r->head == r->count) return 0;
+  const nvhcq_reclaim_item *last = &r->items[r->count - 1];
+  for (int c = 0; c < 2; c++)
+    if (last->after[c] == UINT64_MAX || nvhcq_device_wait_timeline(dev, c, last->after[c]))
+      return 0;
+  uint32_t before = nvhcq_reclaim_pending(dev);
+  nvhcq_reclaim_poll(dev);
+  return nvhcq_reclaim_pending(dev) < before;
+}
+
+void nvhcq_reclaim_all(nvhcq_device *dev) {
+  nvhcq_reclaim_state *r = &dev->reclaim;
+  while (r->head < r->count) release_front(r);
+  free(r->items);
+  *r = (nvhcq_reclaim_state){0};
+}
+
+uint32_t nvhcq_reclaim_pending(const nvhcq_device *dev) {
+  return dev->reclaim.count - dev->reclaim.head;
+}
