@@ -1,0 +1,380 @@
+/* Streams, events and launches: each operation goes to the device's compute or copy queue after
+ * a GPU wait for the other engine's latest work, and releases its engine's timeline. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The NULL, legacy and per-thread default streams: one, since all work is ordered anyway. */
+static struct CUstream_st default_stream = {.magic = NVCU_STREAM_MAGIC};
+
+CUresult nvcu_stream_get(CUstream s, struct CUstream_st **out) {
+  if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
+    int index;
+    CUresult r = nvcu_current(NULL, &index);
+    if (r) return r;
+    default_stream.device = index;
+    *out = &default_stream;
+    return CUDA_SUCCESS;
+  }
+  if (s->magic != NVCU_STREAM_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+  *out = s;
+  return CUDA_SUCCESS;
+}
+
+nvhcq_queue *nvcu_engine_begin(nvcu_device *d, int e) {
+  nvhcq_queue *q = d->queue[e];
+  nvhcq_queue_reset(q);
+  int o = !e;
+  if (d->submitted[o] > d->seen[e]) {
+    nvhcq_queue_gpu_wait(q, d->timeline[o], d->submitted[o]);
+    d->seen[e] = d->submitted[o];
+  }
+  return q;
+}
+
+CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st) {
+  nvhcq_queue *q = d->queue[e];
+  nvhcq_status s = nvhcq_queue_signal(q, d->timeline[e], d->submitted[e] + 1);
+  if (!s) s = nvhcq_queue_submit(q);
+  if (s) return nvcu_status(s, e ? "submitting a copy" : "submitting a launch");
+  d->submitted[e]++;
+  d->last_engine = e;
+  if (st) {
+    st->need[e] = d->submitted[e];
+    st->need[!e] = 0; /* this operation waited for the other engine */
+  }
+  return CUDA_SUCCESS;
+}
+
+static CUresult run_launch(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op) {
+  nvhcq_queue *q = nvcu_engine_begin(d, NVCU_COMPUTE);
+  nvhcq_status s =
+      nvhcq_queue_launch(q, op->func->k, op->grid, op->block, op->shared, op->args, op->args_size);
+  if (s) return nvcu_status(s, op->func->name);
+  return nvcu_engine_end(d, NVCU_COMPUTE, st);
+}
+
+CUresult nvcu_stream_op(CUstream s, const nvcu_op *op) {
+  struct CUstream_st *st;
+  nvcu_device *d;
+  CUresult r = nvcu_stream_get(s, &st);
+  if (!r) r = nvcu_device_get(st->device, &d);
+  if (r) return r;
+  if (st->capture) {
+    CUgraphNode node;
+    CUgraphNode last = st->capture_last;
+    r = nvcu_graph_append(st->capture, op, last ? &last : NULL, last ? 1 : 0, &node);
+    if (!r) st->capture_last = node;
+    return r;
+  }
+  switch (op->kind) {
+  case CU_GRAPH_NODE_TYPE_KERNEL:
+    return run_launch(d, st, op);
+  case CU_GRAPH_NODE_TYPE_MEMCPY:
+    return nvcu_run_copy(d, st, op);
+  case CU_GRAPH_NODE_TYPE_MEMSET:
+    return nvcu_run_memset(d, st, op);
+  default:
+    return CUDA_SUCCESS;
+  }
+}
+
+/* ---- streams ---- */
+
+CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority) {
+  if (!phStream || (flags & ~1u)) return CUDA_ERROR_INVALID_VALUE;
+  int index;
+  CUresult r = nvcu_current(NULL, &index);
+  if (r) return r;
+  struct CUstream_st *st = calloc(1, sizeof *st);
+  if (!st) return CUDA_ERROR_OUT_OF_MEMORY;
+  *st = (struct CUstream_st){
+      .magic = NVCU_STREAM_MAGIC, .device = index, .flags = flags, .priority = priority};
+  *phStream = st;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
+  return cuStreamCreateWithPriority(phStream, Flags, 0);
+}
+
+/* Work already submitted runs to its end, as CUDA promises; the stream itself holds nothing. */
+CUresult cuStreamDestroy_v2(CUstream hStream) {
+  if (!hStream || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD ||
+      hStream->magic != NVCU_STREAM_MAGIC)
+    return CUDA_ERROR_INVALID_HANDLE;
+  hStream->magic = 0;
+  free(hStream);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy(CUstream hStream) {
+  return cuStreamDestroy_v2(hStream);
+}
+
+static CUresult stream_wait(struct CUstream_st *st) {
+  nvcu_device *d;
+  CUresult r = nvcu_device_get(st->device, &d);
+  for (int e = 0; e < 2 && !r; e++)
+    if (st->need[e])
+      r = nvcu_status(nvhcq_signal_cpu_wait(d->timeline[e], st->need[e], 0),
+                      "synchronizing a stream");
+  return r;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream) {
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) r = stream_wait(st);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuStreamQuery(CUstream hStream) {
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  nvcu_device *d;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) r = nvcu_device_get(st->device, &d);
+  for (int e = 0; e < 2 && !r; e++)
+    if (nvhcq_signal_value(d->timeline[e]) < st->need[e]) r = CUDA_ERROR_NOT_READY;
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* Every stream's work is ordered after all earlier work: a wait is already met. */
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  (void)Flags;
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && (!hEvent || hEvent->magic != NVCU_EVENT_MAGIC)) r = CUDA_ERROR_INVALID_HANDLE;
+  return r;
+}
+
+CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags) {
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && flags) *flags = st->flags;
+  return r;
+}
+
+CUresult cuStreamGetPriority(CUstream hStream, int *priority) {
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && priority) *priority = st->priority;
+  return r;
+}
+
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && pctx) r = cuCtxGetCurrent(pctx);
+  return r;
+}
+
+/* ---- capture ---- */
+
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+  (void)mode;
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (r) return r;
+  if (st == &default_stream) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (st->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  r = cuGraphCreate(&st->capture, 0);
+  st->capture_last = NULL;
+  return r;
+}
+
+CUresult cuStreamBeginCapture(CUstream hStream) {
+  return cuStreamBeginCapture_v2(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (r) return r;
+  if (!st->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  if (phGraph) *phGraph = st->capture;
+  st->capture = NULL;
+  st->capture_last = NULL;
+  return phGraph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus) {
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && captureStatus)
+    *captureStatus = st->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return r;
+}
+
+/* ---- events ---- */
+
+static CUresult event_check(CUevent e) {
+  return e && e->magic == NVCU_EVENT_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
+  if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  nvcu_device *d;
+  int index;
+  CUresult r = nvcu_current(&d, &index);
+  struct CUevent_st *ev = r ? NULL : calloc(1, sizeof *ev);
+  if (!r && !ev) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r) {
+    *ev = (struct CUevent_st){.magic = NVCU_EVENT_MAGIC, .device = index, .flags = Flags};
+    r = nvcu_status(nvhcq_signal_create(d->dev, 0, &ev->sig), "cuEventCreate");
+    if (r)
+      free(ev);
+    else
+      *phEvent = ev;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuEventDestroy_v2(CUevent hEvent) {
+  if (event_check(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  /* The signal may still be released by the GPU: it is freed once that has happened. */
+  nvhcq_signal_cpu_wait(hEvent->sig, hEvent->value, 0);
+  nvhcq_signal_destroy(hEvent->sig);
+  hEvent->magic = 0;
+  free(hEvent);
+  NVCU_UNLOCK();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent hEvent) {
+  return cuEventDestroy_v2(hEvent);
+}
+
+CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  (void)flags;
+  if (event_check(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  nvcu_device *d;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) r = nvcu_device_get(st->device, &d);
+  if (!r && st->capture) r = nvcu_unsupported("cuEventRecord in a captured stream");
+  if (!r) {
+    /* Behind the latest operation of either engine, which itself waited for the other. */
+    int e = d->last_engine;
+    nvhcq_queue *q = nvcu_engine_begin(d, e);
+    nvhcq_status s = nvhcq_queue_signal(q, hEvent->sig, hEvent->value + 1);
+    if (!s) s = nvhcq_queue_submit(q);
+    r = nvcu_status(s, "cuEventRecord");
+    if (!r) hEvent->value++;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+  return cuEventRecordWithFlags(hEvent, hStream, 0);
+}
+
+CUresult cuEventSynchronize(CUevent hEvent) {
+  if (event_check(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  CUresult r =
+      nvcu_status(nvhcq_signal_cpu_wait(hEvent->sig, hEvent->value, 0), "cuEventSynchronize");
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuEventQuery(CUevent hEvent) {
+  if (event_check(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  return nvhcq_signal_value(hEvent->sig) >= hEvent->value ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+  if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
+  if (event_check(hStart) || event_check(hEnd)) return CUDA_ERROR_INVALID_HANDLE;
+  if ((hStart->flags | hEnd->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+  if (!hStart->value || !hEnd->value) return CUDA_ERROR_INVALID_HANDLE; /* never recorded */
+  if (cuEventQuery(hStart) || cuEventQuery(hEnd)) return CUDA_ERROR_NOT_READY;
+  uint64_t t0 = nvhcq_signal_timestamp_ns(hStart->sig), t1 = nvhcq_signal_timestamp_ns(hEnd->sig);
+  *pMilliseconds = (float)((double)((int64_t)(t1 - t0)) / 1e6);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+  return cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd);
+}
+
+/* ---- launches ---- */
+
+static CUresult launch(CUfunction f, nvhcq_dim3 grid, nvhcq_dim3 block, unsigned int shared,
+                       CUstream hStream, void **kernelParams, void **extra) {
+  CUresult r = nvcu_func_check(f);
+  if (r) return r;
+  nvcu_op op = {
+      .kind = CU_GRAPH_NODE_TYPE_KERNEL, .func = f, .grid = grid, .block = block, .shared = shared};
+  NVCU_LOCK();
+  r = nvcu_pack_args(f, kernelParams, extra, &op.args, &op.args_size);
+  if (!r) r = nvcu_stream_op(hStream, &op);
+  NVCU_UNLOCK();
+  free(op.args);
+  return r;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void **kernelParams, void **extra) {
+  return launch(f, (nvhcq_dim3){gridDimX, gridDimY, gridDimZ},
+                (nvhcq_dim3){blockDimX, blockDimY, blockDimZ}, sharedMemBytes, hStream,
+                kernelParams, extra);
+}
+
+/* The attributes of a launch: those that change nothing nvhcq does are accepted. */
+static CUresult check_launch_attributes(const CUlaunchConfig *config) {
+  for (unsigned int i = 0; i < config->numAttrs; i++) {
+    const CUlaunchAttribute *a = &config->attrs[i];
+    switch (a->id) {
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+      if (a->value.clusterDim.x * a->value.clusterDim.y * a->value.clusterDim.z > 1)
+        return nvcu_unsupported("cuLaunchKernelEx with a cluster of more than one block");
+      break;
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+      if (a->value.cooperative) return nvcu_unsupported("cooperative launches");
+      break;
+    default:
+      nvcu_log("cuLaunchKernelEx: launch attribute %d ignored", (int)a->id);
+      break;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                          void **extra) {
+  if (!config || (config->numAttrs && !config->attrs)) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = check_launch_attributes(config);
+  if (r) return r;
+  return launch(f, (nvhcq_dim3){config->gridDimX, config->gridDimY, config->gridDimZ},
+                (nvhcq_dim3){config->blockDimX, config->blockDimY, config->blockDimZ},
+                config->sharedMemBytes, config->hStream, kernelParams, extra);
+}
+
+#define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));
+NVCU_ALIAS(cuLaunchKernel_ptsz, cuLaunchKernel)
+NVCU_ALIAS(cuLaunchKernelEx_ptsz, cuLaunchKernelEx)
+NVCU_ALIAS(cuStreamSynchronize_ptsz, cuStreamSynchronize)
+NVCU_ALIAS(cuStreamQuery_ptsz, cuStreamQuery)
+NVCU_ALIAS(cuStreamWaitEvent_ptsz, cuStreamWaitEvent)
+NVCU_ALIAS(cuStreamGetFlags_ptsz, cuStreamGetFlags)
+NVCU_ALIAS(cuStreamGetPriority_ptsz, cuStreamGetPriority)
+NVCU_ALIAS(cuStreamGetCtx_ptsz, cuStreamGetCtx)
+NVCU_ALIAS(cuStreamBeginCapture_ptsz, cuStreamBeginCapture)
+NVCU_ALIAS(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2)
+NVCU_ALIAS(cuStreamEndCapture_ptsz, cuStreamEndCapture)
+NVCU_ALIAS(cuStreamIsCapturing_ptsz, cuStreamIsCapturing)
+NVCU_ALIAS(cuEventRecord_ptsz, cuEventRecord)
+NVCU_ALIAS(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags)
