@@ -280,7 +280,7 @@ CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev) {
 
 CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev) {
   if (!pciBusId || len <= 0) return CUDA_ERROR_INVALID_VALUE;
-  WITH_DEVICE(dev, snprintf(pciBusId, (size_t)len, "%08X:%02X:%02X.%X", d->info.pci_domain,
+  WITH_DEVICE(dev, snprintf(pciBusId, (size_t)len, "%04X:%02X:%02X.%X", d->info.pci_domain,
                             d->info.pci_bus, d->info.pci_device, d->info.pci_function));
 }
 
