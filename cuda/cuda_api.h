@@ -35,6 +35,8 @@ typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUarray_st *CUarray;
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUexecAffinityParam_st CUexecAffinityParam;
 typedef struct CUuuid_st {
   char bytes[16];
 } CUuuid;

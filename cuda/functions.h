@@ -32,6 +32,9 @@
   X(CUresult, cuCtxGetDevice, (CUdevice * device))                                                 \
   X(CUresult, cuCtxGetFlags, (unsigned int *flags))                                                \
   X(CUresult, cuCtxGetApiVersion, (CUcontext ctx, unsigned int *version))                          \
+  X(CUresult, cuCtxSynchronize_v2, (CUcontext ctx))                                                \
+  X(CUresult, cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx))                               \
+  X(CUresult, cuStreamGetCtx_v2, (CUstream hStream, CUcontext * pCtx, CUgreenCtx * pGreenCtx))     \
   X(CUresult, cuCtxSynchronize, (void))                                                            \
   X(CUresult, cuCtxEnablePeerAccess, (CUcontext peerContext, unsigned int Flags))                  \
   X(CUresult, cuCtxGetLimit, (size_t * pvalue, CUlimit limit))                                     \
@@ -173,6 +176,9 @@
   X(CUresult, cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev))                \
   X(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, uint64_t flags)) \
   X(CUresult, cuDevicePrimaryCtxRelease, (CUdevice dev))                                           \
+  X(CUresult, cuCtxCreate_v3,                                                                      \
+    (CUcontext * pctx, CUexecAffinityParam * paramsArray, int numParams, unsigned int flags,       \
+     CUdevice dev))                                                                                \
   X(CUresult, cuCtxCreate_v4,                                                                      \
     (CUcontext * pctx, void *ctxCreateParams, unsigned int flags, CUdevice dev))                   \
   X(CUresult, cuGraphAddKernelNode,                                                                \

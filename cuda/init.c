@@ -365,6 +365,13 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, void *ctxCreateParams, unsigned int fla
   return cuCtxCreate_v2(pctx, flags, dev);
 }
 
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                        unsigned int flags, CUdevice dev) {
+  (void)paramsArray;
+  if (numParams > 0) return nvcu_unsupported("cuCtxCreate_v3 with execution affinity");
+  return cuCtxCreate_v2(pctx, flags, dev);
+}
+
 CUresult cuCtxDestroy_v2(CUcontext ctx) {
   if (ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   for (int i = 0; i < ctx_depth; i++)
@@ -429,6 +436,15 @@ CUresult cuCtxGetDevice(CUdevice *device) {
   return nvcu_current(NULL, device);
 }
 
+/* With ctx NULL: the current context's device. */
+CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
+  if (!ctx) return cuCtxGetDevice(device);
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = ctx->device;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuCtxGetFlags(unsigned int *flags) {
   if (!flags) return CUDA_ERROR_INVALID_VALUE;
   CUresult r = nvcu_current(NULL, NULL);
@@ -447,6 +463,17 @@ CUresult cuCtxSynchronize(void) {
   NVCU_LOCK();
   nvcu_device *d;
   CUresult r = nvcu_current(&d, NULL);
+  if (!r) r = nvcu_wait_all(d);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  if (!ctx) return cuCtxSynchronize();
+  if (ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  NVCU_LOCK();
+  nvcu_device *d;
+  CUresult r = nvcu_device_get(ctx->device, &d);
   if (!r) r = nvcu_wait_all(d);
   NVCU_UNLOCK();
   return r;

@@ -174,6 +174,11 @@ CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
   return r;
 }
 
+CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx) {
+  if (pGreenCtx) *pGreenCtx = NULL; /* no green contexts */
+  return cuStreamGetCtx(hStream, pCtx);
+}
+
 /* ---- capture ---- */
 
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
@@ -372,6 +377,7 @@ NVCU_ALIAS(cuStreamWaitEvent_ptsz, cuStreamWaitEvent)
 NVCU_ALIAS(cuStreamGetFlags_ptsz, cuStreamGetFlags)
 NVCU_ALIAS(cuStreamGetPriority_ptsz, cuStreamGetPriority)
 NVCU_ALIAS(cuStreamGetCtx_ptsz, cuStreamGetCtx)
+NVCU_ALIAS(cuStreamGetCtx_v2_ptsz, cuStreamGetCtx_v2)
 NVCU_ALIAS(cuStreamBeginCapture_ptsz, cuStreamBeginCapture)
 NVCU_ALIAS(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2)
 NVCU_ALIAS(cuStreamEndCapture_ptsz, cuStreamEndCapture)
