@@ -56,7 +56,11 @@ static void print_config(unsigned tag, const char *what, const uint32_t *q) {
          (q[19] >> 6) & 0x3f, (q[19] >> 12) & 0x3f, q[35] >> 16 & 3);
 }
 
+static uint32_t last_qmd[QMD_WORDS]; /* the last QMD scan found */
+static int last_qmd_valid;
+
 static int scan(unsigned tag, const char *what) {
+  last_qmd_valid = 0;
   FILE *maps = fopen("/proc/self/maps", "r");
   if (!maps) return 0;
   char line[512];
@@ -84,6 +88,7 @@ static int scan(unsigned tag, const char *what) {
       for (int s = 0; s < nseen; s++) dup |= !memcmp(seen[s], w + i, sizeof seen[s]);
       if (dup) continue;
       if (nseen < 16) memcpy(seen[nseen++], w + i, sizeof seen[0]);
+      memcpy(last_qmd, w + i, sizeof last_qmd), last_qmd_valid = 1;
       char where[400];
       snprintf(where, sizeof where, "%s %s +0x%zx", path[0] ? path : "(anonymous)", perms, i * 4);
       if (quiet)
@@ -227,6 +232,159 @@ static void sweep(void *add, void *reduce, void *fma, void **add_args, uint64_t 
     }
 }
 
+/* ---- thread-block clusters: libcuda's QMDs and occupancy for cluster launches ---- */
+
+typedef struct {
+  unsigned grid[3], block[3], shared;
+  void *stream;
+  void *attrs;
+  unsigned nattrs;
+} cu_launch_config;
+
+typedef struct {
+  int id;
+  int pad;
+  union {
+    unsigned dims[3];
+    int value;
+    char bytes[64];
+  } v;
+} cu_launch_attr;
+
+typedef int (*cu_launch_ex_fn)(const cu_launch_config *, void *, void **, void **);
+typedef int (*cu_occ_clusters_fn)(int *, void *, const cu_launch_config *);
+typedef int (*cu_param_info_fn)(void *, size_t, size_t *, size_t *);
+typedef int (*cu_func_get_attr_fn)(int *, int, void *);
+
+static void cluster_launch(cu_launch_ex_fn ex, void *fn, const unsigned grid[3], unsigned block,
+                           const unsigned cl[3], int policy, uint64_t out, const char *what) {
+  cu_launch_attr attrs[2];
+  memset(attrs, 0, sizeof attrs);
+  unsigned n = 0;
+  if (cl[0]) attrs[n].id = 4, memcpy(attrs[n].v.dims, cl, 12), n++;
+  if (policy >= 0) attrs[n].id = 5, attrs[n].v.value = policy, n++;
+  cu_launch_config c = {{grid[0], grid[1], grid[2]}, {block, 1, 1}, 0, NULL, attrs, n};
+  void *args[] = {&out};
+  int r = ex(&c, fn, args, NULL);
+  if (r) {
+    printf("launch %s: CUresult %d\n", what, r);
+    return;
+  }
+  CHECK_CU(cu.sync());
+  want_threads = block;
+  /* The QMD holds the grid in clusters: its width is grid / cluster width. */
+  unsigned tag = cl[0] ? grid[0] / cl[0] : grid[0];
+  if (!scan(tag, what) && tag != grid[0]) scan(grid[0], what);
+  /* Bank 0's driver words, read through the QMD libcuda wrote (V04: bank 0 address >> 6 at
+   * dwords 48-49): what a cluster launch tells the kernel there. */
+  if (last_qmd_valid) {
+    uint64_t a = ((uint64_t)(last_qmd[49] & 0x7ffff) << 32 | last_qmd[48]) << 6;
+    uint32_t w[128];
+    int copied = cu.dtoh(w, a, sizeof w);
+    if (copied) {
+      printf("bank0 %s at %llx: CUresult %d\n", what, (unsigned long long)a, copied);
+    } else {
+      printf("bank0 %s at %llx:", what, (unsigned long long)a);
+      for (int i = 0; i < 128; i++) printf("%s%08x", i % 16 ? " " : "\n  ", w[i]);
+      printf("\n");
+    }
+  }
+}
+
+static void clusters(const char *path) {
+  static uint8_t image[4 << 20];
+  FILE *f = fopen(path, "rb");
+  if (!f) return perror(path);
+  size_t n = fread(image, 1, sizeof image, f);
+  fclose(f);
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+  cu_launch_ex_fn ex = (cu_launch_ex_fn)dlsym(lib, "cuLaunchKernelEx");
+  cu_occ_clusters_fn occ = (cu_occ_clusters_fn)dlsym(lib, "cuOccupancyMaxActiveClusters");
+  cu_set_attr_fn set_attr = (cu_set_attr_fn)dlsym(lib, "cuFuncSetAttribute");
+  cu_func_get_attr_fn get_attr = (cu_func_get_attr_fn)dlsym(lib, "cuFuncGetAttribute");
+  if (!n || !ex || !occ || !set_attr || !get_attr) return;
+  void *mod, *any, *f2, *f222, *big;
+  CHECK_CU(cu.module_load(&mod, image));
+  CHECK_CU(cu.get_function(&any, mod, "cluster_any"));
+  CHECK_CU(cu.get_function(&f2, mod, "cluster_fixed2"));
+  CHECK_CU(cu.get_function(&f222, mod, "cluster_fixed222"));
+  CHECK_CU(cu.get_function(&big, mod, "cluster_big_shared"));
+  uint64_t out;
+  CHECK_CU(cu.mem_alloc(&out, (size_t)64 << 20));
+  only_driver = 1;
+  /* Function attributes: 11..16 are the cluster ones (required width/height/depth, non-portable
+   * allowed, scheduling policy) in CUDA's CUfunction_attribute numbering. */
+  void *fns[] = {any, f2, f222};
+  for (int i = 0; i < 3; i++)
+    for (int a = 9; a <= 16; a++) {
+      int v = -1, r = get_attr(&v, a, fns[i]);
+      printf("func %d attr %d = %d (rc %d)\n", i, a, v, r);
+    }
+  static const struct {
+    unsigned grid[3], cl[3];
+    int policy;
+    const char *what;
+  } shapes[] = {
+      {{1030, 1, 1}, {2, 1, 1}, -1, "cluster 2x1x1"},
+      {{1036, 1, 1}, {4, 1, 1}, -1, "cluster 4x1x1"},
+      {{1048, 1, 1}, {8, 1, 1}, -1, "cluster 8x1x1"},
+      {{1027, 2, 1}, {1, 2, 1}, -1, "cluster 1x2x1"},
+      {{1034, 2, 1}, {2, 2, 1}, -1, "cluster 2x2x1"},
+      {{1042, 2, 2}, {2, 2, 2}, -1, "cluster 2x2x2"},
+      {{1046, 3, 1}, {2, 3, 1}, -1, "cluster 2x3x1"},
+      {{1070, 1, 1}, {2, 1, 1}, 1, "cluster 2x1x1 policy spread"},
+      {{1074, 1, 1}, {2, 1, 1}, 2, "cluster 2x1x1 policy load-balancing"},
+      {{1077, 1, 1}, {1, 1, 1}, -1, "cluster 1x1x1"},
+  };
+  for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+    cluster_launch(ex, any, shapes[i].grid, 128, shapes[i].cl, shapes[i].policy, out,
+                   shapes[i].what);
+  unsigned none[3] = {0, 0, 0};
+  cluster_launch(ex, f2, (unsigned[]){1062, 1, 1}, 128, none, -1, out, "fixed 2x1x1, no attr");
+  cluster_launch(ex, f222, (unsigned[]){1066, 2, 2}, 128, none, -1, out, "fixed 2x2x2, no attr");
+  cluster_launch(ex, any, (unsigned[]){1056, 1, 1}, 128, (unsigned[]){16, 1, 1}, -1, out,
+                 "cluster 16 without non-portable");
+  printf("set non-portable: %d\n", set_attr(any, 14, 1));
+  cluster_launch(ex, any, (unsigned[]){1088, 1, 1}, 128, (unsigned[]){16, 1, 1}, -1, out,
+                 "cluster 16x1x1 non-portable");
+  cluster_launch(ex, any, (unsigned[]){1092, 1, 1}, 128, (unsigned[]){12, 1, 1}, -1, out,
+                 "cluster 12x1x1 non-portable");
+  cluster_launch(ex, any, (unsigned[]){1096, 1, 1}, 128, (unsigned[]){32, 1, 1}, -1, out,
+                 "cluster 32 (too large)");
+  cluster_launch(ex, any, (unsigned[]){1099, 1, 1}, 128, (unsigned[]){2, 1, 1}, -1, out,
+                 "grid not divisible");
+  /* Co-resident clusters over shapes. */
+  CHECK_CU(set_attr(big, 8, 227 << 10));
+  CHECK_CU(set_attr(big, 14, 1));
+  static const unsigned sizes[] = {1, 2, 3, 4, 6, 8, 16};
+  static const unsigned blocks[] = {32, 128, 256, 512, 1024};
+  static const unsigned kib[] = {0, 16, 48, 100, 150, 200, 227};
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+      for (size_t k = 0; k < sizeof kib / sizeof kib[0]; k++) {
+        cu_launch_attr a;
+        memset(&a, 0, sizeof a);
+        a.id = 4, a.v.dims[0] = sizes[s], a.v.dims[1] = a.v.dims[2] = 1;
+        cu_launch_config c = {{sizes[s] * 64, 1, 1}, {blocks[b], 1, 1}, kib[k] << 10, NULL, &a, 1};
+        int clusters_n = -1, r = occ(&clusters_n, big, &c);
+        printf("occupancy cluster=%u block=%u shared_kib=%u clusters=%d rc=%d\n", sizes[s],
+               blocks[b], kib[k], clusters_n, r);
+      }
+}
+
+/* Parameter offsets libcuda reports (cuFuncGetParamInfo) for a kernel of the test kernels. */
+static void param_info(void *mod, const char *name) {
+  cu_param_info_fn info =
+      (cu_param_info_fn)dlsym(dlopen("libcuda.so.1", RTLD_NOW), "cuFuncGetParamInfo");
+  void *fn;
+  if (!info || cu.get_function(&fn, mod, name)) return;
+  for (size_t i = 0; i < 16; i++) {
+    size_t off = 0, size = 0;
+    if (info(fn, i, &off, &size)) break;
+    printf("param %s %zu offset %zu size %zu\n", name, i, off, size);
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2)
     return fprintf(stderr, "usage: %s device_kernels_sm_90.cubin [--sweep]\n", argv[0]), 2;
@@ -270,6 +428,20 @@ int main(int argc, char **argv) {
   }
   if (argc > 3 && !strcmp(argv[2], "--nvhcq")) {
     nvhcq_own(argv[3]);
+    return 0;
+  }
+  if (argc > 3 && !strcmp(argv[2], "--cluster")) {
+    clusters(argv[3]);
+    return 0;
+  }
+  if (argc > 3 && !strcmp(argv[2], "--params")) {
+    void *m2;
+    static uint8_t img2[4 << 20];
+    FILE *g = fopen(argv[3], "rb");
+    if (!g || !fread(img2, 1, sizeof img2, g)) return 1;
+    fclose(g);
+    CHECK_CU(cu.module_load(&m2, img2));
+    for (int i = 4; i < argc; i++) param_info(m2, argv[i]);
     return 0;
   }
   if (argc > 3 && !strcmp(argv[2], "--real")) {

@@ -218,6 +218,10 @@ NVHCQ_API nvhcq_status nvhcq_queue_submit(nvhcq_queue *q);
 typedef struct nvhcq_module nvhcq_module;
 typedef struct nvhcq_kernel nvhcq_kernel;
 
+typedef struct nvhcq_dim3 {
+  uint32_t x, y, z;
+} nvhcq_dim3;
+
 typedef struct nvhcq_kernel_info {
   uint32_t struct_size; /* set by the caller: sizeof(nvhcq_kernel_info) */
   const char *name;
@@ -227,11 +231,11 @@ typedef struct nvhcq_kernel_info {
   uint32_t local_bytes;        /* per-thread local memory (stack) */
   uint32_t max_threads;        /* per block, from registers and launch bounds */
   uint32_t max_dynamic_shared; /* bytes of dynamic shared memory a launch may ask for */
+  /* Added after the first 0.2 layout (a smaller struct_size leaves them out): */
+  uint32_t param_count; /* parameters; nvhcq_kernel_query_param describes each */
+  nvhcq_dim3 cluster;   /* blocks per cluster fixed at compile time (__cluster_dims__), or 0s */
+  uint32_t max_cluster_blocks; /* a cluster-size bound from __launch_bounds__'s third value, or 0 */
 } nvhcq_kernel_info;
-
-typedef struct nvhcq_dim3 {
-  uint32_t x, y, z;
-} nvhcq_dim3;
 
 /* Loads a cubin (ELF) built for this GPU's architecture. The image may be freed afterwards. */
 NVHCQ_API nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *image, size_t size,
@@ -282,6 +286,9 @@ NVHCQ_API nvhcq_status nvhcq_kernel_query_occupancy(const nvhcq_kernel *k, nvhcq
  * most shared memory), or -1 (the default) for the occupancy-driven choice. A hint, as CUDA's
  * preferred carveout is: a launch always gets a configuration that holds one block. */
 #define NVHCQ_KERNEL_CARVEOUT_PREFERENCE 1u
+/* 1: the kernel may be launched in clusters of up to 16 blocks (CUDA's non-portable cluster
+ * size); 0 (the default): up to 8, the size every Hopper GPU runs. */
+#define NVHCQ_KERNEL_NON_PORTABLE_CLUSTER 2u
 NVHCQ_API nvhcq_status nvhcq_kernel_set_attribute(nvhcq_kernel *k, uint32_t attribute,
                                                   int64_t value);
 NVHCQ_API nvhcq_status nvhcq_kernel_get_attribute(const nvhcq_kernel *k, uint32_t attribute,
@@ -300,6 +307,132 @@ NVHCQ_API nvhcq_status nvhcq_kernel_launch_cpu_wait(nvhcq_kernel *k, nvhcq_dim3 
                                                     nvhcq_dim3 block, uint32_t dynamic_shared,
                                                     const void *args, size_t args_size,
                                                     uint64_t *gpu_ns);
+
+/* ---- parameters, launch configurations, thread-block clusters -------------------------- */
+
+/* Where a kernel's parameter `index` (0 = first in the C signature) lies in the argument block
+ * nvhcq_queue_launch takes: the cubin's own layout (offsets relative to the first parameter's
+ * place in constant bank 0, as CUDA's cuFuncGetParamInfo reports them). It equals the layout of
+ * a C struct of the parameters except where a parameter needs more than 16-byte alignment
+ * (__grid_constant__ tensor maps, __align__(32/64) structs): there the compiler aligns to the
+ * bank's address, so use these offsets, or nvhcq_launch_config.arg_pointers. */
+typedef struct nvhcq_kernel_param {
+  uint32_t struct_size; /* set by the caller: sizeof(nvhcq_kernel_param) */
+  uint32_t offset;      /* bytes into the argument block */
+  uint32_t size;        /* bytes */
+} nvhcq_kernel_param;
+NVHCQ_API nvhcq_status nvhcq_kernel_query_param(const nvhcq_kernel *k, uint32_t index,
+                                                nvhcq_kernel_param *out);
+
+/* How a cluster's blocks are spread over the SMs of a GPC (CUDA's cluster scheduling policy). */
+#define NVHCQ_CLUSTER_POLICY_DEFAULT        0u /* as SPREAD (what libcuda does by default) */
+#define NVHCQ_CLUSTER_POLICY_SPREAD         1u
+#define NVHCQ_CLUSTER_POLICY_LOAD_BALANCING 2u
+
+/* Everything about one launch. New fields are added at the end; struct_size says which a caller
+ * knows. Zeroed fields mean the default.
+ * - cluster: blocks per cluster (x*y*z <= 8, or <= 16 with NVHCQ_KERNEL_NON_PORTABLE_CLUSTER),
+ *   each grid dimension a multiple of the cluster's; all zero: the kernel's compiled cluster
+ *   (__cluster_dims__) if it has one, else no cluster.
+ * - arg_pointers: one pointer per parameter (CUDA's kernelParams), each read for that
+ *   parameter's size; then `args` must be NULL. Launches any kernel without knowing its layout. */
+typedef struct nvhcq_launch_config {
+  uint32_t struct_size; /* set by the caller: sizeof(nvhcq_launch_config) */
+  nvhcq_dim3 grid;      /* blocks, not clusters */
+  nvhcq_dim3 block;     /* threads */
+  uint32_t dynamic_shared;
+  /* blocks per cluster, see above; zeros: the kernel's compiled cluster, else none */
+  nvhcq_dim3 cluster;
+  uint32_t cluster_policy;         /* NVHCQ_CLUSTER_POLICY_* */
+  const void *const *arg_pointers; /* optional: one pointer per parameter, see above */
+} nvhcq_launch_config;
+
+/* nvhcq_queue_launch with a configuration: clusters, per-parameter arguments. `args`/`args_size`
+ * as for nvhcq_queue_launch (args_size may include a C struct's trailing padding). */
+NVHCQ_API nvhcq_status nvhcq_queue_launch_ex(nvhcq_queue *q, nvhcq_kernel *k,
+                                             const nvhcq_launch_config *config, const void *args,
+                                             size_t args_size);
+
+/* The most clusters of `config`'s shape that can be resident on the GPU at once (CUDA's
+ * cuOccupancyMaxActiveClusters); the grid in `config` is ignored. */
+NVHCQ_API nvhcq_status nvhcq_kernel_query_max_clusters(const nvhcq_kernel *k,
+                                                       const nvhcq_launch_config *config,
+                                                       uint32_t *clusters);
+
+/* ---- TMA tensor maps (Hopper and later) ------------------------------------------------- */
+
+/* The 128-byte descriptor cp.async.bulk.tensor reads: pass it by value as a __grid_constant__
+ * kernel parameter (CUtensorMap), or copy it to GPU memory aligned to 64 bytes. */
+typedef struct nvhcq_tensor_map {
+  _Alignas(64) uint8_t bytes[128];
+} nvhcq_tensor_map;
+
+/* Element types: the same numbers as CUDA's CUtensorMapDataType. */
+#define NVHCQ_TENSOR_UINT8        0u
+#define NVHCQ_TENSOR_UINT16       1u
+#define NVHCQ_TENSOR_UINT32       2u
+#define NVHCQ_TENSOR_INT32        3u
+#define NVHCQ_TENSOR_UINT64       4u
+#define NVHCQ_TENSOR_INT64        5u
+#define NVHCQ_TENSOR_FLOAT16      6u
+#define NVHCQ_TENSOR_FLOAT32      7u
+#define NVHCQ_TENSOR_FLOAT64      8u
+#define NVHCQ_TENSOR_BFLOAT16     9u
+#define NVHCQ_TENSOR_FLOAT32_FTZ  10u
+#define NVHCQ_TENSOR_TFLOAT32     11u
+#define NVHCQ_TENSOR_TFLOAT32_FTZ 12u
+/* Interleave, swizzle, L2 promotion and out-of-bounds fill: CUDA's numbers too. */
+#define NVHCQ_TENSOR_INTERLEAVE_NONE 0u
+#define NVHCQ_TENSOR_INTERLEAVE_16B  1u
+#define NVHCQ_TENSOR_INTERLEAVE_32B  2u
+#define NVHCQ_TENSOR_SWIZZLE_NONE    0u
+#define NVHCQ_TENSOR_SWIZZLE_32B     1u
+#define NVHCQ_TENSOR_SWIZZLE_64B     2u
+#define NVHCQ_TENSOR_SWIZZLE_128B    3u
+#define NVHCQ_TENSOR_L2_NONE         0u
+#define NVHCQ_TENSOR_L2_64B          1u
+#define NVHCQ_TENSOR_L2_128B         2u
+#define NVHCQ_TENSOR_L2_256B         3u
+#define NVHCQ_TENSOR_OOB_ZERO        0u
+#define NVHCQ_TENSOR_OOB_NAN         1u /* NaN (floating-point types only) */
+
+/* A tiled tensor map (CUDA's cuTensorMapEncodeTiled). Arrays run from the innermost dimension. */
+typedef struct nvhcq_tensor_tiled {
+  uint32_t struct_size; /* set by the caller: sizeof(nvhcq_tensor_tiled) */
+  uint32_t dtype;       /* NVHCQ_TENSOR_* */
+  uint32_t rank;        /* 1..5 (3..5 when interleaved) */
+  uint32_t reserved;    /* 0 */
+  uint64_t address;     /* GPU address, 16-byte aligned (32 with 32-byte interleave) */
+  uint64_t dims[5];     /* elements, 1..2^32 */
+  uint64_t strides[4];  /* bytes between consecutive indices of dims 1..rank-1: multiples of 16 */
+  uint32_t box[5];      /* the tile, 1..256 elements each; box[0] x element size a multiple of 16 */
+  uint32_t element_strides[5]; /* 1..8 each (1: every element) */
+  uint32_t interleave, swizzle, l2_promotion, oob_fill;
+} nvhcq_tensor_tiled;
+
+/* An im2col tensor map (CUDA's cuTensorMapEncodeIm2col), rank 3..5: dims[0] channels, then the
+ * spatial dimensions, then the batch. Interleaved im2col maps are refused: nvhcq does not know
+ * all of libcuda's rules for them. */
+typedef struct nvhcq_tensor_im2col {
+  uint32_t struct_size; /* set by the caller: sizeof(nvhcq_tensor_im2col) */
+  uint32_t dtype, rank, reserved;
+  uint64_t address;
+  uint64_t dims[5];
+  uint64_t strides[4];
+  int32_t lower[3], upper[3]; /* the window's corners per spatial dimension */
+  uint32_t channels;          /* per pixel: 1..256, times the element size a multiple of 16 */
+  uint32_t pixels;            /* per column: 1..1024 */
+  uint32_t element_strides[5];
+  uint32_t interleave, swizzle, l2_promotion, oob_fill;
+} nvhcq_tensor_im2col;
+
+/* Encode a descriptor byte for byte as libcuda does (checked against cuTensorMapEncodeTiled and
+ * cuTensorMapEncodeIm2col on an H200). Invalid input is refused with the rule it breaks, where
+ * libcuda refuses it; *map is left untouched then. */
+NVHCQ_API nvhcq_status nvhcq_tensor_map_encode_tiled(nvhcq_tensor_map *map,
+                                                     const nvhcq_tensor_tiled *desc);
+NVHCQ_API nvhcq_status nvhcq_tensor_map_encode_im2col(nvhcq_tensor_map *map,
+                                                      const nvhcq_tensor_im2col *desc);
 
 /* ---- recorded queues and variables ------------------------------------------------------
  *

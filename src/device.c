@@ -138,9 +138,14 @@ static nvhcq_status count_sms(nvhcq_device *dev) {
     NV2080_CTRL_GR_GET_TPC_MASK_PARAMS t = {.gpcId = gpc};
     NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GR_GET_TPC_MASK, &t,
                                sizeof t));
-    tpcs += (uint32_t)__builtin_popcount(t.tpcMask);
+    uint32_t n = (uint32_t)__builtin_popcount(t.tpcMask);
+    tpcs += n;
+    nvhcq_compute_state *cs = &dev->compute_state;
+    if (n && cs->gpc_count < sizeof cs->gpc_sms)
+      cs->gpc_sms[cs->gpc_count++] = (uint8_t)(n * dev->info.sms_per_tpc);
   }
   dev->info.sm_count = tpcs * dev->info.sms_per_tpc;
+  dev->compute_state.tpc_slots = dev->info.gpcs * dev->info.tpcs_per_gpc;
   return NVHCQ_SUCCESS;
 }
 

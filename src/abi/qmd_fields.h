@@ -66,6 +66,15 @@
   X(DEPENDENT_QMD0_ENABLE)                                                                         \
   X(DEPENDENT_QMD0_ACTION)                                                                         \
   X(DEPENDENT_QMD0_PREFETCH)                                                                       \
+  X(GPC_CGA_WIDTH)                                                                                 \
+  X(GPC_CGA_HEIGHT)                                                                                \
+  X(GPC_CGA_DEPTH)                                                                                 \
+  X(CGA_CTA_DISTRIBUTION_MODE)                                                                     \
+  X(TPC_DISABLE_MASK_VALID)                                                                        \
+  X(TPC_DISABLE_MASK_0)                                                                            \
+  X(TPC_DISABLE_MASK_1)                                                                            \
+  X(TPC_DISABLE_MASK_2)                                                                            \
+  X(TPC_DISABLE_MASK_3)                                                                            \
   NVHCQ_QMD_X_CBUF(X, CONSTANT_BUFFER_ADDR_LOWER)                                                  \
   NVHCQ_QMD_X_CBUF(X, CONSTANT_BUFFER_ADDR_UPPER)                                                  \
   NVHCQ_QMD_X_CBUF(X, CONSTANT_BUFFER_ADDR_LOWER_SHIFTED6)                                         \
@@ -98,6 +107,9 @@ typedef enum nvhcq_qmd_field {
 /* Field values, the same in all three versions. */
 enum {
   NVHCQ_QMD_TYPE_GRID_CTA = 2,
+  NVHCQ_QMD_TYPE_GRID_GPC_CGA = 3, /* a grid of clusters, each on one GPC (V04, V05) */
+  NVHCQ_QMD_CGA_CTA_DISTRIBUTION_LOAD_BALANCING = 0,
+  NVHCQ_QMD_CGA_CTA_DISTRIBUTION_MULTI_CAST = 1,
   NVHCQ_QMD_RELEASE_STRUCTURE_SIZE_FOUR_WORDS = 0, /* payload, then a timestamp at +8 */
   NVHCQ_QMD_RELEASE_STRUCTURE_SIZE_ONE_WORD = 1,
   NVHCQ_QMD_RELEASE_STRUCTURE_SIZE_TWO_WORDS = 2,
@@ -221,6 +233,15 @@ static const nvhcq_qmd_bits nvhcq_qmd_v04_bits[NVHCQ_QMD_FIELD_COUNT] = {
     [NVHCQ_QMD_MAJOR_VERSION] = NVHCQ_QMD_BITS(583, 580),
     [NVHCQ_QMD_MINOR_VERSION] = NVHCQ_QMD_BITS(579, 576),
     [NVHCQ_QMD_QMD_TYPE] = NVHCQ_QMD_BITS(25, 23),
+    [NVHCQ_QMD_TPC_DISABLE_MASK_VALID] = NVHCQ_QMD_BITS(31, 31),
+    [NVHCQ_QMD_GPC_CGA_WIDTH] = NVHCQ_QMD_BITS(2149, 2144),
+    [NVHCQ_QMD_GPC_CGA_HEIGHT] = NVHCQ_QMD_BITS(2157, 2152),
+    [NVHCQ_QMD_GPC_CGA_DEPTH] = NVHCQ_QMD_BITS(2165, 2160),
+    [NVHCQ_QMD_CGA_CTA_DISTRIBUTION_MODE] = NVHCQ_QMD_BITS(2207, 2207),
+    [NVHCQ_QMD_TPC_DISABLE_MASK_0] = NVHCQ_QMD_BITS(2463, 2432),
+    [NVHCQ_QMD_TPC_DISABLE_MASK_1] = NVHCQ_QMD_BITS(2495, 2464),
+    [NVHCQ_QMD_TPC_DISABLE_MASK_2] = NVHCQ_QMD_BITS(2527, 2496),
+    [NVHCQ_QMD_TPC_DISABLE_MASK_3] = NVHCQ_QMD_BITS(2559, 2528),
     [NVHCQ_QMD_QMD_GROUP_ID] = NVHCQ_QMD_BITS(21, 16),
     [NVHCQ_QMD_PROGRAM_ADDRESS_LOWER] = NVHCQ_QMD_BITS(1247, 1216),
     [NVHCQ_QMD_PROGRAM_ADDRESS_UPPER] = NVHCQ_QMD_BITS(1272, 1248),
@@ -282,6 +303,15 @@ static const nvhcq_qmd_bits nvhcq_qmd_v05_bits[NVHCQ_QMD_FIELD_COUNT] = {
     [NVHCQ_QMD_MAJOR_VERSION] = NVHCQ_QMD_BITS(471, 468),
     [NVHCQ_QMD_MINOR_VERSION] = NVHCQ_QMD_BITS(467, 464),
     [NVHCQ_QMD_QMD_TYPE] = NVHCQ_QMD_BITS(153, 151),
+    [NVHCQ_QMD_TPC_DISABLE_MASK_VALID] = NVHCQ_QMD_BITS(159, 159),
+    [NVHCQ_QMD_GPC_CGA_WIDTH] = NVHCQ_QMD_BITS(2053, 2048),
+    [NVHCQ_QMD_GPC_CGA_HEIGHT] = NVHCQ_QMD_BITS(2061, 2056),
+    [NVHCQ_QMD_GPC_CGA_DEPTH] = NVHCQ_QMD_BITS(2069, 2064),
+    [NVHCQ_QMD_CGA_CTA_DISTRIBUTION_MODE] = NVHCQ_QMD_BITS(2111, 2111),
+    [NVHCQ_QMD_TPC_DISABLE_MASK_0] = NVHCQ_QMD_BITS(2271, 2240),
+    [NVHCQ_QMD_TPC_DISABLE_MASK_1] = NVHCQ_QMD_BITS(2303, 2272),
+    [NVHCQ_QMD_TPC_DISABLE_MASK_2] = NVHCQ_QMD_BITS(2335, 2304),
+    [NVHCQ_QMD_TPC_DISABLE_MASK_3] = NVHCQ_QMD_BITS(2367, 2336),
     [NVHCQ_QMD_QMD_GROUP_ID] = NVHCQ_QMD_BITS(149, 144),
     [NVHCQ_QMD_PROGRAM_ADDRESS_LOWER_SHIFTED4] = NVHCQ_QMD_BITS(1055, 1024),
     [NVHCQ_QMD_PROGRAM_ADDRESS_UPPER_SHIFTED4] = NVHCQ_QMD_BITS(1076, 1056),

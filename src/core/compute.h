@@ -34,6 +34,9 @@ typedef struct nvhcq_compute_state {
   nvhcq_buffer *local_memory;   /* shader local memory (stacks) for every SM */
   uint32_t local_per_thread;    /* bytes of local memory each thread may use */
   uint64_t local_per_tpc;       /* bytes of it each TPC gets */
+  uint32_t gpc_count;           /* GPCs with working TPCs */
+  uint8_t gpc_sms[32];          /* working SMs of each, from the floorswept TPC masks */
+  uint32_t tpc_slots;           /* GPCs x TPCs per GPC of the chip (litter values) */
 } nvhcq_compute_state;
 
 /* From the compute class and the GPU's facts: QMD version, limits, bank-0 prefix, debug knobs. */

@@ -7,6 +7,7 @@
 #include "core/compute.h"
 #include "exec/module.h"
 #include "exec/queue.h"
+#include "hw/occupancy.h"
 #include "util/align.h"
 #include "util/abi.h"
 
@@ -65,12 +66,26 @@ static void carveout_for(const nvhcq_compute_state *cs, const nvhcq_kernel *k, n
   cfg[0] = c.min_bytes, cfg[1] = c.target_bytes, cfg[2] = c.max_bytes;
 }
 
+/* One launch, checked and with its cluster resolved: what record_launch writes. */
+typedef struct launch_req {
+  nvhcq_dim3 grid, block;
+  uint32_t dynamic_shared;
+  uint32_t cluster[3]; /* blocks per cluster; 0s: no cluster */
+  int load_balancing;  /* NVHCQ_CLUSTER_POLICY_LOAD_BALANCING */
+  const void *args;
+  size_t args_size;
+  const void *const *arg_pointers;
+} launch_req;
+
 /* Builds a launch's QMD: the kernel's template, then the fields that change per launch, written
- * without checks (record_launch checked them against the kernel and the GPU). */
-static void fill_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel *k, uint32_t *qmd,
-                     nvhcq_dim3 g, nvhcq_dim3 b, uint32_t shared, uint64_t cbank0) {
+ * without checks (record_launch checked them against the kernel and the GPU). A cluster launch
+ * counts its grid in clusters. */
+static nvhcq_status fill_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel *k, uint32_t *qmd,
+                             const launch_req *r, uint32_t shared, uint64_t cbank0) {
   nvhcq_qmd_version v = cs->qmd_version;
   memcpy(qmd, k->qmd, nvhcq_qmd_size(v));
+  nvhcq_dim3 g = r->grid, b = r->block;
+  if (r->cluster[0]) g.x /= r->cluster[0], g.y /= r->cluster[1], g.z /= r->cluster[2];
   nvhcq_qmd_launch l = {.grid = {g.x, g.y, g.z},
                         .block = {b.x, b.y, b.z},
                         .shared_bytes = shared,
@@ -80,6 +95,9 @@ static void fill_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel *k, uint3
   carveout_for(cs, k, b, shared, l.config_bytes);
   nvhcq_qmd_write_launch(&cs->launch_layout, qmd, &l);
   if (cs->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_NONE);
+  if (r->cluster[0])
+    return nvhcq_qmd_set_cluster(v, qmd, r->cluster, r->load_balancing, cs->tpc_slots);
+  return NVHCQ_SUCCESS;
 }
 
 /* The fence a chained grid ends with. Every QMD is built ending with the system-scope membar
@@ -135,10 +153,123 @@ void nvhcq_queue_name_last_kernel(const nvhcq_queue *q) {
   if (k && k->magic == NVHCQ_KERNEL_MAGIC) nvhcq_fault_note_kernel(q->dev, k->cubin->name);
 }
 
-/* Everything a launch is checked for before anything is recorded. */
-static nvhcq_status check_launch(const nvhcq_queue *q, const nvhcq_kernel *k, nvhcq_dim3 grid,
-                                 nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
-                                 size_t args_size) {
+/* The largest power of two up to 64 that divides a parameter's size: the alignment a C struct
+ * of the parameters gives it, at most. */
+static uint32_t param_align(uint32_t size) {
+  uint32_t a = 1;
+  while (a < 64 && size % (a * 2) == 0) a *= 2;
+  return a;
+}
+
+/* The argument block: the kernel's parameter bytes, plus at most the trailing padding a C struct
+ * of them has; or one pointer per parameter. */
+static nvhcq_status check_args(const nvhcq_kernel *k, const launch_req *r) {
+  const nvhcq_cubin_kernel *c = k->cubin;
+  if (r->arg_pointers) {
+    if (r->args)
+      return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                        "kernel %s: give args or config->arg_pointers, not both", c->name);
+    for (uint32_t i = 0; i < c->param_count; i++)
+      if (!r->arg_pointers[i])
+        return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                          "kernel %s: arg_pointers[%u] is NULL (it takes %u parameters)", c->name,
+                          i, c->param_count);
+    return NVHCQ_SUCCESS;
+  }
+  uint32_t align = 1;
+  for (uint32_t i = 0; i < c->param_count; i++) {
+    uint32_t a = param_align(c->params[i].size);
+    align = a > align ? a : align;
+  }
+  size_t most = NVHCQ_ALIGN_UP((size_t)c->param_size, (size_t)align);
+  if (r->args_size < c->param_size || r->args_size > most || (!r->args && r->args_size))
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s takes %u bytes of arguments (%zu with a C struct's trailing "
+                      "padding), got %zu%s",
+                      c->name, c->param_size, most, r->args_size,
+                      !r->args && r->args_size ? " (args is NULL)" : "");
+  return NVHCQ_SUCCESS;
+}
+
+/* Blocks per cluster: the launch's, else the kernel's compiled one, checked against the grid,
+ * the portable (8) or non-portable (16) limit, the kernel's bound and the GPU. */
+static nvhcq_status resolve_cluster(const nvhcq_device *dev, const nvhcq_kernel *k,
+                                    const nvhcq_dim3 *given, launch_req *r) {
+  const char *n = k->cubin->name;
+  const uint32_t *fixed = k->cubin->cluster_dims;
+  uint32_t c[3] = {given ? given->x : 0, given ? given->y : 0, given ? given->z : 0};
+  if (!c[0] && !c[1] && !c[2]) memcpy(c, fixed, sizeof c);
+  if (!c[0] && !c[1] && !c[2]) return NVHCQ_SUCCESS;
+  if (!c[0] || !c[1] || !c[2])
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: cluster (%u,%u,%u) has a zero dimension; give all three or none",
+                      n, c[0], c[1], c[2]);
+  if (fixed[0] && memcmp(c, fixed, sizeof c))
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s was compiled for clusters of (%u,%u,%u) (__cluster_dims__); "
+                      "launch it with that cluster or none, not (%u,%u,%u)",
+                      n, fixed[0], fixed[1], fixed[2], c[0], c[1], c[2]);
+  if (dev->compute_state.qmd_version < NVHCQ_QMD_V04 || dev->info.sm_version >> 8 != 9)
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
+                      "kernel %s: cluster launches run on sm_90 GPUs (Hopper); %s has %s", n,
+                      dev->info.name, dev->info.arch);
+  uint32_t size = c[0] * c[1] * c[2], limit = k->non_portable_cluster ? 16 : 8;
+  if (size > limit)
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: a cluster of %u blocks exceeds the %s limit of %u%s", n, size,
+                      limit == 8 ? "portable" : "non-portable", limit,
+                      limit == 8 ? " (set NVHCQ_KERNEL_NON_PORTABLE_CLUSTER for up to 16)" : "");
+  if (k->cubin->max_cluster_rank && size > k->cubin->max_cluster_rank)
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: a cluster of %u blocks exceeds the %u its __launch_bounds__ "
+                      "allow",
+                      n, size, k->cubin->max_cluster_rank);
+  const uint32_t g[3] = {r->grid.x, r->grid.y, r->grid.z};
+  for (int d = 0; d < 3; d++)
+    if (g[d] % c[d])
+      return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                        "kernel %s: grid (%u,%u,%u) is not a whole number of clusters (%u,%u,%u)",
+                        n, g[0], g[1], g[2], c[0], c[1], c[2]);
+  memcpy(r->cluster, c, sizeof c);
+  return NVHCQ_SUCCESS;
+}
+
+/* The most blocks of a launch shape one SM holds (0 when none fits). */
+static uint32_t blocks_per_sm(const nvhcq_compute_state *cs, const nvhcq_kernel *k, nvhcq_dim3 b,
+                              uint32_t dynamic_shared) {
+  nvhcq_carveout_choice c;
+  uint32_t shared = nvhcq_kernel_shared_total(k, dynamic_shared);
+  if (!nvhcq_choose_carveout(&cs->sm_limits, b.x * b.y * b.z, k->cubin->registers, shared,
+                             k->carveout_preference, &c))
+    return 0;
+  return c.blocks_per_sm;
+}
+
+static uint32_t largest_gpc(const nvhcq_compute_state *cs) {
+  uint32_t most = 0;
+  for (uint32_t i = 0; i < cs->gpc_count; i++) most = cs->gpc_sms[i] > most ? cs->gpc_sms[i] : most;
+  return most;
+}
+
+/* A cluster runs on one GPC, all its blocks at once. */
+static nvhcq_status check_cluster_fits(const nvhcq_device *dev, const nvhcq_kernel *k,
+                                       const launch_req *r) {
+  const nvhcq_compute_state *cs = &dev->compute_state;
+  uint32_t size = r->cluster[0] * r->cluster[1] * r->cluster[2];
+  uint32_t per_sm = blocks_per_sm(cs, k, r->block, r->dynamic_shared), sms = largest_gpc(cs);
+  if (sms && (uint64_t)per_sm * sms < size)
+    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                      "kernel %s: a cluster of %u blocks must fit one GPC at once, but blocks of "
+                      "this shape (%u threads, %u bytes of shared memory) fit %u per SM and the "
+                      "largest GPC of %s has %u SMs",
+                      k->cubin->name, size, r->block.x * r->block.y * r->block.z,
+                      nvhcq_kernel_shared_total(k, r->dynamic_shared), per_sm, dev->info.name, sms);
+  return NVHCQ_SUCCESS;
+}
+
+/* Everything a launch is checked for before anything is recorded; resolves its cluster. */
+static nvhcq_status check_launch(const nvhcq_queue *q, const nvhcq_kernel *k, launch_req *r,
+                                 const nvhcq_dim3 *cluster) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(nvhcq_kernel_check(k));
   nvhcq_device *dev = q->dev;
@@ -154,39 +285,67 @@ static nvhcq_status check_launch(const nvhcq_queue *q, const nvhcq_kernel *k, nv
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "kernel %s is loaded on GPU %d, the queue is on GPU %d", k->cubin->name,
                       k->module->dev->index, dev->index);
-  if (args_size != k->cubin->param_size || (!args && args_size))
-    return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK, "kernel %s takes %u bytes of arguments, got %zu%s",
-                      k->cubin->name, k->cubin->param_size, args_size,
-                      !args && args_size ? " (args is NULL)" : "");
-  NVHCQ_TRY(nvhcq_launch_check_dims(k, grid, block));
-  return check_shared(dev, k, dynamic_shared);
+  NVHCQ_TRY(check_args(k, r));
+  NVHCQ_TRY(nvhcq_launch_check_dims(k, r->grid, r->block));
+  NVHCQ_TRY(check_shared(dev, k, r->dynamic_shared));
+  NVHCQ_TRY(resolve_cluster(dev, k, cluster, r));
+  return r->cluster[0] ? check_cluster_fits(dev, k, r) : NVHCQ_SUCCESS;
+}
+
+/* sm_90 kernels read their cluster's shape from bank 0 (seen in nvcc 13's SASS for %cluster_*
+ * and %nclusterid): dwords 81-83 blocks per cluster, 84-86 their reciprocals as floats (the
+ * cluster id is ctaid times it, truncated), 87-89 the grid in clusters, 98 blocks per cluster.
+ * A launch without a cluster is a grid of one-block clusters. */
+static void write_cluster_words(uint8_t *cbank, const launch_req *r) {
+  uint32_t c[3] = {1, 1, 1}, w[18] = {0};
+  if (r->cluster[0]) memcpy(c, r->cluster, sizeof c);
+  const uint32_t g[3] = {r->grid.x, r->grid.y, r->grid.z};
+  for (int d = 0; d < 3; d++) {
+    float inv = 1.0f / (float)c[d]; /* rounds up for 1..16: ctaid * inv truncates exactly */
+    w[d] = c[d];
+    memcpy(&w[3 + d], &inv, 4);
+    w[6 + d] = g[d] / c[d];
+  }
+  w[17] = c[0] * c[1] * c[2];
+  memcpy(cbank + 81 * 4, w, sizeof w);
+}
+
+/* The parameters into bank 0: the block as given, or each parameter from its pointer. */
+static void write_params(uint8_t *cbank, const nvhcq_kernel *k, const launch_req *r) {
+  const nvhcq_cubin_kernel *c = k->cubin;
+  if (r->arg_pointers) {
+    for (uint32_t i = 0; i < c->param_count; i++)
+      memcpy(cbank + c->param_offset + c->params[i].offset, r->arg_pointers[i], c->params[i].size);
+  } else if (c->param_size) {
+    memcpy(cbank + c->param_offset, r->args, c->param_size);
+  }
 }
 
 /* Records a launch; `cbank` and `qmd` receive where its bank 0 and QMD were written (for the
  * variables of recorded queues). */
-static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
-                                  nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
-                                  size_t args_size, uint8_t **cbank, uint8_t **qmd_at) {
-  NVHCQ_TRY(check_launch(q, k, grid, block, dynamic_shared, args, args_size));
+static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r,
+                                  const nvhcq_dim3 *cluster, uint8_t **cbank, uint8_t **qmd_at) {
+  NVHCQ_TRY(check_launch(q, k, r, cluster));
   nvhcq_device *dev = q->dev;
   const nvhcq_compute_state *cs = &dev->compute_state;
   NVHCQ_TRY(nvhcq_compute_ensure_local_memory(dev, k->local_bytes));
   uint32_t qmd_size = (uint32_t)nvhcq_qmd_size(cs->qmd_version);
   uint32_t bytes = k->cbank0_bytes + NVHCQ_ALIGN_UP(qmd_size, 256u);
+  /* Built in the spare shadow, so the previous launch's stays intact until this one is whole. */
+  uint32_t *qmd = q->qmd_shadows[q->last_qmd_shadow == q->qmd_shadows[0]];
+  uint32_t shared = nvhcq_kernel_shared_total(k, r->dynamic_shared);
   uint8_t *cpu;
   uint64_t gpu;
   NVHCQ_TRY(q->ops->launch_memory(q, bytes, &cpu, &gpu));
+  NVHCQ_TRY(fill_qmd(cs, k, qmd, r, shared, gpu));
   /* Bank 0: driver words (block and grid sizes, windows), then the parameters. */
   uint32_t words[12];
   memcpy(words, cs->cbank0_prefix, sizeof words);
-  words[0] = block.x, words[1] = block.y, words[2] = block.z;
-  words[3] = grid.x, words[4] = grid.y, words[5] = grid.z;
+  words[0] = r->block.x, words[1] = r->block.y, words[2] = r->block.z;
+  words[3] = r->grid.x, words[4] = r->grid.y, words[5] = r->grid.z;
   memcpy(cpu, words, sizeof words);
-  if (args_size) memcpy(cpu + k->cubin->param_offset, args, args_size);
-  /* Built in the spare shadow, so the previous launch's stays intact until this one is whole. */
-  uint32_t *qmd = q->qmd_shadows[q->last_qmd_shadow == q->qmd_shadows[0]];
-  uint32_t shared = nvhcq_kernel_shared_total(k, dynamic_shared);
-  fill_qmd(cs, k, qmd, grid, block, shared, gpu);
+  if (k->cluster_words) write_cluster_words(cpu, r);
+  write_params(cpu, k, r);
   memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
   push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd);
   q->last_qmd_shadow = qmd;
@@ -199,7 +358,64 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 gr
 nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
                                 uint32_t dynamic_shared, const void *args, size_t args_size) {
   uint8_t *cbank, *qmd;
-  return record_launch(q, k, grid, block, dynamic_shared, args, args_size, &cbank, &qmd);
+  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL};
+  return record_launch(q, k, &r, NULL, &cbank, &qmd);
+}
+
+static nvhcq_status check_config(const nvhcq_launch_config *c) {
+  if (!c) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_queue_launch_ex: config is NULL");
+  if (c->struct_size < sizeof *c)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_queue_launch_ex: config->struct_size is %u, less than the %zu bytes "
+                      "of its layout (set it to sizeof(nvhcq_launch_config))",
+                      c->struct_size, sizeof *c);
+  if (c->cluster_policy > NVHCQ_CLUSTER_POLICY_LOAD_BALANCING)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_queue_launch_ex: cluster_policy %u is not NVHCQ_CLUSTER_POLICY_*",
+                      c->cluster_policy);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_queue_launch_ex(nvhcq_queue *q, nvhcq_kernel *k,
+                                   const nvhcq_launch_config *config, const void *args,
+                                   size_t args_size) {
+  NVHCQ_TRY(check_config(config));
+  uint8_t *cbank, *qmd;
+  launch_req r = {config->grid,
+                  config->block,
+                  config->dynamic_shared,
+                  {0, 0, 0},
+                  config->cluster_policy == NVHCQ_CLUSTER_POLICY_LOAD_BALANCING,
+                  args,
+                  args_size,
+                  config->arg_pointers};
+  return record_launch(q, k, &r, &config->cluster, &cbank, &qmd);
+}
+
+nvhcq_status nvhcq_kernel_query_max_clusters(const nvhcq_kernel *k,
+                                             const nvhcq_launch_config *config,
+                                             uint32_t *clusters) {
+  NVHCQ_TRY(nvhcq_kernel_check(k));
+  NVHCQ_TRY(check_config(config));
+  if (!clusters)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_kernel_query_max_clusters: clusters is "
+                                                    "NULL");
+  const nvhcq_device *dev = k->module->dev;
+  const nvhcq_compute_state *cs = &dev->compute_state;
+  launch_req r = {
+      config->cluster, config->block, config->dynamic_shared, {0, 0, 0}, 0, NULL, 0, NULL};
+  NVHCQ_TRY(nvhcq_launch_check_dims(k, (nvhcq_dim3){1, 1, 1}, config->block));
+  NVHCQ_TRY(check_shared(dev, k, config->dynamic_shared));
+  /* The grid is one cluster: resolve_cluster then checks the cluster alone. */
+  if (!config->cluster.x && k->cubin->cluster_dims[0])
+    r.grid = (nvhcq_dim3){k->cubin->cluster_dims[0], k->cubin->cluster_dims[1],
+                          k->cubin->cluster_dims[2]};
+  NVHCQ_TRY(resolve_cluster(dev, k, &config->cluster, &r));
+  uint32_t size = r.cluster[0] ? r.cluster[0] * r.cluster[1] * r.cluster[2] : 1;
+  uint32_t per_sm = blocks_per_sm(cs, k, config->block, config->dynamic_shared), total = 0;
+  for (uint32_t i = 0; i < cs->gpc_count; i++) total += per_sm * cs->gpc_sms[i] / size;
+  *clusters = total;
+  return NVHCQ_SUCCESS;
 }
 
 /* A QMD field patched in place: byte-aligned fields of 8, 16 or 32 bits. */
@@ -236,8 +452,15 @@ nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3
                         "arguments (sizes 4 or 8)",
                         i, a->size, a->offset, args_size);
   }
+  NVHCQ_TRY(nvhcq_kernel_check(k));
+  if (k->cubin->cluster_dims[0])
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
+                      "kernel %s runs in clusters: launches with variables do not take cluster "
+                      "kernels yet (use nvhcq_queue_launch_ex on a recorded queue)",
+                      k->cubin->name);
   uint8_t *cbank, *qmd;
-  NVHCQ_TRY(record_launch(q, k, grid, block, dynamic_shared, args, args_size, &cbank, &qmd));
+  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL};
+  NVHCQ_TRY(record_launch(q, k, &r, NULL, &cbank, &qmd));
   static const nvhcq_qmd_field grid_f[3] = {NVHCQ_QMD_GRID_WIDTH, NVHCQ_QMD_GRID_HEIGHT,
                                             NVHCQ_QMD_GRID_DEPTH};
   static const nvhcq_qmd_field block_f[3] = {NVHCQ_QMD_CTA_THREAD_DIMENSION0,

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 /* Instruction prefetch reads past the last instruction: keep a page of slack behind the code. */
@@ -88,6 +89,9 @@ static nvhcq_status init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_c
   kn->max_threads = max_threads_for(&m->dev->compute_state.sm_limits, k);
   kn->static_shared = k->shared_size;
   kn->carveout_preference = -1;
+  /* sm_90 kernels read their cluster's shape from bank 0 dwords 81-98 (launch.c), below the
+   * parameters at 0x210; other targets keep parameters or unknown words there. */
+  kn->cluster_words = k->param_offset >= 99 * 4 && m->dev->info.sm_version >> 8 == 9;
   return build_template(kn);
 }
 
@@ -279,15 +283,19 @@ uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic) {
 nvhcq_status nvhcq_kernel_query_info(const nvhcq_kernel *k, nvhcq_kernel_info *info) {
   NVHCQ_TRY(nvhcq_kernel_check(k));
   uint32_t base = nvhcq_kernel_static_shared(k);
-  nvhcq_kernel_info all = {.name = k->cubin->name,
-                           .registers = k->cubin->registers,
-                           .param_size = k->cubin->param_size,
-                           .shared_bytes = k->static_shared,
-                           .local_bytes = k->local_bytes,
-                           .max_threads = k->max_threads,
-                           .max_dynamic_shared = k->module->dev->compute_state.max_shared +
-                                                 NVHCQ_RESERVED_SHARED - base};
-  return nvhcq_fill_sized(info, &all, sizeof all, sizeof all, "nvhcq_kernel_query_info");
+  nvhcq_kernel_info all = {
+      .name = k->cubin->name,
+      .registers = k->cubin->registers,
+      .param_size = k->cubin->param_size,
+      .shared_bytes = k->static_shared,
+      .local_bytes = k->local_bytes,
+      .max_threads = k->max_threads,
+      .max_dynamic_shared = k->module->dev->compute_state.max_shared + NVHCQ_RESERVED_SHARED - base,
+      .param_count = k->cubin->param_count,
+      .cluster = {k->cubin->cluster_dims[0], k->cubin->cluster_dims[1], k->cubin->cluster_dims[2]},
+      .max_cluster_blocks = k->cubin->max_cluster_rank};
+  return nvhcq_fill_sized(info, &all, sizeof all, offsetof(nvhcq_kernel_info, param_count),
+                          "nvhcq_kernel_query_info");
 }
 
 nvhcq_status nvhcq_kernel_query_occupancy(const nvhcq_kernel *k, nvhcq_dim3 block,
@@ -323,12 +331,24 @@ nvhcq_status nvhcq_kernel_query_occupancy(const nvhcq_kernel *k, nvhcq_dim3 bloc
   return nvhcq_fill_sized(out, &all, sizeof all, sizeof all, "nvhcq_kernel_query_occupancy");
 }
 
+static nvhcq_status unknown_attribute(const nvhcq_kernel *k, uint32_t attribute) {
+  return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                    "kernel %s: attribute %u is unknown (NVHCQ_KERNEL_CARVEOUT_PREFERENCE is 1, "
+                    "NVHCQ_KERNEL_NON_PORTABLE_CLUSTER 2)",
+                    k->cubin->name, attribute);
+}
+
 nvhcq_status nvhcq_kernel_set_attribute(nvhcq_kernel *k, uint32_t attribute, int64_t value) {
   NVHCQ_TRY(nvhcq_kernel_check(k));
-  if (attribute != NVHCQ_KERNEL_CARVEOUT_PREFERENCE)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "kernel %s: attribute %u is unknown (NVHCQ_KERNEL_CARVEOUT_PREFERENCE is 1)",
-                      k->cubin->name, attribute);
+  if (attribute == NVHCQ_KERNEL_NON_PORTABLE_CLUSTER) {
+    if (value != 0 && value != 1)
+      return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                        "kernel %s: NVHCQ_KERNEL_NON_PORTABLE_CLUSTER is 0 or 1, not %lld",
+                        k->cubin->name, (long long)value);
+    k->non_portable_cluster = (int)value;
+    return NVHCQ_SUCCESS;
+  }
+  if (attribute != NVHCQ_KERNEL_CARVEOUT_PREFERENCE) return unknown_attribute(k, attribute);
   if (value < -1 || value > 100)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "kernel %s: carveout preference %lld is not a percentage (0 to 100, or -1 "
@@ -342,10 +362,24 @@ nvhcq_status nvhcq_kernel_get_attribute(const nvhcq_kernel *k, uint32_t attribut
   NVHCQ_TRY(nvhcq_kernel_check(k));
   if (!value)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_kernel_get_attribute: value is NULL");
-  if (attribute != NVHCQ_KERNEL_CARVEOUT_PREFERENCE)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "kernel %s: attribute %u is unknown (NVHCQ_KERNEL_CARVEOUT_PREFERENCE is 1)",
-                      k->cubin->name, attribute);
+  if (attribute == NVHCQ_KERNEL_NON_PORTABLE_CLUSTER) {
+    *value = k->non_portable_cluster;
+    return NVHCQ_SUCCESS;
+  }
+  if (attribute != NVHCQ_KERNEL_CARVEOUT_PREFERENCE) return unknown_attribute(k, attribute);
   *value = k->carveout_preference;
   return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_kernel_query_param(const nvhcq_kernel *k, uint32_t index,
+                                      nvhcq_kernel_param *out) {
+  NVHCQ_TRY(nvhcq_kernel_check(k));
+  if (!out)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_kernel_query_param: out is NULL");
+  if (index >= k->cubin->param_count)
+    return nvhcq_fail(NVHCQ_ERROR_NOT_FOUND, "kernel %s has %u parameters; there is no index %u",
+                      k->cubin->name, k->cubin->param_count, index);
+  const nvhcq_cubin_param *p = &k->cubin->params[index];
+  nvhcq_kernel_param all = {.offset = p->offset, .size = p->size};
+  return nvhcq_fill_sized(out, &all, sizeof all, sizeof all, "nvhcq_kernel_query_param");
 }

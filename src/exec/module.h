@@ -20,7 +20,9 @@ struct nvhcq_kernel {
   uint32_t local_bytes;              /* per-thread local memory the kernel needs */
   uint32_t max_threads;
   uint32_t static_shared;
-  int carveout_preference; /* NVHCQ_KERNEL_CARVEOUT_PREFERENCE: percent, or -1 for none */
+  int carveout_preference;  /* NVHCQ_KERNEL_CARVEOUT_PREFERENCE: percent, or -1 for none */
+  int non_portable_cluster; /* NVHCQ_KERNEL_NON_PORTABLE_CLUSTER: clusters of up to 16 */
+  int cluster_words;        /* launches write the cluster's shape into bank 0 (launch.c) */
 };
 
 struct nvhcq_module {

@@ -326,7 +326,8 @@ static void nvhcq_read_param(const nvhcq_eiattr *a, nvhcq_cubin_kernel *k) {
 
 static nvhcq_status nvhcq_elf_kernel_attr(const nvhcq_elf_section *s, const nvhcq_eiattr *a,
                                           nvhcq_cubin_kernel *k, bool *have_cbank) {
-  bool dims = a->attr == NVHCQ_EIATTR_MAX_THREADS || a->attr == NVHCQ_EIATTR_REQNTID;
+  bool dims = a->attr == NVHCQ_EIATTR_MAX_THREADS || a->attr == NVHCQ_EIATTR_REQNTID ||
+              a->attr == NVHCQ_EIATTR_CTA_PER_CLUSTER;
   if (a->attr == NVHCQ_EIATTR_PARAM_CBANK || a->attr == NVHCQ_EIATTR_KPARAM_INFO || dims)
     NVHCQ_TRY(nvhcq_eiattr_need(s, a, a->attr == NVHCQ_EIATTR_PARAM_CBANK ? 8 : 12));
   switch (a->attr) {
@@ -343,6 +344,15 @@ static nvhcq_status nvhcq_elf_kernel_attr(const nvhcq_elf_section *s, const nvhc
     break;
   case NVHCQ_EIATTR_REQNTID:
     nvhcq_read_dims(a, k->reqntid);
+    break;
+  case NVHCQ_EIATTR_CTA_PER_CLUSTER:
+    nvhcq_read_dims(a, k->cluster_dims);
+    break;
+  case NVHCQ_EIATTR_EXPLICIT_CLUSTER:
+    k->explicit_cluster = true;
+    break;
+  case NVHCQ_EIATTR_MAX_CLUSTER_RANK:
+    k->max_cluster_rank = nvhcq_eiattr_scalar(a);
     break;
   case NVHCQ_EIATTR_CBANK_PARAM_SIZE:
     k->cbank_param_size = nvhcq_eiattr_scalar(a);

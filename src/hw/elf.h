@@ -68,6 +68,9 @@ typedef struct nvhcq_cubin_kernel {
   uint32_t max_stack_size;   /* EIATTR_MAX_STACK_SIZE, 0 when absent */
   uint32_t max_threads[3];   /* EIATTR_MAX_THREADS (__launch_bounds__), zeros when absent */
   uint32_t reqntid[3];       /* EIATTR_REQNTID (required block size), zeros when absent */
+  uint32_t cluster_dims[3];  /* EIATTR_CTA_PER_CLUSTER (__cluster_dims__), zeros when absent */
+  bool explicit_cluster;     /* EIATTR_EXPLICIT_CLUSTER: launches must be in clusters */
+  uint32_t max_cluster_rank; /* EIATTR_MAX_CLUSTER_RANK: most blocks per cluster, 0 when absent */
   uint32_t barriers;         /* EIATTR_NUM_BARRIERS, else .text sh_flags bits 20..24 */
   uint32_t cbank0_size;      /* size of this kernel's .nv.constant0 (driver words + parameters) */
   uint32_t cbank_count;

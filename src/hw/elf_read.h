@@ -52,6 +52,13 @@ enum {
   NVHCQ_EIATTR_MAXREG_COUNT = 0x1b,
   NVHCQ_EIATTR_MAX_STACK_SIZE = 0x23,
   NVHCQ_EIATTR_REGCOUNT = 0x2f,
+  /* Clusters (sm_90+): __cluster_dims__ as three u32 (CTA_PER_CLUSTER), a flag record that the
+   * kernel must be launched in clusters (EXPLICIT_CLUSTER), and the third __launch_bounds__ value
+   * (MAX_CLUSTER_RANK). Numbers and layouts read from nvcc 13's cubins: tests/device/cluster.cu
+   * gives (2,1,1) and (2,2,2) kernels, a __launch_bounds__(128,1,4) one gives 4. */
+  NVHCQ_EIATTR_CTA_PER_CLUSTER = 0x3d,
+  NVHCQ_EIATTR_EXPLICIT_CLUSTER = 0x3e,
+  NVHCQ_EIATTR_MAX_CLUSTER_RANK = 0x3f,
   NVHCQ_EIATTR_NUM_BARRIERS = 0x4c,
   NVHCQ_EICOMPAT_ACCELERATOR_TARGET = 0x09, /* in .nv.compat: 1 for sm_90a, sm_100a, ... */
 };

@@ -373,3 +373,34 @@ void nvhcq_qmd_write_launch(const nvhcq_qmd_launch_layout *l, uint32_t *qmd,
   put(qmd, l->cbank_size, round_up_pow2(launch->cbank0_bytes, 4) >> 4);
   put(qmd, l->cbank_valid, 1);
 }
+
+/* A grid of clusters (V04, V05), as libcuda writes it on the H200 (bench/qmd_probe.c --cluster,
+ * driver 580.159.04): QMD_TYPE GRID_GPC_CGA, the cluster's shape in GPC_CGA_*, CTA distribution
+ * MULTI_CAST unless the load-balancing policy is asked for, and for clusters of more than two
+ * blocks (more than one TPC holds) TPC_DISABLE_MASK_VALID with the TPC numbers from `tpc_slots`
+ * up disabled (libcuda: bits 72..127 on an H200, 8 GPCs x 9 TPC slots). The grid fields then
+ * count clusters: the caller writes grid / cluster. */
+nvhcq_status nvhcq_qmd_set_cluster(nvhcq_qmd_version v, uint32_t *qmd, const uint32_t cluster[3],
+                                   int load_balancing, uint32_t tpc_slots) {
+  if (v != NVHCQ_QMD_V04 && v != NVHCQ_QMD_V05)
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
+                      "thread-block clusters need a Hopper or later GPU (QMD version 4 or 5)");
+  uint32_t mask[4] = {0};
+  int masked = cluster[0] * cluster[1] * cluster[2] > 2;
+  for (uint32_t t = tpc_slots; masked && t < 128; t++) mask[t / 32] |= 1u << (t % 32);
+  qmd_write w[] = {
+      {NVHCQ_QMD_QMD_TYPE, NVHCQ_QMD_TYPE_GRID_GPC_CGA},
+      {NVHCQ_QMD_GPC_CGA_WIDTH, cluster[0]},
+      {NVHCQ_QMD_GPC_CGA_HEIGHT, cluster[1]},
+      {NVHCQ_QMD_GPC_CGA_DEPTH, cluster[2]},
+      {NVHCQ_QMD_CGA_CTA_DISTRIBUTION_MODE, load_balancing
+                                                ? NVHCQ_QMD_CGA_CTA_DISTRIBUTION_LOAD_BALANCING
+                                                : NVHCQ_QMD_CGA_CTA_DISTRIBUTION_MULTI_CAST},
+      {NVHCQ_QMD_TPC_DISABLE_MASK_VALID, (uint64_t)masked},
+      {NVHCQ_QMD_TPC_DISABLE_MASK_0, mask[0]},
+      {NVHCQ_QMD_TPC_DISABLE_MASK_1, mask[1]},
+      {NVHCQ_QMD_TPC_DISABLE_MASK_2, mask[2]},
+      {NVHCQ_QMD_TPC_DISABLE_MASK_3, mask[3]},
+  };
+  return apply(v, qmd, w, sizeof w / sizeof w[0]);
+}

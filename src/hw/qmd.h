@@ -109,6 +109,11 @@ void nvhcq_qmd_set_fence(nvhcq_qmd_version v, uint32_t *qmd, nvhcq_qmd_fence fen
 #define NVHCQ_QMD_SUCCESSOR_BANK 5u
 int nvhcq_qmd_prefetch_successor(nvhcq_qmd_version v, uint32_t *qmd, const uint32_t *next,
                                  unsigned spare_bank);
+/* Makes `qmd` a grid of clusters of cluster[0] x [1] x [2] blocks (qmd.c says what libcuda
+ * writes); `tpc_slots` is the GPU's GPCs x TPCs per GPC (its litter values). */
+NVHCQ_MUST_CHECK nvhcq_status nvhcq_qmd_set_cluster(nvhcq_qmd_version v, uint32_t *qmd,
+                                                    const uint32_t cluster[3], int load_balancing,
+                                                    uint32_t tpc_slots);
 /* Copies the dwords that hold the fields chaining changes (dependent QMD, fence, the successor's
  * prefetch) from `src` to `dst`: `dst` is the QMD already in GPU-visible memory. */
 void nvhcq_qmd_copy_chain_words(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src);
