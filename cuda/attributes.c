@@ -226,8 +226,7 @@ static int device_value(const nvhcq_device_info *info, CUdevice_attribute a, int
     *v = arch->blocks_per_sm;
     return 1;
   case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
-    *v = 0; /* until nvhcq launches clusters */
-    (void)arch->cluster_launch;
+    *v = arch->cluster_launch;
     return 1;
   case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
     *v = b->clock_khz;

@@ -151,6 +151,22 @@ typedef CUDA_MEMSET_NODE_PARAMS_v1 CUDA_MEMSET_NODE_PARAMS;
 
 typedef size_t (*CUoccupancyB2DSize)(int blockSize);
 
+typedef uint32_t cuuint32_t;
+typedef uint64_t cuuint64_t;
+/* Tensor maps: the enums' numbers are nvhcq's NVHCQ_TENSOR_* (the same as CUDA's). */
+typedef struct CUtensorMap_st {
+  _Alignas(128) cuuint64_t opaque[16];
+} CUtensorMap;
+typedef enum CUtensorMapDataType_enum { CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0 } CUtensorMapDataType;
+typedef enum CUtensorMapInterleave_enum { CU_TENSOR_MAP_INTERLEAVE_NONE = 0 } CUtensorMapInterleave;
+typedef enum CUtensorMapSwizzle_enum { CU_TENSOR_MAP_SWIZZLE_NONE = 0 } CUtensorMapSwizzle;
+typedef enum CUtensorMapL2promotion_enum {
+  CU_TENSOR_MAP_L2_PROMOTION_NONE = 0
+} CUtensorMapL2promotion;
+typedef enum CUtensorMapFloatOOBfill_enum {
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0
+} CUtensorMapFloatOOBfill;
+
 #define CU_STREAM_LEGACY               ((CUstream)0x1)
 #define CU_STREAM_PER_THREAD           ((CUstream)0x2)
 #define CU_STREAM_NON_BLOCKING         0x1

@@ -113,6 +113,21 @@
      CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit))   \
   X(CUresult, cuOccupancyAvailableDynamicSMemPerBlock,                                             \
     (size_t * dynamicSmemSize, CUfunction func, int numBlocks, int blockSize))                     \
+  X(CUresult, cuOccupancyMaxActiveClusters,                                                        \
+    (int *numClusters, CUfunction func, const CUlaunchConfig *config))                             \
+  X(CUresult, cuTensorMapEncodeTiled,                                                              \
+    (CUtensorMap * tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,           \
+     void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides,            \
+     const cuuint32_t *boxDim, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, \
+     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,                               \
+     CUtensorMapFloatOOBfill oobFill))                                                             \
+  X(CUresult, cuTensorMapEncodeIm2col,                                                             \
+    (CUtensorMap * tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,           \
+     void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides,            \
+     const int *pixelBoxLowerCorner, const int *pixelBoxUpperCorner, cuuint32_t channelsPerPixel,  \
+     cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides,                                 \
+     CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,                                 \
+     CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill))                         \
   X(CUresult, cuLaunchKernel,                                                                      \
     (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,            \
      unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                       \

@@ -55,8 +55,6 @@ struct CUmod_st {
   uint32_t magic;
   int device;
   nvhcq_module *mod;
-  void *cubin; /* our copy of the loaded ELF (for the parameter tables) */
-  size_t cubin_size;
   struct CUfunc_st **funcs;
   uint32_t func_count;
 };
@@ -98,6 +96,8 @@ typedef struct nvcu_op {
   int kind; /* CU_GRAPH_NODE_TYPE_* */
   struct CUfunc_st *func;
   nvhcq_dim3 grid, block;
+  nvhcq_dim3 cluster; /* zeros: no cluster given (the kernel's compiled one, if any) */
+  uint32_t cluster_policy;
   uint32_t shared;
   uint8_t *args;
   uint32_t args_size;
@@ -181,6 +181,9 @@ CUresult nvcu_stream_op(CUstream s, const nvcu_op *op);
 /* Makes engine e's queue wait for the other engine, ready for one operation. */
 nvhcq_queue *nvcu_engine_begin(nvcu_device *d, int e);
 CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st);
+
+/* ---- stream.c: a CUlaunchConfig as nvhcq's, or CUDA_ERROR_NOT_SUPPORTED for what it lacks ---- */
+CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *out);
 
 /* ---- module.c ---- */
 CUresult nvcu_func_check(CUfunction f);

@@ -5,6 +5,7 @@
 
 #define NVCU_SIZES(X)                                                                              \
   X(CUuuid, 16)                                                                                    \
+  X(CUtensorMap, 128)                                                                              \
   X(CUlaunchAttributeValue, 64)                                                                    \
   X(CUlaunchAttribute, 72)                                                                         \
   X(CUlaunchConfig, 56)                                                                            \

@@ -190,59 +190,17 @@ static CUresult image_to_cubin(nvcu_device *d, const void *image, void **cubin, 
   return r;
 }
 
-/* ---- parameter tables (EIATTR_KPARAM_INFO in .nv.info.<kernel>) ---- */
-
-static const uint8_t *find_section(const uint8_t *elf, size_t size, const char *name,
-                                   uint64_t *len) {
-  uint64_t shoff = rd64(elf + 0x28);
-  uint16_t shentsize = rd16(elf + 0x3a), shnum = rd16(elf + 0x3c), shstrndx = rd16(elf + 0x3e);
-  if (shoff + (uint64_t)shentsize * shnum > size || shstrndx >= shnum) return NULL;
-  const uint8_t *strtab = elf + shoff + (uint64_t)shstrndx * shentsize;
-  uint64_t str_off = rd64(strtab + 0x18), str_size = rd64(strtab + 0x20);
-  if (str_off + str_size > size) return NULL;
-  for (uint16_t i = 0; i < shnum; i++) {
-    const uint8_t *sh = elf + shoff + (uint64_t)i * shentsize;
-    uint32_t name_off = rd32(sh);
-    uint64_t off = rd64(sh + 0x18), n = rd64(sh + 0x20);
-    if (name_off >= str_size || off + n > size) continue;
-    if (!strncmp((const char *)elf + str_off + name_off, name, str_size - name_off)) {
-      *len = n;
-      return elf + off;
-    }
-  }
-  return NULL;
-}
-
-static int param_cmp(const void *a, const void *b) {
-  const nvcu_param *x = a, *y = b;
-  return (x->offset > y->offset) - (x->offset < y->offset);
-}
-
-/* Each parameter's offset and size, in order. Records are {u8 format, u8 attribute, u16 value or
- * payload size}; KPARAM_INFO's payload: u32 index, u16 ordinal, u16 offset, u32 with the size in
- * bits 18..31. */
+/* Each parameter's offset and size in the argument block, from nvhcq's parameter table. */
 static CUresult read_params(struct CUfunc_st *f) {
-  char name[512];
-  snprintf(name, sizeof name, ".nv.info.%s", f->name);
-  uint64_t n = 0;
-  const uint8_t *s = find_section(f->mod->cubin, f->mod->cubin_size, name, &n);
-  uint32_t count = 0;
-  for (uint64_t pos = 0; s && pos + 4 <= n;) {
-    uint32_t size = s[pos] == 4 ? rd16(s + pos + 2) : 0;
-    if (s[pos] == 4 && s[pos + 1] == 0x17 && size >= 12) count++;
-    pos += 4 + size;
-  }
-  f->params = calloc(count ? count : 1, sizeof *f->params);
+  f->params = calloc(f->info.param_count ? f->info.param_count : 1, sizeof *f->params);
   if (!f->params) return CUDA_ERROR_OUT_OF_MEMORY;
-  for (uint64_t pos = 0; s && pos + 4 <= n;) {
-    uint32_t size = s[pos] == 4 ? rd16(s + pos + 2) : 0;
-    if (s[pos] == 4 && s[pos + 1] == 0x17 && size >= 12 && pos + 4 + size <= n) {
-      const uint8_t *v = s + pos + 4;
-      f->params[f->param_count++] = (nvcu_param){rd16(v + 6), rd32(v + 8) >> 18};
-    }
-    pos += 4 + size;
+  for (uint32_t i = 0; i < f->info.param_count; i++) {
+    nvhcq_kernel_param p = {.struct_size = sizeof p};
+    CUresult r = nvcu_status(nvhcq_kernel_query_param(f->k, i, &p), f->name);
+    if (r) return r;
+    f->params[i] = (nvcu_param){p.offset, p.size};
   }
-  qsort(f->params, f->param_count, sizeof *f->params, param_cmp);
+  f->param_count = f->info.param_count;
   return CUDA_SUCCESS;
 }
 
@@ -299,14 +257,15 @@ static CUresult load(CUmodule *module, const void *image) {
   CUresult r = nvcu_current(&d, &index);
   struct CUmod_st *m = r ? NULL : calloc(1, sizeof *m);
   if (!r && !m) r = CUDA_ERROR_OUT_OF_MEMORY;
-  if (!r) r = image_to_cubin(d, image, &m->cubin, &m->cubin_size);
+  void *cubin = NULL;
+  size_t cubin_size = 0;
+  if (!r) r = image_to_cubin(d, image, &cubin, &cubin_size);
   if (!r)
-    r = nvcu_status(nvhcq_module_load(d->dev, m->cubin, m->cubin_size, &m->mod),
-                    "loading a module");
-  if (r && m) {
-    free(m->cubin);
+    r = nvcu_status(nvhcq_module_load(d->dev, cubin, cubin_size, &m->mod), "loading a module");
+  free(cubin);
+  if (r) {
     free(m);
-  } else if (!r) {
+  } else {
     m->magic = NVCU_MOD_MAGIC;
     m->device = index;
     *module = m;
@@ -357,7 +316,6 @@ CUresult cuModuleUnload(CUmodule hmod) {
     free(hmod->funcs[i]);
   }
   free(hmod->funcs);
-  free(hmod->cubin);
   hmod->magic = 0;
   free(hmod);
   NVCU_UNLOCK();
@@ -522,8 +480,26 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfu
   case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
     *pi = hfunc->carveout;
     break;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    *pi = (int)k->cluster.x;
+    break;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    *pi = (int)k->cluster.y;
+    break;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    *pi = (int)k->cluster.z;
+    break;
+  case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+    *pi = 0;
+    break;
+  case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: {
+    int64_t v = 0;
+    nvhcq_kernel_get_attribute(hfunc->k, NVHCQ_KERNEL_NON_PORTABLE_CLUSTER, &v);
+    *pi = (int)v;
+    break;
+  }
   default:
-    *pi = 0; /* cluster attributes: no clusters yet */
+    *pi = 0; /* the cluster scheduling preference: the default */
     break;
   }
   return CUDA_SUCCESS;
@@ -548,6 +524,16 @@ CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int v
     if (!r) hfunc->carveout = value;
     return r;
   }
+  case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: {
+    NVCU_LOCK();
+    CUresult r = nvcu_status(
+        nvhcq_kernel_set_attribute(hfunc->k, NVHCQ_KERNEL_NON_PORTABLE_CLUSTER, value != 0),
+        hfunc->name);
+    NVCU_UNLOCK();
+    return r;
+  }
+  case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    return CUDA_SUCCESS; /* given per launch (cuLaunchKernelEx) */
   default:
     return nvcu_unsupported("cuFuncSetAttribute of this attribute");
   }
@@ -625,6 +611,21 @@ CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfu
   *blockSize = best;
   *minGridSize = best_blocks * (int)d->info.sm_count;
   return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
+                                      const CUlaunchConfig *config) {
+  if (!numClusters || !config) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_func_check(func)) return CUDA_ERROR_INVALID_HANDLE;
+  nvhcq_launch_config c;
+  CUresult r = nvcu_launch_config(config, &c);
+  if (r) return r;
+  uint32_t n = 0;
+  NVCU_LOCK();
+  r = nvcu_status(nvhcq_kernel_query_max_clusters(func->k, &c, &n), "cuOccupancyMaxActiveClusters");
+  NVCU_UNLOCK();
+  if (!r) *numClusters = (int)n;
+  return r;
 }
 
 CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func,

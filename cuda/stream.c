@@ -49,8 +49,19 @@ CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st) {
 
 static CUresult run_launch(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op) {
   nvhcq_queue *q = nvcu_engine_begin(d, NVCU_COMPUTE);
-  nvhcq_status s =
-      nvhcq_queue_launch(q, op->func->k, op->grid, op->block, op->shared, op->args, op->args_size);
+  nvhcq_status s;
+  if (op->cluster.x | op->cluster.y | op->cluster.z | op->cluster_policy) {
+    nvhcq_launch_config c = {.struct_size = sizeof c,
+                             .grid = op->grid,
+                             .block = op->block,
+                             .dynamic_shared = op->shared,
+                             .cluster = op->cluster,
+                             .cluster_policy = op->cluster_policy};
+    s = nvhcq_queue_launch_ex(q, op->func->k, &c, op->args, op->args_size);
+  } else {
+    s = nvhcq_queue_launch(q, op->func->k, op->grid, op->block, op->shared, op->args,
+                           op->args_size);
+  }
   if (s) return nvcu_status(s, op->func->name);
   return nvcu_engine_end(d, NVCU_COMPUTE, st);
 }
@@ -62,6 +73,8 @@ CUresult nvcu_stream_op(CUstream s, const nvcu_op *op) {
   if (!r) r = nvcu_device_get(st->device, &d);
   if (r) return r;
   if (st->capture) {
+    if (op->cluster.x | op->cluster.y | op->cluster.z)
+      return nvcu_unsupported("capturing a launch with a cluster (graphs have no clusters yet)");
     CUgraphNode node;
     CUgraphNode last = st->capture_last;
     r = nvcu_graph_append(st->capture, op, last ? &last : NULL, last ? 1 : 0, &node);
@@ -315,12 +328,17 @@ CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd) 
 
 /* ---- launches ---- */
 
-static CUresult launch(CUfunction f, nvhcq_dim3 grid, nvhcq_dim3 block, unsigned int shared,
-                       CUstream hStream, void **kernelParams, void **extra) {
+static CUresult launch(CUfunction f, const nvhcq_launch_config *c, CUstream hStream,
+                       void **kernelParams, void **extra) {
   CUresult r = nvcu_func_check(f);
   if (r) return r;
-  nvcu_op op = {
-      .kind = CU_GRAPH_NODE_TYPE_KERNEL, .func = f, .grid = grid, .block = block, .shared = shared};
+  nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_KERNEL,
+                .func = f,
+                .grid = c->grid,
+                .block = c->block,
+                .cluster = c->cluster,
+                .cluster_policy = c->cluster_policy,
+                .shared = c->dynamic_shared};
   NVCU_LOCK();
   r = nvcu_pack_args(f, kernelParams, extra, &op.args, &op.args_size);
   if (!r) r = nvcu_stream_op(hStream, &op);
@@ -333,19 +351,30 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
                         unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
                         unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                         void **kernelParams, void **extra) {
-  return launch(f, (nvhcq_dim3){gridDimX, gridDimY, gridDimZ},
-                (nvhcq_dim3){blockDimX, blockDimY, blockDimZ}, sharedMemBytes, hStream,
-                kernelParams, extra);
+  nvhcq_launch_config c = {.grid = {gridDimX, gridDimY, gridDimZ},
+                           .block = {blockDimX, blockDimY, blockDimZ},
+                           .dynamic_shared = sharedMemBytes};
+  return launch(f, &c, hStream, kernelParams, extra);
 }
 
-/* The attributes of a launch: those that change nothing nvhcq does are accepted. */
-static CUresult check_launch_attributes(const CUlaunchConfig *config) {
+/* CUDA's launch attributes as nvhcq's configuration: clusters and their scheduling policy are
+ * nvhcq's; those that change nothing nvhcq does (priorities, access policies, ...) are accepted;
+ * cooperative launches and programmatic dependencies are not supported. */
+CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *out) {
+  *out = (nvhcq_launch_config){.struct_size = sizeof *out,
+                               .grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
+                               .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
+                               .dynamic_shared = config->sharedMemBytes};
+  if (config->numAttrs && !config->attrs) return CUDA_ERROR_INVALID_VALUE;
   for (unsigned int i = 0; i < config->numAttrs; i++) {
     const CUlaunchAttribute *a = &config->attrs[i];
     switch (a->id) {
     case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
-      if (a->value.clusterDim.x * a->value.clusterDim.y * a->value.clusterDim.z > 1)
-        return nvcu_unsupported("cuLaunchKernelEx with a cluster of more than one block");
+      out->cluster =
+          (nvhcq_dim3){a->value.clusterDim.x, a->value.clusterDim.y, a->value.clusterDim.z};
+      break;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      out->cluster_policy = (uint32_t)a->value.clusterSchedulingPolicyPreference;
       break;
     case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
       if (a->value.cooperative) return nvcu_unsupported("cooperative launches");
@@ -360,12 +389,11 @@ static CUresult check_launch_attributes(const CUlaunchConfig *config) {
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                           void **extra) {
-  if (!config || (config->numAttrs && !config->attrs)) return CUDA_ERROR_INVALID_VALUE;
-  CUresult r = check_launch_attributes(config);
+  if (!config) return CUDA_ERROR_INVALID_VALUE;
+  nvhcq_launch_config c;
+  CUresult r = nvcu_launch_config(config, &c);
   if (r) return r;
-  return launch(f, (nvhcq_dim3){config->gridDimX, config->gridDimY, config->gridDimZ},
-                (nvhcq_dim3){config->blockDimX, config->blockDimY, config->blockDimZ},
-                config->sharedMemBytes, config->hStream, kernelParams, extra);
+  return launch(f, &c, config->hStream, kernelParams, extra);
 }
 
 #define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));

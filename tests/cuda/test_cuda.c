@@ -108,6 +108,27 @@ static void test_stub(void) {
   TEST_CHECK(cuGetExportTable(&table, &id) == CUDA_ERROR_NOT_SUPPORTED && table == NULL);
 }
 
+/* Encoding needs no GPU: nvhcq writes the descriptor as libcuda does (its own tests compare). */
+static void test_tensor_map(void) {
+  CUtensorMap map;
+  cuuint64_t dims[2] = {1024, 512}, strides[1] = {1024 * 2};
+  cuuint32_t box[2] = {64, 32}, estrides[2] = {1, 1};
+  void *address = (void *)(uintptr_t)0x10000000ull;
+  memset(&map, 0, sizeof map);
+  OK(cuTensorMapEncodeTiled(&map, (CUtensorMapDataType)6 /* FLOAT16 */, 2, address, dims, strides,
+                            box, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            (CUtensorMapSwizzle)3 /* 128B */, (CUtensorMapL2promotion)2,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  int nonzero = 0;
+  for (int i = 0; i < 16; i++) nonzero += map.opaque[i] != 0;
+  TEST_CHECK(nonzero > 0);
+  box[0] = 300; /* a box dimension above 256 */
+  TEST_CHECK(cuTensorMapEncodeTiled(&map, (CUtensorMapDataType)6, 2, address, dims, strides, box,
+                                    estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                    CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_ERROR_INVALID_VALUE);
+}
+
 static void test_no_device(void) {
   if (init_once() == CUDA_SUCCESS) TEST_SKIP("a device is there");
   TEST_CHECK(init_once() == CUDA_ERROR_NO_DEVICE);
@@ -492,10 +513,19 @@ static void test_kernels(void) {
   OK(cuLaunchKernelEx(&cfg, f, params, NULL));
   OK(cuCtxSynchronize());
   check_values(d, n, 1 + 3 + 10 + 3);
+  /* clusters of 2 blocks (782 blocks: a multiple of 2, not of 3) */
   CUlaunchAttribute cluster = {.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION};
   cluster.value.clusterDim.x = 2, cluster.value.clusterDim.y = 1, cluster.value.clusterDim.z = 1;
   cfg.attrs = &cluster, cfg.numAttrs = 1;
-  TEST_CHECK(cuLaunchKernelEx(&cfg, f, params, NULL) == CUDA_ERROR_NOT_SUPPORTED);
+  OK(cuLaunchKernelEx(&cfg, f, params, NULL));
+  OK(cuCtxSynchronize());
+  check_values(d, n, 1 + 3 + 10 + 3 + 3);
+  int clusters = 0;
+  OK(cuOccupancyMaxActiveClusters(&clusters, f, &cfg));
+  TEST_CHECK(clusters >= 1);
+  cluster.value.clusterDim.x = 3;
+  TEST_CHECK(cuLaunchKernelEx(&cfg, f, params, NULL) != CUDA_SUCCESS);
+  cfg.numAttrs = 0;
   OK(cuMemFree_v2(d));
   OK(cuModuleUnload(mod));
 }
@@ -609,7 +639,7 @@ static void test_fatbin(void) {
   free(c);
 }
 
-TEST_MAIN(TEST(test_errors), TEST(test_proc_address), TEST(test_stub), TEST(test_no_device),
-          TEST(test_device), TEST(test_contexts), TEST(test_memory), TEST(test_streams),
-          TEST(test_graph_explicit), TEST(test_graph_capture), TEST(test_kernels),
-          TEST(test_kernel_graph), TEST(test_fatbin))
+TEST_MAIN(TEST(test_errors), TEST(test_proc_address), TEST(test_stub), TEST(test_tensor_map),
+          TEST(test_no_device), TEST(test_device), TEST(test_contexts), TEST(test_memory),
+          TEST(test_streams), TEST(test_graph_explicit), TEST(test_graph_capture),
+          TEST(test_kernels), TEST(test_kernel_graph), TEST(test_fatbin))
