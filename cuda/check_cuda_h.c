@@ -21,10 +21,9 @@ _Static_assert(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION == 4, "cluster dimension at
 _Static_assert(CU_LAUNCH_ATTRIBUTE_COOPERATIVE == 2, "cooperative attribute");
 _Static_assert(CU_MEMORYTYPE_HOST == 1 && CU_MEMORYTYPE_DEVICE == 2, "memory types");
 _Static_assert(CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT == 2, "proc address status");
-_Static_assert((size_t)CU_LAUNCH_PARAM_BUFFER_POINTER == 1 &&
-                   (size_t)CU_LAUNCH_PARAM_BUFFER_SIZE == 2,
+_Static_assert(CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT == 1 &&
+                   CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT == 2 && CU_LAUNCH_PARAM_END_AS_INT == 0,
                "launch parameter markers");
-_Static_assert((size_t)CU_STREAM_LEGACY == 1 && (size_t)CU_STREAM_PER_THREAD == 2, "streams");
 
 NVCU_SIZES(NVCU_SIZE_CHECK_)
 NVCU_OFFSETS(NVCU_OFFSET_CHECK_)

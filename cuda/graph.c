@@ -91,7 +91,7 @@ static CUresult add_kernel(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgra
                            size_t n, const CUDA_KERNEL_NODE_PARAMS_v1 *p, CUkernel kern) {
   if (!p || !phGraphNode) return CUDA_ERROR_INVALID_VALUE;
   if (graph_check(hGraph)) return CUDA_ERROR_INVALID_HANDLE;
-  nvcu_op op;
+  nvcu_op op = {0};
   NVCU_LOCK();
   CUresult r = kernel_op(p, kern, &op);
   if (!r) r = nvcu_graph_append(hGraph, &op, deps, n, phGraphNode);
@@ -148,7 +148,7 @@ CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
   (void)ctx;
   if (!phGraphNode) return CUDA_ERROR_INVALID_VALUE;
   if (graph_check(hGraph)) return CUDA_ERROR_INVALID_HANDLE;
-  nvcu_op op;
+  nvcu_op op = {0};
   NVCU_LOCK();
   CUresult r = memcpy_op(copyParams, &op);
   if (!r) r = nvcu_graph_append(hGraph, &op, dependencies, numDependencies, phGraphNode);
@@ -486,7 +486,7 @@ CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNod
   (void)ctx;
   NVCU_LOCK();
   nvcu_exec_node *en;
-  nvcu_op op;
+  nvcu_op op = {0};
   CUresult r = exec_node(hGraphExec, hNode, &en);
   if (!r && en->op.kind != CU_GRAPH_NODE_TYPE_MEMCPY) r = CUDA_ERROR_INVALID_VALUE;
   if (!r) r = memcpy_op(copyParams, &op);

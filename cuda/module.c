@@ -598,7 +598,7 @@ CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfu
   int best = 0, best_threads = -1, best_blocks = 0;
   for (int b = 32; b <= limit; b += 32) {
     size_t shared = blockSizeToDynamicSMemSize ? blockSizeToDynamicSMemSize(b) : dynamicSMemSize;
-    int n;
+    int n = 0;
     CUresult r = blocks_per_sm(func, b, shared, &n);
     if (r) return r;
     if (n * b >= best_threads && n > 0) best = b, best_threads = n * b, best_blocks = n;
