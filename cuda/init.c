@@ -481,7 +481,7 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx) {
 
 /* Limits nvhcq sizes by itself (stack, heap): reported as CUDA's defaults, set as accepted. */
 CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit) {
-  static const size_t defaults[] = {1024, 4096, 8u << 20, 2, 2048, 64, 0};
+  static const size_t defaults[] = {1024, 1u << 20, 8u << 20, 2, 2048, 64, 0};
   if (!pvalue || (unsigned)limit >= sizeof defaults / sizeof *defaults)
     return CUDA_ERROR_INVALID_VALUE;
   *pvalue = defaults[limit];

@@ -175,6 +175,8 @@ CUresult nvcu_run_copy(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op
 CUresult nvcu_run_memset(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op);
 
 /* ---- stream.c ---- */
+/* The CPU waits until the signal reaches `value`: spinning first, as libcuda does. */
+CUresult nvcu_signal_wait(nvhcq_signal *sig, uint64_t value, const char *what);
 CUresult nvcu_stream_get(CUstream s, struct CUstream_st **out);
 /* Runs one operation in a stream's order (or appends it to the graph the stream captures). */
 CUresult nvcu_stream_op(CUstream s, const nvcu_op *op);

@@ -55,8 +55,8 @@ static void alloc_remove(nvcu_alloc *a) {
 
 CUresult nvcu_wait_all(nvcu_device *d) {
   for (int e = 0; e < 2; e++) {
-    nvhcq_status s = nvhcq_signal_cpu_wait(d->timeline[e], d->submitted[e], 0);
-    if (s) return nvcu_status(s, "waiting for the GPU");
+    CUresult r = nvcu_signal_wait(d->timeline[e], d->submitted[e], "waiting for the GPU");
+    if (r) return r;
   }
   return CUDA_SUCCESS;
 }
