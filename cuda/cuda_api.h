@@ -141,6 +141,24 @@ typedef struct CUDA_MEMCPY3D_st {
   size_t WidthInBytes, Height, Depth;
 } CUDA_MEMCPY3D_v2;
 typedef CUDA_MEMCPY3D_v2 CUDA_MEMCPY3D;
+typedef struct CUDA_MEMCPY2D_st {
+  size_t srcXInBytes, srcY;
+  CUmemorytype srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  CUmemorytype dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D_v2;
+typedef CUDA_MEMCPY2D_v2 CUDA_MEMCPY2D;
+typedef void (*CUhostFn)(void *userData);
+typedef void (*CUstreamCallback)(CUstream hStream, CUresult status, void *userData);
 typedef struct CUDA_MEMSET_NODE_PARAMS_st {
   CUdeviceptr dst;
   size_t pitch;

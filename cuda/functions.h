@@ -61,6 +61,12 @@
     (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream))                    \
   X(CUresult, cuMemcpyDtoDAsync_v2,                                                                \
     (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream))            \
+  X(CUresult, cuMemAllocPitch_v2,                                                                  \
+    (CUdeviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,                      \
+     unsigned int ElementSizeBytes))                                                               \
+  X(CUresult, cuMemcpy2D_v2, (const CUDA_MEMCPY2D *pCopy))                                         \
+  X(CUresult, cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *pCopy))                                \
+  X(CUresult, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream))                  \
   X(CUresult, cuMemsetD8_v2, (CUdeviceptr dstDevice, unsigned char uc, size_t N))                  \
   X(CUresult, cuMemsetD16_v2, (CUdeviceptr dstDevice, unsigned short us, size_t N))                \
   X(CUresult, cuMemsetD32_v2, (CUdeviceptr dstDevice, unsigned int ui, size_t N))                  \
@@ -143,6 +149,9 @@
   X(CUresult, cuStreamGetFlags, (CUstream hStream, unsigned int *flags))                           \
   X(CUresult, cuStreamGetPriority, (CUstream hStream, int *priority))                              \
   X(CUresult, cuStreamGetCtx, (CUstream hStream, CUcontext * pctx))                                \
+  X(CUresult, cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData))                   \
+  X(CUresult, cuStreamAddCallback,                                                                 \
+    (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags))             \
   X(CUresult, cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode))               \
   X(CUresult, cuStreamEndCapture, (CUstream hStream, CUgraph * phGraph))                           \
   X(CUresult, cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus * captureStatus))      \

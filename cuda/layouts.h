@@ -12,6 +12,7 @@
   X(CUDA_KERNEL_NODE_PARAMS_v1, 56)                                                                \
   X(CUDA_KERNEL_NODE_PARAMS_v2, 72)                                                                \
   X(CUDA_MEMCPY3D, 200)                                                                            \
+  X(CUDA_MEMCPY2D, 128)                                                                            \
   X(CUDA_MEMSET_NODE_PARAMS, 40)                                                                   \
   X(CUdeviceptr, 8)                                                                                \
   X(CUdevice, 4)                                                                                   \
@@ -33,6 +34,9 @@
   X(CUDA_MEMCPY3D, dstMemoryType, 120)                                                             \
   X(CUDA_MEMCPY3D, dstDevice, 136)                                                                 \
   X(CUDA_MEMCPY3D, WidthInBytes, 176)                                                              \
+  X(CUDA_MEMCPY2D, srcPitch, 48)                                                                   \
+  X(CUDA_MEMCPY2D, dstMemoryType, 72)                                                              \
+  X(CUDA_MEMCPY2D, dstPitch, 104)                                                                  \
   X(CUDA_MEMSET_NODE_PARAMS, value, 16)                                                            \
   X(CUDA_MEMSET_NODE_PARAMS, elementSize, 20)                                                      \
   X(CUDA_MEMSET_NODE_PARAMS, width, 24)

@@ -414,6 +414,62 @@ CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUst
   return memset_any(dstDevice, ui, 4, N, hStream, 0);
 }
 
+/* ---- pitched memory and 2D copies ---- */
+
+/* Rows padded to 512 bytes, the texture pitch alignment libcuda's pitches also meet. */
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes) {
+  if (!pPitch || !WidthInBytes || !Height ||
+      (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t pitch = (WidthInBytes + 511) & ~(size_t)511;
+  CUresult r = allocate(pitch * Height, 0, 0, dptr);
+  if (!r) *pPitch = pitch;
+  return r;
+}
+
+/* One end of a 2D copy as an address (host or device: one address space here). */
+static CUresult end_2d(CUmemorytype type, const void *host, CUdeviceptr device, uint64_t *out) {
+  if (type == CU_MEMORYTYPE_ARRAY) return nvcu_unsupported("CUDA arrays in 2D copies");
+  *out = type == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)host : device;
+  return CUDA_SUCCESS;
+}
+
+/* A 2D copy, row by row (one copy when both sides are contiguous). */
+static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, int sync) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t src, dst;
+  CUresult r = end_2d(p->srcMemoryType, p->srcHost, p->srcDevice, &src);
+  if (!r) r = end_2d(p->dstMemoryType, p->dstHost, p->dstDevice, &dst);
+  if (r) return r;
+  size_t spitch = p->srcPitch ? p->srcPitch : p->WidthInBytes;
+  size_t dpitch = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+  if (spitch < p->WidthInBytes || dpitch < p->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
+  src += p->srcXInBytes + p->srcY * spitch;
+  dst += p->dstXInBytes + p->dstY * dpitch;
+  NVCU_LOCK();
+  if (spitch == p->WidthInBytes && dpitch == p->WidthInBytes) {
+    size_t n = p->WidthInBytes * p->Height;
+    r = sync ? copy_sync(dst, src, n) : copy_async(dst, src, n, stream);
+  }
+  for (size_t row = 0;
+       row < p->Height && !r && (spitch != p->WidthInBytes || dpitch != p->WidthInBytes); row++)
+    r = sync ? copy_sync(dst + row * dpitch, src + row * spitch, p->WidthInBytes)
+             : copy_async(dst + row * dpitch, src + row * spitch, p->WidthInBytes, stream);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) {
+  return copy_2d(pCopy, NULL, 1);
+}
+CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy) {
+  return copy_2d(pCopy, NULL, 1);
+}
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream) {
+  return copy_2d(pCopy, hStream, 0);
+}
+
 /* Every synchronous copy, under the lock. */
 static CUresult locked_copy(uint64_t dst, uint64_t src, size_t n) {
   NVCU_LOCK();
@@ -470,6 +526,9 @@ NVCU_ALIAS(cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD_v2)
 NVCU_ALIAS(cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyHtoDAsync_v2)
 NVCU_ALIAS(cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoHAsync_v2)
 NVCU_ALIAS(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync_v2)
+NVCU_ALIAS(cuMemcpy2D_v2_ptds, cuMemcpy2D_v2)
+NVCU_ALIAS(cuMemcpy2DUnaligned_v2_ptds, cuMemcpy2DUnaligned_v2)
+NVCU_ALIAS(cuMemcpy2DAsync_v2_ptsz, cuMemcpy2DAsync_v2)
 NVCU_ALIAS(cuMemsetD8_v2_ptds, cuMemsetD8_v2)
 NVCU_ALIAS(cuMemsetD16_v2_ptds, cuMemsetD16_v2)
 NVCU_ALIAS(cuMemsetD32_v2_ptds, cuMemsetD32_v2)

@@ -176,6 +176,32 @@ CUresult cuStreamQuery(CUstream hStream) {
   return r;
 }
 
+/* A host function in a stream's order: the CPU waits for the stream's work, then calls it (the
+ * caller's thread, not one of the library's; later work is submitted only after it returned). */
+static CUresult host_call(CUstream hStream, CUhostFn fn, CUstreamCallback cb, void *data) {
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && st->capture) r = nvcu_unsupported("host functions in a captured stream");
+  if (!r) r = stream_wait(st);
+  NVCU_UNLOCK();
+  if (r) return r;
+  if (fn) fn(data);
+  if (cb) cb(hStream, CUDA_SUCCESS, data);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData) {
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  return host_call(hStream, fn, NULL, userData);
+}
+
+CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData,
+                             unsigned int flags) {
+  if (!callback || flags) return CUDA_ERROR_INVALID_VALUE;
+  return host_call(hStream, NULL, callback, userData);
+}
+
 /* Every stream's work is ordered after all earlier work: a wait is already met. */
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
   (void)Flags;
@@ -429,4 +455,6 @@ NVCU_ALIAS(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2)
 NVCU_ALIAS(cuStreamEndCapture_ptsz, cuStreamEndCapture)
 NVCU_ALIAS(cuStreamIsCapturing_ptsz, cuStreamIsCapturing)
 NVCU_ALIAS(cuEventRecord_ptsz, cuEventRecord)
+NVCU_ALIAS(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)
+NVCU_ALIAS(cuStreamAddCallback_ptsz, cuStreamAddCallback)
 NVCU_ALIAS(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags)

@@ -290,6 +290,43 @@ static void test_memory(void) {
   free(back);
 }
 
+static void test_pitched(void) {
+  NEED_DEVICE();
+  enum { W = 100, H = 37 };
+  CUdeviceptr d;
+  size_t pitch = 0;
+  OK(cuMemAllocPitch_v2(&d, &pitch, W, H, 4));
+  TEST_CHECK(pitch >= W && pitch % 512 == 0);
+  uint8_t src[H][W + 3], back[H][W];
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W + 3; x++) src[y][x] = (uint8_t)(x * 3 + y * 11);
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_HOST, c.srcHost = src, c.srcPitch = W + 3, c.srcXInBytes = 2;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE, c.dstDevice = d, c.dstPitch = pitch;
+  c.WidthInBytes = W, c.Height = H;
+  OK(cuMemcpy2D_v2(&c));
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE, c.srcDevice = d, c.srcPitch = pitch;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST, c.dstHost = back, c.dstPitch = W;
+  c.WidthInBytes = W, c.Height = H;
+  OK(cuMemcpy2DAsync_v2(&c, NULL));
+  OK(cuCtxSynchronize());
+  int bad = 0;
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) bad += back[y][x] != src[y][x + 2];
+  TEST_CHECK(bad == 0);
+  OK(cuMemFree_v2(d));
+}
+
+static void host_fn(void *p) {
+  (*(int *)p)++;
+}
+static void callback(CUstream s, CUresult status, void *p) {
+  (void)s;
+  if (status == CUDA_SUCCESS) (*(int *)p) += 10;
+}
+
 /* ---- streams and events ---- */
 
 static void test_streams(void) {
@@ -332,6 +369,11 @@ static void test_streams(void) {
   OK(cuEventRecord(nt, s1));
   TEST_CHECK(cuEventElapsedTime(&ms, e0, nt) == CUDA_ERROR_INVALID_HANDLE);
   OK(cuEventDestroy_v2(nt));
+  int calls = 0;
+  OK(cuMemsetD8Async(d, 1, N, s1));
+  OK(cuLaunchHostFunc(s1, host_fn, &calls));
+  OK(cuStreamAddCallback(s1, callback, &calls, 0));
+  TEST_CHECK(calls == 11 && cuStreamQuery(s1) == CUDA_SUCCESS);
   OK(cuEventDestroy_v2(e0));
   OK(cuEventDestroy_v2(e1));
   OK(cuStreamDestroy_v2(s1));
@@ -641,5 +683,5 @@ static void test_fatbin(void) {
 
 TEST_MAIN(TEST(test_errors), TEST(test_proc_address), TEST(test_stub), TEST(test_tensor_map),
           TEST(test_no_device), TEST(test_device), TEST(test_contexts), TEST(test_memory),
-          TEST(test_streams), TEST(test_graph_explicit), TEST(test_graph_capture),
-          TEST(test_kernels), TEST(test_kernel_graph), TEST(test_fatbin))
+          TEST(test_pitched), TEST(test_streams), TEST(test_graph_explicit),
+          TEST(test_graph_capture), TEST(test_kernels), TEST(test_kernel_graph), TEST(test_fatbin))
