@@ -438,7 +438,7 @@ static CUresult end_2d(CUmemorytype type, const void *host, CUdeviceptr device, 
 /* A 2D copy, row by row (one copy when both sides are contiguous). */
 static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, int sync) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
-  uint64_t src, dst;
+  uint64_t src = 0, dst = 0;
   CUresult r = end_2d(p->srcMemoryType, p->srcHost, p->srcDevice, &src);
   if (!r) r = end_2d(p->dstMemoryType, p->dstHost, p->dstDevice, &dst);
   if (r) return r;
