@@ -202,11 +202,14 @@ CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
 
 /* ---- instantiation ---- */
 
-static CUresult var(nvhcq_graph *g, uint32_t node, const char *what, uint64_t value,
+/* A variable of the exec's recorded queue, or of its nvhcq graph. */
+static CUresult var(CUgraphExec x, uint32_t node, const char *what, uint64_t value,
                     nvhcq_var *out) {
   char name[48];
   snprintf(name, sizeof name, "n%u.%s", node, what);
-  return nvcu_status(nvhcq_graph_var(g, name, value, out), "cuGraphInstantiate");
+  return nvcu_status(x->q ? nvhcq_queue_var(x->q, name, value, out)
+                          : nvhcq_graph_var(x->g, name, value, out),
+                     "cuGraphInstantiate");
 }
 
 /* A kernel node: its dimensions and every 4- or 8-byte parameter are variables. */
@@ -220,8 +223,8 @@ static CUresult add_launch(CUgraphExec x, uint32_t i, const nvhcq_node *deps, ui
   CUresult r = CUDA_SUCCESS;
   const uint32_t *grid = &op->grid.x, *block = &op->block.x;
   for (int d = 0; d < 3 && !r; d++) {
-    r = var(x->g, i, "grid", grid[d], &en->grid[d]);
-    if (!r) r = var(x->g, i, "block", block[d], &en->block[d]);
+    r = var(x, i, "grid", grid[d], &en->grid[d]);
+    if (!r) r = var(x, i, "block", block[d], &en->block[d]);
     v.grid[d] = en->grid[d], v.block[d] = en->block[d];
   }
   en->param_vars = calloc(f->param_count ? f->param_count : 1, sizeof *en->param_vars);
@@ -233,11 +236,15 @@ static CUresult add_launch(CUgraphExec x, uint32_t i, const nvhcq_node *deps, ui
       continue;
     uint64_t value = 0;
     memcpy(&value, op->args + pp.offset, pp.size);
-    r = var(x->g, i, "arg", value, &en->param_vars[p]);
+    r = var(x, i, "arg", value, &en->param_vars[p]);
     args[v.arg_count++] = (nvhcq_arg_var){pp.offset, pp.size, en->param_vars[p], 0};
   }
   if (r) return r;
   x->uses[NVCU_COMPUTE] = 1;
+  if (x->q) /* in node order: one queue runs them in order, which meets every dependency */
+    return nvcu_status(nvhcq_queue_launch_vars(x->q, f->k, op->grid, op->block, op->shared,
+                                               op->args, op->args_size, &v),
+                       f->name);
   return nvcu_status(nvhcq_graph_add_launch(x->g, f->k, op->grid, op->block, op->shared, op->args,
                                             op->args_size, &v, deps, n, out),
                      f->name);
@@ -261,9 +268,9 @@ static CUresult add_copy(CUgraphExec x, uint32_t i, const nvhcq_node *deps, uint
     op->src = nvhcq_buffer_gpu_address(en->pattern);
     op->size = bytes;
   }
-  if (!r) r = var(x->g, i, "dst", op->dst, &en->dst);
-  if (!r) r = var(x->g, i, "src", op->src, &en->src);
-  if (!r) r = var(x->g, i, "size", op->size, &en->size);
+  if (!r) r = var(x, i, "dst", op->dst, &en->dst);
+  if (!r) r = var(x, i, "src", op->src, &en->src);
+  if (!r) r = var(x, i, "size", op->size, &en->size);
   if (r) return r;
   x->uses[NVCU_COPY] = 1;
   return nvcu_status(nvhcq_graph_add_copy(x->g, op->dst, op->src, op->size, en->dst, en->src,
@@ -293,10 +300,24 @@ static CUresult collect_deps(CUgraph g, const nvhcq_node *ids, uint32_t i, nvhcq
   return CUDA_SUCCESS;
 }
 
+/* Graphs of kernels alone (what capturing launches gives) become one recorded compute queue, which
+ * replays back to back; graphs with copies become nvhcq graphs across both channels. */
+static int kernels_only(CUgraph g) {
+  for (uint32_t i = 0; i < g->node_count; i++)
+    if (g->nodes[i]->op.kind != CU_GRAPH_NODE_TYPE_KERNEL &&
+        g->nodes[i]->op.kind != CU_GRAPH_NODE_TYPE_EMPTY)
+      return 0;
+  return 1;
+}
+
 static CUresult build(CUgraphExec x, CUgraph g) {
   nvcu_device *d;
   CUresult r = nvcu_device_get(x->device, &d);
-  if (!r) r = nvcu_status(nvhcq_graph_create(d->dev, &x->g), "cuGraphInstantiate");
+  if (!r && kernels_only(g))
+    r = nvcu_status(nvhcq_queue_create_recorded(d->dev, NVHCQ_QUEUE_COMPUTE, &x->q),
+                    "cuGraphInstantiate");
+  else if (!r)
+    r = nvcu_status(nvhcq_graph_create(d->dev, &x->g), "cuGraphInstantiate");
   nvhcq_node *ids = calloc(g->node_count ? g->node_count : 1, sizeof *ids), *deps = NULL;
   if (!ids) return CUDA_ERROR_OUT_OF_MEMORY;
   uint32_t cap = 0, nodes = 0;
@@ -318,13 +339,17 @@ static CUresult build(CUgraphExec x, CUgraph g) {
   }
   free(ids);
   free(deps);
-  if (!r && nodes) r = nvcu_status(nvhcq_graph_instantiate(x->g), "cuGraphInstantiate");
+  if (!r && nodes)
+    r = nvcu_status(x->q ? nvhcq_queue_finish(x->q) : nvhcq_graph_instantiate(x->g),
+                    "cuGraphInstantiate");
   return r;
 }
 
 CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   if (exec_check(hGraphExec)) return CUDA_ERROR_INVALID_HANDLE;
   NVCU_LOCK();
+  if (hGraphExec->q) nvhcq_queue_cpu_wait_idle(hGraphExec->q, 0);
+  nvhcq_queue_destroy(hGraphExec->q);
   nvhcq_graph_destroy(hGraphExec->g);
   for (uint32_t i = 0; i < hGraphExec->node_count; i++) {
     free(hGraphExec->nodes[i].op.args);
@@ -389,7 +414,14 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   CUresult r = nvcu_stream_get(hStream, &st);
   if (!r) r = nvcu_device_get(hGraphExec->device, &d);
   if (!r && st->capture) r = nvcu_unsupported("cuGraphLaunch in a captured stream");
-  if (!r && hGraphExec->g && hGraphExec->uses[0] + hGraphExec->uses[1]) {
+  if (!r && hGraphExec->q && hGraphExec->uses[NVCU_COMPUTE]) {
+    r = order_before(d, NVCU_COMPUTE);
+    if (!r) r = nvcu_status(nvhcq_queue_submit(hGraphExec->q), "cuGraphLaunch");
+    if (!r) {
+      nvcu_engine_begin(d, NVCU_COMPUTE);
+      r = nvcu_engine_end(d, NVCU_COMPUTE, st);
+    }
+  } else if (!r && hGraphExec->g && hGraphExec->uses[0] + hGraphExec->uses[1]) {
     /* One replay at a time: the previous one must have ended before this one is submitted. */
     r = nvcu_status(nvhcq_graph_cpu_wait(hGraphExec->g, 0), "cuGraphLaunch");
     for (int e = 0; e < 2 && !r; e++)
@@ -424,6 +456,10 @@ static CUresult exec_node(CUgraphExec x, CUgraphNode node, nvcu_exec_node **out)
 
 static CUresult set(CUgraphExec x, nvhcq_var v, uint64_t value) {
   if (v == NVHCQ_NO_VAR) return nvcu_unsupported("changing a graph node's parameter of this size");
+  if (x->q) {
+    CUresult r = nvcu_status(nvhcq_queue_cpu_wait_idle(x->q, 0), "graph update");
+    return r ? r : nvcu_status(nvhcq_queue_set_var(x->q, v, value), "graph update");
+  }
   CUresult r = nvcu_status(nvhcq_graph_cpu_wait(x->g, 0), "graph update");
   if (!r) r = nvcu_status(nvhcq_graph_set_var(x->g, v, value), "graph update");
   return r;

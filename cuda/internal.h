@@ -133,7 +133,8 @@ typedef struct nvcu_exec_node {
 struct CUgraphExec_st {
   uint32_t magic;
   int device;
-  nvhcq_graph *g;
+  nvhcq_queue *q;           /* a graph of kernels alone: one recorded compute queue */
+  nvhcq_graph *g;           /* else an nvhcq graph */
   struct CUgraph_st *graph; /* node handles map to exec nodes by index */
   nvcu_exec_node *nodes;
   uint32_t node_count;
