@@ -1,6 +1,8 @@
 /* cuDeviceGetAttribute: every CU_DEVICE_ATTRIBUTE_*, from what nvhcq reports of the GPU (SM count,
- * compute capability, PCI location, memory) and, for the rest, the constants of each architecture
- * and GPU from NVIDIA's published specifications (clocks, caches, shared-memory limits). */
+ * compute capability, PCI location, memory, L2 size and bus width from the driver, shared-memory
+ * and block limits from its architecture table) and, for the rest, constants of each architecture
+ * and board from NVIDIA's published specifications (clocks; the tables stand in for the driver's
+ * figures where nvhcq has none). */
 #include <string.h>
 
 #include "internal.h"
@@ -217,13 +219,13 @@ static int device_value(const nvhcq_device_info *info, CUdevice_attribute a, int
     *v = info->warps_per_sm ? (int)info->warps_per_sm * 32 : arch->threads_per_sm;
     return 1;
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
-    *v = arch->shared_per_sm;
+    *v = info->shared_per_sm ? (int)info->shared_per_sm : arch->shared_per_sm;
     return 1;
   case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-    *v = arch->shared_optin;
+    *v = info->shared_per_block ? (int)info->shared_per_block : arch->shared_optin;
     return 1;
   case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
-    *v = arch->blocks_per_sm;
+    *v = info->blocks_per_sm ? (int)info->blocks_per_sm : arch->blocks_per_sm;
     return 1;
   case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
     *v = arch->cluster_launch;
@@ -235,13 +237,14 @@ static int device_value(const nvhcq_device_info *info, CUdevice_attribute a, int
     *v = b->memory_clock_khz;
     return 1;
   case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
-    *v = b->bus_width;
+    *v = info->memory_bus_width ? (int)info->memory_bus_width : b->bus_width;
     return 1;
   case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
-    *v = b->l2_bytes;
+    *v = info->l2_bytes ? (int)info->l2_bytes : b->l2_bytes;
     return 1;
   case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE:
-    *v = b->l2_bytes / 8 * 5; /* 62.5 % of L2 may be set aside (Ampere and Hopper) */
+    /* 62.5 % of L2 may be set aside (Ampere and Hopper) */
+    *v = (info->l2_bytes ? (int)info->l2_bytes : b->l2_bytes) / 8 * 5;
     return 1;
   default:
     return 0;

@@ -171,6 +171,13 @@ static void test_device(void) {
   TEST_CHECK(m2 == major && n2 == minor);
   OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 0));
   TEST_CHECK(v >= 48 * 1024);
+  int per_sm = 0;
+  OK(cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 0));
+  TEST_CHECK(per_sm > v);
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, 0));
+  TEST_CHECK(v >= 1 << 20);
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0));
+  TEST_CHECK(v > 500000); /* kHz */
   for (int a = 1; a < CU_DEVICE_ATTRIBUTE_MAX; a++)
     TEST_CHECK_MSG(cuDeviceGetAttribute(&v, (CUdevice_attribute)a, 0) == CUDA_SUCCESS,
                    "attribute %d", a);
