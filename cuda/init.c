@@ -373,14 +373,13 @@ CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int n
 }
 
 CUresult cuCtxDestroy_v2(CUcontext ctx) {
-  if (ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx_check(ctx) || ctx->primary) return CUDA_ERROR_INVALID_CONTEXT;
   for (int i = 0; i < ctx_depth; i++)
     if (ctx_stack[i] == ctx) {
       memmove(&ctx_stack[i], &ctx_stack[i + 1], (size_t)(ctx_depth - i - 1) * sizeof *ctx_stack);
       ctx_depth--;
       i--;
     }
-  if (ctx->primary) return CUDA_ERROR_INVALID_CONTEXT;
   NVCU_LOCK();
   nvcu_device *d;
   if (!nvcu_device_get(ctx->device, &d)) nvcu_wait_all(d);

@@ -334,7 +334,7 @@ static CUresult new_function(CUmodule m, const char *name, nvhcq_kernel *k, CUfu
                           .mod = m,
                           .k = k,
                           .name = f->name,
-                          .max_dynamic_shared = 48 * 1024 - 0,
+                          .max_dynamic_shared = 48 * 1024,
                           .carveout = -1};
   f->info.struct_size = sizeof f->info;
   CUresult r = nvcu_status(nvhcq_kernel_query_info(k, &f->info), name);

@@ -225,10 +225,15 @@ CUresult cuStreamGetPriority(CUstream hStream, int *priority) {
   return r;
 }
 
+/* The device's primary context: contexts of one device share everything here. */
 CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
   struct CUstream_st *st;
+  nvcu_device *d;
+  NVCU_LOCK();
   CUresult r = nvcu_stream_get(hStream, &st);
-  if (!r && pctx) r = cuCtxGetCurrent(pctx);
+  if (!r) r = nvcu_device_get(st->device, &d);
+  if (!r && pctx) *pctx = &d->primary;
+  NVCU_UNLOCK();
   return r;
 }
 
