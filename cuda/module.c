@@ -125,7 +125,8 @@ static entry pick_entry(const uint8_t *c, unsigned gpu_sm) {
 static CUresult entry_payload(entry e, const uint8_t **data, size_t *size, uint8_t **owned) {
   const uint8_t *h = e.header;
   uint32_t header = rd32(h + 4);
-  size_t n = rd32(h + 16);
+  /* The payload's size: compressed entries give it at +16, plain ones only padded at +8. */
+  size_t n = rd32(h + 16) ? rd32(h + 16) : (size_t)rd64(h + 8);
   uint64_t flags = rd64(h + 40), full = rd64(h + 56);
   *owned = NULL;
   if (flags & (FATBIN_FLAG_ZSTD | FATBIN_FLAG_LZ4)) {
@@ -157,6 +158,7 @@ static CUresult image_to_cubin(nvcu_device *d, const void *image, void **cubin, 
     }
     if ((r = entry_payload(e, &data, &n, &owned))) return r;
     if (e.kind == FATBIN_KIND_PTX) n = strnlen((const char *)data, n);
+    if (e.kind == FATBIN_KIND_ELF && n >= 64 && elf_size(data) <= n) n = elf_size(data);
   } else if (!memcmp(p,
                      "\x7f"
                      "ELF",

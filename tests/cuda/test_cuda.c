@@ -688,7 +688,53 @@ static void test_fatbin(void) {
   free(c);
 }
 
+static void *read_all(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  void *b = malloc((size_t)n);
+  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) free(b), b = NULL;
+  fclose(f);
+  return b;
+}
+
+/* nvcc's own fatbins load (no kernel runs, so the mock does too): the SASS entry for the GPU, or
+ * the zstd-compressed PTX compiled by nvJitLink, with the parameter table of the kernel. */
+static void test_fatbin_files(void) {
+  NEED_DEVICE();
+  const char *dir = getenv("NVHCQ_TEST_FATBIN_DIR");
+  if (!dir) TEST_SKIP("NVHCQ_TEST_FATBIN_DIR is not set (needs nvcc at build time)");
+  const char *names[] = {"sass.fatbin", "ptx.fatbin"};
+  for (int i = 0; i < 2; i++) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+    void *image = read_all(path);
+    TEST_CHECK_MSG(image != NULL, "%s", path);
+    if (!image) continue;
+    CUmodule m;
+    CUresult r = cuModuleLoadData(&m, image);
+    if (i == 1 && (r == CUDA_ERROR_INVALID_PTX || r == CUDA_ERROR_NOT_SUPPORTED)) {
+      free(image);
+      TEST_SKIP("nvJitLink is not there to compile the PTX entry");
+    }
+    TEST_CHECK_MSG(r == CUDA_SUCCESS, "%s: %d", names[i], (int)r);
+    free(image); /* the module keeps nothing of the image */
+    if (r) continue;
+    CUfunction f;
+    OK(cuModuleGetFunction(&f, m, "scale_add"));
+    size_t off = 0, size = 0;
+    OK(cuFuncGetParamInfo(f, 2, &off, &size));
+    TEST_CHECK(off == 16 && size == 4);
+    OK(cuFuncGetParamInfo(f, 3, &off, &size));
+    TEST_CHECK(off == 24 && size == 8);
+    OK(cuModuleUnload(m));
+  }
+}
+
 TEST_MAIN(TEST(test_errors), TEST(test_proc_address), TEST(test_stub), TEST(test_tensor_map),
           TEST(test_no_device), TEST(test_device), TEST(test_contexts), TEST(test_memory),
           TEST(test_pitched), TEST(test_streams), TEST(test_graph_explicit),
-          TEST(test_graph_capture), TEST(test_kernels), TEST(test_kernel_graph), TEST(test_fatbin))
+          TEST(test_graph_capture), TEST(test_kernels), TEST(test_kernel_graph), TEST(test_fatbin),
+          TEST(test_fatbin_files))
