@@ -112,6 +112,13 @@ typedef struct nvhcq_device_info {
   uint32_t usermode_class; /* e.g. 0xc661 HOPPER_USERMODE_A */
   int copy_engine;         /* asynchronous copy engine the copies use; -1: the graphics group's */
   double open_ms;          /* time nvhcq_device_open took */
+  /* Added after the first 0.2 layout (a smaller struct_size leaves them out): */
+  uint32_t l2_bytes;         /* L2 cache as the driver reports it; 0 if it does not */
+  uint32_t memory_bus_width; /* bits, as the driver reports it; 0 if it does not */
+  uint32_t shared_per_sm;    /* bytes of shared memory an SM has at its largest configuration */
+  uint32_t shared_per_block; /* the most one block may use (CUDA's opt-in limit) */
+  uint32_t blocks_per_sm;    /* resident blocks per SM, at most */
+  uint32_t reserved2;        /* 0 */
 } nvhcq_device_info;
 
 /* Number of GPUs visible to this process, after CUDA_VISIBLE_DEVICES and NVHCQ_VISIBLE_DEVICES. */

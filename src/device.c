@@ -187,6 +187,29 @@ static nvhcq_status read_fb_info(nvhcq_device *dev, uint64_t *total_kib, uint64_
   return NVHCQ_SUCCESS;
 }
 
+/* The L2 size and memory bus width (RM's FB info: asked apart, so that a driver which does not
+ * answer them leaves them 0 rather than failing the open), and the SM's shared-memory and block
+ * limits (the architecture's table, hw/occupancy.c). */
+static void read_memory_system(nvhcq_device *dev) {
+  NV2080_CTRL_FB_GET_INFO_V2_PARAMS p;
+  memset(&p, 0, sizeof p);
+  p.fbInfoListSize = 2;
+  p.fbInfoList[0].index = NV2080_CTRL_FB_INFO_INDEX_L2CACHE_SIZE;
+  p.fbInfoList[1].index = NV2080_CTRL_FB_INFO_INDEX_BUS_WIDTH;
+  if (nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_FB_GET_INFO_V2, &p,
+                       dev->rm.branch->fb_info_params_size) == NVHCQ_SUCCESS) {
+    dev->info.l2_bytes = p.fbInfoList[0].data;
+    dev->info.memory_bus_width = p.fbInfoList[1].data;
+  }
+  nvhcq_sm_limits l;
+  nvhcq_sm_limits_for(dev->info.sm_version, dev->info.warps_per_sm, &l);
+  uint32_t largest = 0;
+  for (int c = 0; c < NVHCQ_MAX_CARVEOUTS && l.carveouts[c]; c++) largest = l.carveouts[c];
+  dev->info.shared_per_sm = largest * 1024u;
+  dev->info.shared_per_block = l.block_shared;
+  dev->info.blocks_per_sm = l.blocks;
+}
+
 static void format_uuid(char *out, size_t n, const uint8_t *u) {
   snprintf(out, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
            u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
@@ -210,7 +233,9 @@ static nvhcq_status read_identity(nvhcq_device *dev) {
   uint64_t total_kib = 0;
   NVHCQ_TRY(read_fb_info(dev, &total_kib, NULL));
   dev->info.memory_bytes = total_kib << 10;
-  return read_gr_info(dev);
+  NVHCQ_TRY(read_gr_info(dev));
+  read_memory_system(dev);
+  return NVHCQ_SUCCESS;
 }
 
 /* Asks for full clocks while this client lives, as libcuda does for every context; without it
@@ -459,7 +484,7 @@ nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
 
 nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_device_info *info) {
   NVHCQ_TRY(nvhcq_device_check(dev));
-  return nvhcq_fill_sized(info, &dev->info, sizeof dev->info, sizeof(nvhcq_device_info),
+  return nvhcq_fill_sized(info, &dev->info, sizeof dev->info, offsetof(nvhcq_device_info, l2_bytes),
                           "nvhcq_device_query_info");
 }
 

@@ -103,12 +103,14 @@ enum {
   NV2080_CTRL_GR_INFO_INDEX_SHADER_PIPE_COUNT = 0x07,
 };
 
-/* FB info indexes (values in KiB). */
+/* FB info indexes (values in KiB, except the bus width in bits and the L2 size in bytes). */
 enum {
   NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE = 0x07,
   NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE = 0x08,
   NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE = 0x09,
+  NV2080_CTRL_FB_INFO_INDEX_BUS_WIDTH = 0x0b,
   NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE = 0x16,
+  NV2080_CTRL_FB_INFO_INDEX_L2CACHE_SIZE = 0x1b,
 };
 
 /* NV_MEMORY_ALLOCATION_PARAMS attribute fields (NVOS32_ATTR*). */

@@ -46,6 +46,10 @@ static uint32_t fb_info(uint32_t index) {
     return (uint32_t)MOCK_FB_KIB;
   case NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE:
     return (uint32_t)free_kib;
+  case NV2080_CTRL_FB_INFO_INDEX_L2CACHE_SIZE:
+    return 50u << 20; /* the H200's 50 MiB */
+  case NV2080_CTRL_FB_INFO_INDEX_BUS_WIDTH:
+    return 6144; /* six HBM3e stacks */
   default:
     return 0;
   }

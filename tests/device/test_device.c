@@ -46,6 +46,20 @@ static void t_info(void) {
   TEST_CHECK(strncmp(info.uuid_string, "GPU-", 4) == 0);
   TEST_CHECK(info.memory_bytes > (1ull << 30));
   TEST_CHECK(info.sm_count > 0 && info.warps_per_sm > 0);
+  printf("  L2 %u bytes, %u-bit memory bus; shared memory %u bytes per SM, %u per block; %u blocks "
+         "per SM\n",
+         info.l2_bytes, info.memory_bus_width, info.shared_per_sm, info.shared_per_block,
+         info.blocks_per_sm);
+  TEST_CHECK(info.l2_bytes >= (1u << 20) && info.memory_bus_width >= 64);
+  TEST_CHECK(info.shared_per_sm >= 100u << 10 && info.shared_per_block >= 99u << 10 &&
+             info.shared_per_block < info.shared_per_sm);
+  TEST_CHECK(info.blocks_per_sm >= 16 && info.reserved2 == 0);
+  /* a caller built against the first 0.2 layout gets what it knows, and nothing written past it */
+  nvhcq_device_info old;
+  memset(&old, 0xab, sizeof old);
+  old.struct_size = (uint32_t)offsetof(nvhcq_device_info, l2_bytes);
+  TEST_CHECK(nvhcq_device_query_info(dev, &old) == NVHCQ_SUCCESS);
+  TEST_CHECK(old.sm_count == info.sm_count && old.l2_bytes == 0xabababab);
 }
 
 static void t_open_close_loop(void) {

@@ -1,0 +1,264 @@
+/* cuDeviceGetAttribute: every CU_DEVICE_ATTRIBUTE_*, from what nvhcq reports of the GPU (SM count,
+ * compute capability, PCI location, memory, L2 size and bus width from the driver, shared-memory
+ * and block limits from its architecture table) and, for the rest, constants of each architecture
+ * and board from NVIDIA's published specifications (clocks; the tables stand in for the driver's
+ * figures where nvhcq has none). */
+#include <string.h>
+
+#include "internal.h"
+
+/* What differs between architectures (CUDA programming guide, "compute capabilities" table). */
+typedef struct arch_limits {
+  unsigned sm;       /* 80, 86, 89, 90, 100, 120 */
+  int shared_per_sm; /* bytes */
+  int shared_optin;  /* the most one block may opt in to */
+  int threads_per_sm, blocks_per_sm;
+  int cluster_launch;
+} arch_limits;
+
+static const arch_limits arch_table[] = {
+    {80, 167936, 166912, 2048, 32, 0},  {86, 102400, 101376, 1536, 16, 0},
+    {87, 167936, 166912, 1536, 16, 0},  {89, 102400, 101376, 1536, 24, 0},
+    {90, 233472, 232448, 2048, 32, 1},  {100, 233472, 232448, 2048, 32, 1},
+    {103, 233472, 232448, 2048, 32, 1}, {120, 102400, 101376, 1536, 32, 1},
+};
+
+/* Per board: clocks in kHz, memory bus width in bits and L2 in bytes (NVIDIA's data sheets; the
+ * driver reports the same as libcuda's attributes on these boards). Matched by name. */
+typedef struct board {
+  const char *name;
+  int clock_khz, memory_clock_khz, bus_width, l2_bytes;
+} board;
+
+static const board boards[] = {
+    {"H200", 1980000, 3201000, 6144, 52428800},     {"H100 PCIe", 1755000, 1593000, 5120, 52428800},
+    {"H100 NVL", 1785000, 2619000, 6144, 52428800}, {"H100", 1980000, 2619000, 5120, 52428800},
+    {"GH200", 1980000, 2619000, 6144, 52428800},    {"A100", 1410000, 1593000, 5120, 41943040},
+    {"L40S", 2520000, 9001000, 384, 100663296},     {"L4", 2040000, 6251000, 192, 50331648},
+    {"B200", 1965000, 4000000, 8192, 132120576},
+};
+
+static const arch_limits *arch_of(const nvhcq_device_info *info) {
+  unsigned sm = (info->sm_version >> 8) * 10 + ((info->sm_version >> 4) & 0xf);
+  const arch_limits *best = &arch_table[0];
+  for (size_t i = 0; i < sizeof arch_table / sizeof *arch_table; i++)
+    if (arch_table[i].sm <= sm) best = &arch_table[i];
+  return best;
+}
+
+static const board *board_of(const nvhcq_device_info *info) {
+  for (size_t i = 0; i < sizeof boards / sizeof *boards; i++)
+    if (strstr(info->name, boards[i].name)) return &boards[i];
+  return &boards[3]; /* an unknown board is given the H100 SXM's figures */
+}
+
+/* Texture and surface limits, the same on every architecture since sm_80. */
+static int texture_limit(CUdevice_attribute a, int *v) {
+  switch (a) {
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH:
+    *v = 131072;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT:
+    *v = 65536;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT:
+    *v = 65000;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH:
+    *v = 2097120;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE:
+    *v = a == CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE ? 32768 : 16384;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE:
+    *v = 8192;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH:
+    *v = 32768;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS:
+    *v = 2048;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS:
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS:
+    *v = 2046;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH:
+    *v = 268435456;
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+/* Attributes that are the same for every GPU nvhcq drives (Ampere and later, Linux, no MIG). */
+static int common_value(CUdevice_attribute a, int *v) {
+  switch (a) {
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+    *v = 1024;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
+    *v = 64;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X:
+  case CU_DEVICE_ATTRIBUTE_MAX_PITCH:
+    *v = 2147483647;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+  case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z:
+    *v = 65535;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
+    *v = 49152;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY:
+  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK:
+  case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR:
+    *v = 65536;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
+  case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT:
+    *v = 32;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT:
+  case CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT:
+    *v = 512;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT:
+    *v = 2; /* nvhcq's two channels run concurrently: compute and one copy engine */
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO:
+    *v = 2;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK:
+    *v = 1024;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE:
+    *v = 134213632;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
+    *v = 4;
+    return 1;
+  /* What nvhcq does: overlap, concurrent kernels, mapped pinned memory, unified addressing, L1
+   * caching, stream priorities (accepted), preemption. */
+  case CU_DEVICE_ATTRIBUTE_GPU_OVERLAP:
+  case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY:
+  case CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS:
+  case CU_DEVICE_ATTRIBUTE_ECC_ENABLED:
+  case CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING:
+  case CU_DEVICE_ATTRIBUTE_CAN_TEX2D_GATHER:
+  case CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED:
+  case CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED:
+  case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED:
+  case CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS:
+    *v = 1;
+    return 1;
+  default:
+    /* Everything else is a feature nvhcq's library does not offer (managed memory, IPC, VMM,
+     * memory pools, cooperative launches, host registration, ...): 0, so clients don't use it. */
+    *v = 0;
+    return 0;
+  }
+}
+
+static int device_value(const nvhcq_device_info *info, CUdevice_attribute a, int *v) {
+  const arch_limits *arch = arch_of(info);
+  const board *b = board_of(info);
+  switch (a) {
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    *v = (int)info->sm_count;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *v = (int)(info->sm_version >> 8);
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
+    *v = (int)((info->sm_version >> 4) & 0xf);
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
+    *v = (int)info->pci_bus;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:
+    *v = (int)info->pci_device;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
+    *v = (int)info->pci_domain;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
+    *v = info->warps_per_sm ? (int)info->warps_per_sm * 32 : arch->threads_per_sm;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR:
+    *v = info->shared_per_sm ? (int)info->shared_per_sm : arch->shared_per_sm;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
+    *v = info->shared_per_block ? (int)info->shared_per_block : arch->shared_optin;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR:
+    *v = info->blocks_per_sm ? (int)info->blocks_per_sm : arch->blocks_per_sm;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
+    *v = arch->cluster_launch;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
+    *v = b->clock_khz;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE:
+    *v = b->memory_clock_khz;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH:
+    *v = info->memory_bus_width ? (int)info->memory_bus_width : b->bus_width;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE:
+    *v = info->l2_bytes ? (int)info->l2_bytes : b->l2_bytes;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE:
+    /* 62.5 % of L2 may be set aside (Ampere and Hopper) */
+    *v = (info->l2_bytes ? (int)info->l2_bytes : b->l2_bytes) / 8 * 5;
+    return 1;
+  default:
+    return 0;
+  }
+}
+
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) {
+  if (!pi) return CUDA_ERROR_INVALID_VALUE;
+  if ((int)attrib <= 0 || attrib >= CU_DEVICE_ATTRIBUTE_MAX) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  nvcu_device *d;
+  CUresult r = nvcu_device_get(dev, &d);
+  if (!r && !device_value(&d->info, attrib, pi) && !texture_limit(attrib, pi))
+    common_value(attrib, pi);
+  NVCU_UNLOCK();
+  return r;
+}

@@ -1,0 +1,29 @@
+/* Built only where the CUDA toolkit's cuda.h is on the build machine: every function this library
+ * implements has cuda.h's type, every enumerated value ours declares is cuda.h's, and the structs
+ * have the layouts layouts.h states (check_ours.c holds our declarations to the same). */
+#include <cuda.h>
+#include <stddef.h>
+
+#include "enums.h"
+#include "functions.h"
+#include "layouts.h"
+
+#define NVCU_FUNCTION_CHECK_(ret, name, params)                                                    \
+  _Static_assert(__builtin_types_compatible_p(__typeof__(&name), ret(*) params), #name);
+NVCU_FUNCTIONS(NVCU_FUNCTION_CHECK_)
+
+#define NVCU_VALUE_CHECK_(name, value) _Static_assert((long long)(name) == (value), #name);
+CU_RESULT_LIST(NVCU_VALUE_CHECK_)
+CU_DEVICE_ATTRIBUTE_LIST(NVCU_VALUE_CHECK_)
+CU_POINTER_ATTRIBUTE_LIST(NVCU_VALUE_CHECK_)
+CU_FUNCTION_ATTRIBUTE_LIST(NVCU_VALUE_CHECK_)
+_Static_assert(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION == 4, "cluster dimension attribute");
+_Static_assert(CU_LAUNCH_ATTRIBUTE_COOPERATIVE == 2, "cooperative attribute");
+_Static_assert(CU_MEMORYTYPE_HOST == 1 && CU_MEMORYTYPE_DEVICE == 2, "memory types");
+_Static_assert(CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT == 2, "proc address status");
+_Static_assert(CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT == 1 &&
+                   CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT == 2 && CU_LAUNCH_PARAM_END_AS_INT == 0,
+               "launch parameter markers");
+
+NVCU_SIZES(NVCU_SIZE_CHECK_)
+NVCU_OFFSETS(NVCU_OFFSET_CHECK_)

@@ -1,0 +1,205 @@
+/* Our declarations of the CUDA driver API's types, constants and the functions this library
+ * implements: facts from NVIDIA's public documentation, checked against the toolkit's cuda.h at
+ * build time when it is there (check_cuda_h.c). */
+#ifndef NVCU_CUDA_API_H
+#define NVCU_CUDA_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "enums.h"
+
+typedef enum cudaError_enum {
+#define NVCU_ENUM_(name, value) name = value,
+  CU_RESULT_LIST(NVCU_ENUM_)
+} CUresult;
+typedef enum CUdevice_attribute_enum { CU_DEVICE_ATTRIBUTE_LIST(NVCU_ENUM_) } CUdevice_attribute;
+typedef enum CUpointer_attribute_enum { CU_POINTER_ATTRIBUTE_LIST(NVCU_ENUM_) } CUpointer_attribute;
+typedef enum CUfunction_attribute_enum {
+  CU_FUNCTION_ATTRIBUTE_LIST(NVCU_ENUM_)
+} CUfunction_attribute;
+#undef NVCU_ENUM_
+
+typedef unsigned long long CUdeviceptr_v2;
+typedef CUdeviceptr_v2 CUdeviceptr;
+typedef int CUdevice_v1;
+typedef CUdevice_v1 CUdevice;
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUkern_st *CUkernel;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphNode_st *CUgraphNode;
+typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUarray_st *CUarray;
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUexecAffinityParam_st CUexecAffinityParam;
+typedef struct CUuuid_st {
+  char bytes[16];
+} CUuuid;
+
+typedef enum CUjit_option_enum { CU_JIT_MAX_REGISTERS = 0 } CUjit_option;
+typedef enum CUlibraryOption_enum {
+  CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0
+} CUlibraryOption;
+typedef enum CUstreamCaptureMode_enum {
+  CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+  CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+  CU_STREAM_CAPTURE_MODE_RELAXED = 2
+} CUstreamCaptureMode;
+typedef enum CUstreamCaptureStatus_enum {
+  CU_STREAM_CAPTURE_STATUS_NONE = 0,
+  CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+  CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
+typedef enum CUmemorytype_enum {
+  CU_MEMORYTYPE_HOST = 1,
+  CU_MEMORYTYPE_DEVICE = 2,
+  CU_MEMORYTYPE_ARRAY = 3,
+  CU_MEMORYTYPE_UNIFIED = 4
+} CUmemorytype;
+typedef enum CUdriverProcAddressQueryResult_enum {
+  CU_GET_PROC_ADDRESS_SUCCESS = 0,
+  CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
+  CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
+} CUdriverProcAddressQueryResult;
+typedef enum CUlaunchAttributeID_enum {
+  CU_LAUNCH_ATTRIBUTE_IGNORE = 0,
+  CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
+  CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
+  CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5,
+} CUlaunchAttributeID;
+typedef enum CUfunc_cache_enum { CU_FUNC_CACHE_PREFER_NONE = 0 } CUfunc_cache;
+typedef enum CUsharedconfig_enum { CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE = 0 } CUsharedconfig;
+typedef enum CUlimit_enum { CU_LIMIT_STACK_SIZE = 0 } CUlimit;
+typedef enum CUgraphNodeType_enum {
+  CU_GRAPH_NODE_TYPE_KERNEL = 0,
+  CU_GRAPH_NODE_TYPE_MEMCPY = 1,
+  CU_GRAPH_NODE_TYPE_MEMSET = 2,
+  CU_GRAPH_NODE_TYPE_EMPTY = 5
+} CUgraphNodeType;
+
+typedef union CUlaunchAttributeValue_union {
+  char pad[64];
+  struct {
+    unsigned int x, y, z;
+  } clusterDim;
+  int cooperative;
+  int clusterSchedulingPolicyPreference;
+} CUlaunchAttributeValue;
+typedef struct CUlaunchAttribute_st {
+  CUlaunchAttributeID id;
+  char pad[8 - sizeof(CUlaunchAttributeID)];
+  CUlaunchAttributeValue value;
+} CUlaunchAttribute;
+typedef struct CUlaunchConfig_st {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute *attrs;
+  unsigned int numAttrs;
+} CUlaunchConfig;
+
+typedef struct CUDA_KERNEL_NODE_PARAMS_st {
+  CUfunction func;
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+} CUDA_KERNEL_NODE_PARAMS_v1;
+typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
+  CUfunction func;
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  CUkernel kern;
+  CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS_v2;
+typedef CUDA_KERNEL_NODE_PARAMS_v2 CUDA_KERNEL_NODE_PARAMS;
+typedef struct CUDA_MEMCPY3D_st {
+  size_t srcXInBytes, srcY, srcZ, srcLOD;
+  CUmemorytype srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  void *reserved0;
+  size_t srcPitch, srcHeight;
+  size_t dstXInBytes, dstY, dstZ, dstLOD;
+  CUmemorytype dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  void *reserved1;
+  size_t dstPitch, dstHeight;
+  size_t WidthInBytes, Height, Depth;
+} CUDA_MEMCPY3D_v2;
+typedef CUDA_MEMCPY3D_v2 CUDA_MEMCPY3D;
+typedef struct CUDA_MEMCPY2D_st {
+  size_t srcXInBytes, srcY;
+  CUmemorytype srcMemoryType;
+  const void *srcHost;
+  CUdeviceptr srcDevice;
+  CUarray srcArray;
+  size_t srcPitch;
+  size_t dstXInBytes, dstY;
+  CUmemorytype dstMemoryType;
+  void *dstHost;
+  CUdeviceptr dstDevice;
+  CUarray dstArray;
+  size_t dstPitch;
+  size_t WidthInBytes, Height;
+} CUDA_MEMCPY2D_v2;
+typedef CUDA_MEMCPY2D_v2 CUDA_MEMCPY2D;
+typedef void (*CUhostFn)(void *userData);
+typedef void (*CUstreamCallback)(CUstream hStream, CUresult status, void *userData);
+typedef struct CUDA_MEMSET_NODE_PARAMS_st {
+  CUdeviceptr dst;
+  size_t pitch;
+  unsigned int value, elementSize;
+  size_t width, height;
+} CUDA_MEMSET_NODE_PARAMS_v1;
+typedef CUDA_MEMSET_NODE_PARAMS_v1 CUDA_MEMSET_NODE_PARAMS;
+
+typedef size_t (*CUoccupancyB2DSize)(int blockSize);
+
+typedef uint32_t cuuint32_t;
+typedef uint64_t cuuint64_t;
+/* Tensor maps: the enums' numbers are nvhcq's NVHCQ_TENSOR_* (the same as CUDA's). */
+typedef struct CUtensorMap_st {
+  _Alignas(128) cuuint64_t opaque[16];
+} CUtensorMap;
+typedef enum CUtensorMapDataType_enum { CU_TENSOR_MAP_DATA_TYPE_UINT8 = 0 } CUtensorMapDataType;
+typedef enum CUtensorMapInterleave_enum { CU_TENSOR_MAP_INTERLEAVE_NONE = 0 } CUtensorMapInterleave;
+typedef enum CUtensorMapSwizzle_enum { CU_TENSOR_MAP_SWIZZLE_NONE = 0 } CUtensorMapSwizzle;
+typedef enum CUtensorMapL2promotion_enum {
+  CU_TENSOR_MAP_L2_PROMOTION_NONE = 0
+} CUtensorMapL2promotion;
+typedef enum CUtensorMapFloatOOBfill_enum {
+  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0
+} CUtensorMapFloatOOBfill;
+
+#define CU_STREAM_LEGACY               ((CUstream)0x1)
+#define CU_STREAM_PER_THREAD           ((CUstream)0x2)
+#define CU_STREAM_NON_BLOCKING         0x1
+#define CU_EVENT_DISABLE_TIMING        0x2
+#define CU_MEMHOSTALLOC_DEVICEMAP      0x02
+#define CU_LAUNCH_PARAM_END            ((void *)0x00)
+#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
+#define CU_LAUNCH_PARAM_BUFFER_SIZE    ((void *)0x02)
+#define CUDA_VERSION_NVCU              13000 /* the driver API version this library reports */
+
+#include "functions.h"
+
+#define NVCU_DECLARE_(ret, name, params) ret name params;
+NVCU_FUNCTIONS(NVCU_DECLARE_)
+NVCU_FUNCTIONS_UNCHECKED(NVCU_DECLARE_)
+#undef NVCU_DECLARE_
+
+#endif

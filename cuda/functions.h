@@ -1,0 +1,220 @@
+/* The functions this library implements, as X-macro lists of {return type, exported name,
+ * parameters}: cuda_api.h declares them, check_cuda_h.c compares them with the toolkit's cuda.h. */
+#ifndef NVCU_FUNCTIONS_H
+#define NVCU_FUNCTIONS_H
+
+/* Every function implemented here: return type, exported name, parameter list. */
+#define NVCU_FUNCTIONS(X)                                                                          \
+  X(CUresult, cuInit, (unsigned int Flags))                                                        \
+  X(CUresult, cuDriverGetVersion, (int *driverVersion))                                            \
+  X(CUresult, cuGetErrorString, (CUresult error, const char **pStr))                               \
+  X(CUresult, cuGetErrorName, (CUresult error, const char **pStr))                                 \
+  X(CUresult, cuDeviceGet, (CUdevice * device, int ordinal))                                       \
+  X(CUresult, cuDeviceGetCount, (int *count))                                                      \
+  X(CUresult, cuDeviceGetName, (char *name, int len, CUdevice dev))                                \
+  X(CUresult, cuDeviceGetUuid, (CUuuid * uuid, CUdevice dev))                                      \
+  X(CUresult, cuDeviceGetUuid_v2, (CUuuid * uuid, CUdevice dev))                                   \
+  X(CUresult, cuDeviceTotalMem_v2, (size_t * bytes, CUdevice dev))                                 \
+  X(CUresult, cuDeviceGetAttribute, (int *pi, CUdevice_attribute attrib, CUdevice dev))            \
+  X(CUresult, cuDeviceComputeCapability, (int *major, int *minor, CUdevice dev))                   \
+  X(CUresult, cuDeviceGetPCIBusId, (char *pciBusId, int len, CUdevice dev))                        \
+  X(CUresult, cuDeviceCanAccessPeer, (int *canAccessPeer, CUdevice dev, CUdevice peerDev))         \
+  X(CUresult, cuDevicePrimaryCtxRetain, (CUcontext * pctx, CUdevice dev))                          \
+  X(CUresult, cuDevicePrimaryCtxRelease_v2, (CUdevice dev))                                        \
+  X(CUresult, cuDevicePrimaryCtxReset_v2, (CUdevice dev))                                          \
+  X(CUresult, cuDevicePrimaryCtxGetState, (CUdevice dev, unsigned int *flags, int *active))        \
+  X(CUresult, cuDevicePrimaryCtxSetFlags_v2, (CUdevice dev, unsigned int flags))                   \
+  X(CUresult, cuCtxDestroy_v2, (CUcontext ctx))                                                    \
+  X(CUresult, cuCtxGetCurrent, (CUcontext * pctx))                                                 \
+  X(CUresult, cuCtxSetCurrent, (CUcontext ctx))                                                    \
+  X(CUresult, cuCtxPushCurrent_v2, (CUcontext ctx))                                                \
+  X(CUresult, cuCtxPopCurrent_v2, (CUcontext * pctx))                                              \
+  X(CUresult, cuCtxGetDevice, (CUdevice * device))                                                 \
+  X(CUresult, cuCtxGetFlags, (unsigned int *flags))                                                \
+  X(CUresult, cuCtxGetApiVersion, (CUcontext ctx, unsigned int *version))                          \
+  X(CUresult, cuCtxSynchronize_v2, (CUcontext ctx))                                                \
+  X(CUresult, cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx))                               \
+  X(CUresult, cuStreamGetCtx_v2, (CUstream hStream, CUcontext * pCtx, CUgreenCtx * pGreenCtx))     \
+  X(CUresult, cuCtxSynchronize, (void))                                                            \
+  X(CUresult, cuCtxEnablePeerAccess, (CUcontext peerContext, unsigned int Flags))                  \
+  X(CUresult, cuCtxGetLimit, (size_t * pvalue, CUlimit limit))                                     \
+  X(CUresult, cuCtxSetLimit, (CUlimit limit, size_t value))                                        \
+  X(CUresult, cuCtxGetCacheConfig, (CUfunc_cache * pconfig))                                       \
+  X(CUresult, cuCtxSetCacheConfig, (CUfunc_cache config))                                          \
+  X(CUresult, cuMemGetInfo_v2, (size_t * free, size_t * total))                                    \
+  X(CUresult, cuMemAlloc_v2, (CUdeviceptr * dptr, size_t bytesize))                                \
+  X(CUresult, cuMemFree_v2, (CUdeviceptr dptr))                                                    \
+  X(CUresult, cuMemAllocHost_v2, (void **pp, size_t bytesize))                                     \
+  X(CUresult, cuMemHostAlloc, (void **pp, size_t bytesize, unsigned int Flags))                    \
+  X(CUresult, cuMemFreeHost, (void *p))                                                            \
+  X(CUresult, cuMemHostGetDevicePointer_v2, (CUdeviceptr * pdptr, void *p, unsigned int Flags))    \
+  X(CUresult, cuMemHostGetFlags, (unsigned int *pFlags, void *p))                                  \
+  X(CUresult, cuMemGetAddressRange_v2, (CUdeviceptr * pbase, size_t * psize, CUdeviceptr dptr))    \
+  X(CUresult, cuMemcpy, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount))                      \
+  X(CUresult, cuMemcpyAsync, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream s))     \
+  X(CUresult, cuMemcpyHtoD_v2, (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount))     \
+  X(CUresult, cuMemcpyDtoH_v2, (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount))           \
+  X(CUresult, cuMemcpyDtoD_v2, (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount))   \
+  X(CUresult, cuMemcpyHtoDAsync_v2,                                                                \
+    (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream))              \
+  X(CUresult, cuMemcpyDtoHAsync_v2,                                                                \
+    (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream))                    \
+  X(CUresult, cuMemcpyDtoDAsync_v2,                                                                \
+    (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream))            \
+  X(CUresult, cuMemAllocPitch_v2,                                                                  \
+    (CUdeviceptr * dptr, size_t * pPitch, size_t WidthInBytes, size_t Height,                      \
+     unsigned int ElementSizeBytes))                                                               \
+  X(CUresult, cuMemcpy2D_v2, (const CUDA_MEMCPY2D *pCopy))                                         \
+  X(CUresult, cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *pCopy))                                \
+  X(CUresult, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *pCopy, CUstream hStream))                  \
+  X(CUresult, cuMemsetD8_v2, (CUdeviceptr dstDevice, unsigned char uc, size_t N))                  \
+  X(CUresult, cuMemsetD16_v2, (CUdeviceptr dstDevice, unsigned short us, size_t N))                \
+  X(CUresult, cuMemsetD32_v2, (CUdeviceptr dstDevice, unsigned int ui, size_t N))                  \
+  X(CUresult, cuMemsetD8Async,                                                                     \
+    (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream))                         \
+  X(CUresult, cuMemsetD16Async,                                                                    \
+    (CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream))                        \
+  X(CUresult, cuMemsetD32Async,                                                                    \
+    (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream))                          \
+  X(CUresult, cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUdeviceptr ptr)) \
+  X(CUresult, cuPointerGetAttributes,                                                              \
+    (unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr))   \
+  X(CUresult, cuModuleLoadData, (CUmodule * module, const void *image))                            \
+  X(CUresult, cuModuleLoadDataEx,                                                                  \
+    (CUmodule * module, const void *image, unsigned int numOptions, CUjit_option *options,         \
+     void **optionValues))                                                                         \
+  X(CUresult, cuModuleLoadFatBinary, (CUmodule * module, const void *fatCubin))                    \
+  X(CUresult, cuModuleLoad, (CUmodule * module, const char *fname))                                \
+  X(CUresult, cuModuleUnload, (CUmodule hmod))                                                     \
+  X(CUresult, cuModuleGetFunction, (CUfunction * hfunc, CUmodule hmod, const char *name))          \
+  X(CUresult, cuModuleGetGlobal_v2,                                                                \
+    (CUdeviceptr * dptr, size_t * bytes, CUmodule hmod, const char *name))                         \
+  X(CUresult, cuLibraryLoadData,                                                                   \
+    (CUlibrary * library, const void *code, CUjit_option *jitOptions, void **jitOptionsValues,     \
+     unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,      \
+     unsigned int numLibraryOptions))                                                              \
+  X(CUresult, cuLibraryUnload, (CUlibrary library))                                                \
+  X(CUresult, cuLibraryGetKernel, (CUkernel * pKernel, CUlibrary library, const char *name))       \
+  X(CUresult, cuLibraryGetModule, (CUmodule * pMod, CUlibrary library))                            \
+  X(CUresult, cuLibraryGetGlobal,                                                                  \
+    (CUdeviceptr * dptr, size_t * bytes, CUlibrary library, const char *name))                     \
+  X(CUresult, cuKernelGetFunction, (CUfunction * pFunc, CUkernel kernel))                          \
+  X(CUresult, cuKernelGetAttribute,                                                                \
+    (int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev))                         \
+  X(CUresult, cuKernelSetAttribute,                                                                \
+    (CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev))                         \
+  X(CUresult, cuKernelGetName, (const char **name, CUkernel hfunc))                                \
+  X(CUresult, cuFuncGetAttribute, (int *pi, CUfunction_attribute attrib, CUfunction hfunc))        \
+  X(CUresult, cuFuncSetAttribute, (CUfunction hfunc, CUfunction_attribute attrib, int value))      \
+  X(CUresult, cuFuncSetCacheConfig, (CUfunction hfunc, CUfunc_cache config))                       \
+  X(CUresult, cuFuncGetName, (const char **name, CUfunction hfunc))                                \
+  X(CUresult, cuFuncGetParamInfo,                                                                  \
+    (CUfunction func, size_t paramIndex, size_t * paramOffset, size_t * paramSize))                \
+  X(CUresult, cuOccupancyMaxActiveBlocksPerMultiprocessor,                                         \
+    (int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize))                      \
+  X(CUresult, cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags,                                \
+    (int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags))  \
+  X(CUresult, cuOccupancyMaxPotentialBlockSize,                                                    \
+    (int *minGridSize, int *blockSize, CUfunction func,                                            \
+     CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit))   \
+  X(CUresult, cuOccupancyAvailableDynamicSMemPerBlock,                                             \
+    (size_t * dynamicSmemSize, CUfunction func, int numBlocks, int blockSize))                     \
+  X(CUresult, cuOccupancyMaxActiveClusters,                                                        \
+    (int *numClusters, CUfunction func, const CUlaunchConfig *config))                             \
+  X(CUresult, cuTensorMapEncodeTiled,                                                              \
+    (CUtensorMap * tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,           \
+     void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides,            \
+     const cuuint32_t *boxDim, const cuuint32_t *elementStrides, CUtensorMapInterleave interleave, \
+     CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2Promotion,                               \
+     CUtensorMapFloatOOBfill oobFill))                                                             \
+  X(CUresult, cuTensorMapEncodeIm2col,                                                             \
+    (CUtensorMap * tensorMap, CUtensorMapDataType tensorDataType, cuuint32_t tensorRank,           \
+     void *globalAddress, const cuuint64_t *globalDim, const cuuint64_t *globalStrides,            \
+     const int *pixelBoxLowerCorner, const int *pixelBoxUpperCorner, cuuint32_t channelsPerPixel,  \
+     cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides,                                 \
+     CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,                                 \
+     CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill))                         \
+  X(CUresult, cuLaunchKernel,                                                                      \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,            \
+     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                       \
+     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra))            \
+  X(CUresult, cuLaunchKernelEx,                                                                    \
+    (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra))               \
+  X(CUresult, cuStreamCreate, (CUstream * phStream, unsigned int Flags))                           \
+  X(CUresult, cuStreamCreateWithPriority, (CUstream * phStream, unsigned int flags, int priority)) \
+  X(CUresult, cuStreamDestroy_v2, (CUstream hStream))                                              \
+  X(CUresult, cuStreamSynchronize, (CUstream hStream))                                             \
+  X(CUresult, cuStreamQuery, (CUstream hStream))                                                   \
+  X(CUresult, cuStreamWaitEvent, (CUstream hStream, CUevent hEvent, unsigned int Flags))           \
+  X(CUresult, cuStreamGetFlags, (CUstream hStream, unsigned int *flags))                           \
+  X(CUresult, cuStreamGetPriority, (CUstream hStream, int *priority))                              \
+  X(CUresult, cuStreamGetCtx, (CUstream hStream, CUcontext * pctx))                                \
+  X(CUresult, cuLaunchHostFunc, (CUstream hStream, CUhostFn fn, void *userData))                   \
+  X(CUresult, cuStreamAddCallback,                                                                 \
+    (CUstream hStream, CUstreamCallback callback, void *userData, unsigned int flags))             \
+  X(CUresult, cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode))               \
+  X(CUresult, cuStreamEndCapture, (CUstream hStream, CUgraph * phGraph))                           \
+  X(CUresult, cuStreamIsCapturing, (CUstream hStream, CUstreamCaptureStatus * captureStatus))      \
+  X(CUresult, cuCtxGetStreamPriorityRange, (int *leastPriority, int *greatestPriority))            \
+  X(CUresult, cuEventCreate, (CUevent * phEvent, unsigned int Flags))                              \
+  X(CUresult, cuEventDestroy_v2, (CUevent hEvent))                                                 \
+  X(CUresult, cuEventRecord, (CUevent hEvent, CUstream hStream))                                   \
+  X(CUresult, cuEventRecordWithFlags, (CUevent hEvent, CUstream hStream, unsigned int flags))      \
+  X(CUresult, cuEventSynchronize, (CUevent hEvent))                                                \
+  X(CUresult, cuEventQuery, (CUevent hEvent))                                                      \
+  X(CUresult, cuEventElapsedTime, (float *pMilliseconds, CUevent hStart, CUevent hEnd))            \
+  X(CUresult, cuEventElapsedTime_v2, (float *pMilliseconds, CUevent hStart, CUevent hEnd))         \
+  X(CUresult, cuGraphCreate, (CUgraph * phGraph, unsigned int flags))                              \
+  X(CUresult, cuGraphDestroy, (CUgraph hGraph))                                                    \
+  X(CUresult, cuGraphAddKernelNode_v2,                                                             \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams))                           \
+  X(CUresult, cuGraphAddMemcpyNode,                                                                \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx))                      \
+  X(CUresult, cuGraphAddMemsetNode,                                                                \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx))          \
+  X(CUresult, cuGraphAddEmptyNode,                                                                 \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies))                                                                      \
+  X(CUresult, cuGraphGetNodes, (CUgraph hGraph, CUgraphNode * nodes, size_t * numNodes))           \
+  X(CUresult, cuGraphNodeGetType, (CUgraphNode hNode, CUgraphNodeType * type))                     \
+  X(CUresult, cuGraphInstantiateWithFlags,                                                         \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags))                         \
+  X(CUresult, cuGraphExecDestroy, (CUgraphExec hGraphExec))                                        \
+  X(CUresult, cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream))                           \
+  X(CUresult, cuGraphUpload, (CUgraphExec hGraphExec, CUstream hStream))                           \
+  X(CUresult, cuGraphExecKernelNodeSetParams_v2,                                                   \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams))        \
+  X(CUresult, cuGraphExecMemcpyNodeSetParams,                                                      \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *copyParams, CUcontext ctx))   \
+  X(CUresult, cuGetProcAddress_v2,                                                                 \
+    (const char *symbol, void **pfn, int cudaVersion, uint64_t flags,                              \
+     CUdriverProcAddressQueryResult *symbolStatus))                                                \
+  X(CUresult, cuGetExportTable, (const void **ppExportTable, const CUuuid *pExportTableId))
+
+/* Implemented too, but exported under names cuda.h does not declare by default (older versions of
+ * a call, kept for clients that look them up by name): not part of the cuda.h check. */
+#define NVCU_FUNCTIONS_UNCHECKED(X)                                                                \
+  X(CUresult, cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev))                \
+  X(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, uint64_t flags)) \
+  X(CUresult, cuDevicePrimaryCtxRelease, (CUdevice dev))                                           \
+  X(CUresult, cuCtxCreate_v3,                                                                      \
+    (CUcontext * pctx, CUexecAffinityParam * paramsArray, int numParams, unsigned int flags,       \
+     CUdevice dev))                                                                                \
+  X(CUresult, cuCtxCreate_v4,                                                                      \
+    (CUcontext * pctx, void *ctxCreateParams, unsigned int flags, CUdevice dev))                   \
+  X(CUresult, cuGraphAddKernelNode,                                                                \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams))                        \
+  X(CUresult, cuGraphExecKernelNodeSetParams,                                                      \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams))     \
+  X(CUresult, cuGraphInstantiate_v2,                                                               \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode * phErrorNode, char *logBuffer,        \
+     size_t bufferSize))                                                                           \
+  X(CUresult, cuStreamBeginCapture, (CUstream hStream))                                            \
+  X(CUresult, cuStreamDestroy, (CUstream hStream))                                                 \
+  X(CUresult, cuEventDestroy, (CUevent hEvent))
+
+#endif

@@ -1,0 +1,522 @@
+/* Initialisation, errors and logging, devices and contexts (primary and created, with the
+ * per-thread current-context stack). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+#include "stubs.h"
+
+/* Recursive: a call may use another public call (cuMemAllocHost is cuMemHostAlloc). */
+pthread_mutex_t nvcu_mutex = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
+
+static int initialized;
+static int device_count;
+static nvcu_device devices[NVCU_MAX_DEVICES];
+
+/* The current-context stack of this thread. */
+#define CTX_STACK 32
+static __thread CUcontext ctx_stack[CTX_STACK];
+static __thread int ctx_depth;
+
+int nvcu_log_enabled(void) {
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char *e = getenv("NVHCQ_CUDA_LOG");
+    enabled = e && *e && strcmp(e, "0") != 0;
+  }
+  return enabled;
+}
+
+void nvcu_log(const char *fmt, ...) {
+  if (!nvcu_log_enabled()) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("nvhcq-cuda: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+CUresult nvcu_unsupported(const char *what) {
+  nvcu_log("%s is not supported by nvhcq's libcuda: CUDA_ERROR_NOT_SUPPORTED", what);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+/* The CUDA code libcuda gives for the same failure. */
+static CUresult cuda_code(nvhcq_status s, const char *message) {
+  switch (s) {
+  case NVHCQ_SUCCESS:
+    return CUDA_SUCCESS;
+  case NVHCQ_ERROR_INVALID_ARGUMENT:
+    return CUDA_ERROR_INVALID_VALUE;
+  case NVHCQ_ERROR_LAUNCH_CHECK:
+    return strstr(message, "register") ? CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+                                       : CUDA_ERROR_INVALID_VALUE;
+  case NVHCQ_ERROR_NO_DRIVER:
+  case NVHCQ_ERROR_NO_DEVICE:
+    return CUDA_ERROR_NO_DEVICE;
+  case NVHCQ_ERROR_UNSUPPORTED:
+    return CUDA_ERROR_NOT_SUPPORTED;
+  case NVHCQ_ERROR_OUT_OF_MEMORY:
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  case NVHCQ_ERROR_TIMEOUT:
+    return CUDA_ERROR_LAUNCH_TIMEOUT;
+  case NVHCQ_ERROR_GPU_FAULT:
+    if (strstr(message, "misaligned")) return CUDA_ERROR_MISALIGNED_ADDRESS;
+    if (strstr(message, "illegal instruction")) return CUDA_ERROR_ILLEGAL_INSTRUCTION;
+    return CUDA_ERROR_ILLEGAL_ADDRESS;
+  case NVHCQ_ERROR_INVALID_IMAGE:
+    return CUDA_ERROR_INVALID_IMAGE;
+  case NVHCQ_ERROR_NOT_FOUND:
+    return CUDA_ERROR_NOT_FOUND;
+  case NVHCQ_ERROR_IO:
+    return CUDA_ERROR_FILE_NOT_FOUND;
+  case NVHCQ_ERROR_COMPILE:
+    return CUDA_ERROR_INVALID_PTX;
+  case NVHCQ_ERROR_BUSY:
+    return CUDA_ERROR_NOT_READY;
+  default:
+    return CUDA_ERROR_UNKNOWN;
+  }
+}
+
+CUresult nvcu_status(nvhcq_status s, const char *where) {
+  if (s == NVHCQ_SUCCESS) return CUDA_SUCCESS;
+  const char *message = nvhcq_last_error();
+  CUresult r = cuda_code(s, message);
+  nvcu_log("%s: %s (%s) -> CUDA code %d", where, message, nvhcq_status_name(s), (int)r);
+  return r;
+}
+
+/* ---- errors ---- */
+
+static const char *error_name(CUresult e) {
+  switch (e) {
+#define NVCU_NAME_(name, value)                                                                    \
+  case name:                                                                                       \
+    return #name;
+    CU_RESULT_LIST(NVCU_NAME_)
+#undef NVCU_NAME_
+  default:
+    return NULL;
+  }
+}
+
+/* The descriptions of the codes clients print most; the rest are described by their name. */
+static const char *error_text(CUresult e) {
+  switch (e) {
+  case CUDA_SUCCESS:
+    return "no error";
+  case CUDA_ERROR_INVALID_VALUE:
+    return "invalid argument";
+  case CUDA_ERROR_OUT_OF_MEMORY:
+    return "out of memory";
+  case CUDA_ERROR_NOT_INITIALIZED:
+    return "initialization error";
+  case CUDA_ERROR_NO_DEVICE:
+    return "no CUDA-capable device is detected";
+  case CUDA_ERROR_INVALID_DEVICE:
+    return "invalid device ordinal";
+  case CUDA_ERROR_INVALID_IMAGE:
+    return "device kernel image is invalid";
+  case CUDA_ERROR_INVALID_CONTEXT:
+    return "invalid device context";
+  case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    return "no kernel image is available for execution on the device";
+  case CUDA_ERROR_INVALID_PTX:
+    return "a PTX JIT compilation failed";
+  case CUDA_ERROR_INVALID_HANDLE:
+    return "invalid resource handle";
+  case CUDA_ERROR_NOT_FOUND:
+    return "named symbol not found";
+  case CUDA_ERROR_NOT_READY:
+    return "device not ready";
+  case CUDA_ERROR_ILLEGAL_ADDRESS:
+    return "an illegal memory access was encountered";
+  case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+    return "too many resources requested for launch";
+  case CUDA_ERROR_LAUNCH_TIMEOUT:
+    return "the launch timed out and was terminated";
+  case CUDA_ERROR_MISALIGNED_ADDRESS:
+    return "misaligned address";
+  case CUDA_ERROR_NOT_SUPPORTED:
+    return "operation not supported";
+  default:
+    return error_name(e);
+  }
+}
+
+CUresult cuGetErrorString(CUresult error, const char **pStr) {
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  *pStr = error_text(error);
+  return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorName(CUresult error, const char **pStr) {
+  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
+  *pStr = error_name(error);
+  return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---- init and devices ---- */
+
+CUresult cuInit(unsigned int Flags) {
+  if (Flags) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = CUDA_SUCCESS;
+  if (!initialized) {
+    int n = 0;
+    nvhcq_status s = nvhcq_device_count(&n);
+    if (s || n == 0) {
+      /* Said even without NVHCQ_CUDA_LOG: a program that fails here prints only the code. */
+      fprintf(stderr, "nvhcq-cuda: cuInit: no GPU: %s\n",
+              s ? nvhcq_last_error() : "nvhcq sees no GPU (check *_VISIBLE_DEVICES)");
+      r = CUDA_ERROR_NO_DEVICE;
+    } else {
+      device_count = n > NVCU_MAX_DEVICES ? NVCU_MAX_DEVICES : n;
+      initialized = 1;
+    }
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult nvcu_check_init(void) {
+  return initialized ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+CUresult cuDriverGetVersion(int *driverVersion) {
+  if (!driverVersion) return CUDA_ERROR_INVALID_VALUE;
+  *driverVersion = CUDA_VERSION_NVCU;
+  return CUDA_SUCCESS;
+}
+
+/* Opens the device and its two queues and timelines on first use. */
+static CUresult open_device(int index, nvcu_device *d) {
+  nvhcq_status s = nvhcq_device_open(index, &d->dev);
+  if (s) return nvcu_status(s, "opening the GPU");
+  d->info.struct_size = sizeof d->info;
+  s = nvhcq_device_query_info(d->dev, &d->info);
+  for (int e = 0; e < 2 && !s; e++) {
+    s = nvhcq_queue_create(d->dev, e ? NVHCQ_QUEUE_COPY : NVHCQ_QUEUE_COMPUTE, &d->queue[e]);
+    if (!s) s = nvhcq_signal_create(d->dev, 0, &d->timeline[e]);
+  }
+  if (s) {
+    CUresult r = nvcu_status(s, "setting up the GPU");
+    nvhcq_device_close(d->dev);
+    memset(d, 0, sizeof *d);
+    return r;
+  }
+  d->primary = (struct CUctx_st){NVCU_CTX_MAGIC, index, 1, 0};
+  return CUDA_SUCCESS;
+}
+
+CUresult nvcu_device_get(int index, nvcu_device **out) {
+  CUresult r = nvcu_check_init();
+  if (r) return r;
+  if (index < 0 || index >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  nvcu_device *d = &devices[index];
+  if (!d->dev && (r = open_device(index, d))) return r;
+  *out = d;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  CUresult r = nvcu_check_init();
+  if (r) return r;
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (ordinal < 0 || ordinal >= device_count) return CUDA_ERROR_INVALID_DEVICE;
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetCount(int *count) {
+  CUresult r = nvcu_check_init();
+  if (r) return r;
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  *count = device_count;
+  return CUDA_SUCCESS;
+}
+
+/* Runs the statements given with the opened device `d` of ordinal `dev`, under the lock. */
+#define WITH_DEVICE(dev, ...)                                                                      \
+  do {                                                                                             \
+    NVCU_LOCK();                                                                                   \
+    nvcu_device *d;                                                                                \
+    CUresult r_ = nvcu_device_get(dev, &d);                                                        \
+    if (!r_) {                                                                                     \
+      __VA_ARGS__;                                                                                 \
+    }                                                                                              \
+    NVCU_UNLOCK();                                                                                 \
+    return r_;                                                                                     \
+  } while (0)
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
+  if (!name || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  WITH_DEVICE(dev, snprintf(name, (size_t)len, "%s", d->info.name));
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev) {
+  if (!uuid) return CUDA_ERROR_INVALID_VALUE;
+  WITH_DEVICE(dev, memcpy(uuid->bytes, d->info.uuid, 16));
+}
+
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev) {
+  return cuDeviceGetUuid_v2(uuid, dev);
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  WITH_DEVICE(dev, *bytes = d->info.memory_bytes);
+}
+
+CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev) {
+  if (!major || !minor) return CUDA_ERROR_INVALID_VALUE;
+  WITH_DEVICE(dev, *major = (int)(d->info.sm_version >> 8);
+              *minor = (int)((d->info.sm_version >> 4) & 0xf));
+}
+
+CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev) {
+  if (!pciBusId || len <= 0) return CUDA_ERROR_INVALID_VALUE;
+  WITH_DEVICE(dev, snprintf(pciBusId, (size_t)len, "%04X:%02X:%02X.%X", d->info.pci_domain,
+                            d->info.pci_bus, d->info.pci_device, d->info.pci_function));
+}
+
+CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev) {
+  if (!canAccessPeer) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = nvcu_check_init();
+  if (r) return r;
+  if (dev < 0 || dev >= device_count || peerDev < 0 || peerDev >= device_count)
+    return CUDA_ERROR_INVALID_DEVICE;
+  *canAccessPeer = 0; /* nvhcq maps no memory of one GPU into another's address space */
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
+  (void)peerContext, (void)Flags;
+  nvcu_log("cuCtxEnablePeerAccess: nvhcq has no peer mappings");
+  return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+}
+
+/* ---- contexts ---- */
+
+static CUresult ctx_check(CUcontext c) {
+  return c && c->magic == NVCU_CTX_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult nvcu_current(nvcu_device **out, int *index) {
+  CUresult r = nvcu_check_init();
+  if (r) return r;
+  CUcontext c = ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+  if (!c) return CUDA_ERROR_INVALID_CONTEXT;
+  if (index) *index = c->device;
+  return out ? nvcu_device_get(c->device, out) : CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  WITH_DEVICE(dev, d->primary_refs++; *pctx = &d->primary);
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  WITH_DEVICE(dev, if (d->primary_refs > 0) d->primary_refs--);
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
+  return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  WITH_DEVICE(dev, r_ = nvcu_wait_all(d));
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
+  if (!flags || !active) return CUDA_ERROR_INVALID_VALUE;
+  WITH_DEVICE(dev, *flags = d->primary.flags; *active = d->primary_refs > 0);
+}
+
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  WITH_DEVICE(dev, d->primary.flags = flags);
+}
+
+static void ctx_push(CUcontext c) {
+  if (ctx_depth < CTX_STACK) ctx_stack[ctx_depth++] = c;
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  WITH_DEVICE(dev, {
+    CUcontext c = calloc(1, sizeof *c);
+    if (!c) {
+      r_ = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+      *c = (struct CUctx_st){NVCU_CTX_MAGIC, dev, 0, flags};
+      (void)d;
+      ctx_push(c);
+      *pctx = c;
+    }
+  });
+}
+
+CUresult cuCtxCreate_v4(CUcontext *pctx, void *ctxCreateParams, unsigned int flags, CUdevice dev) {
+  if (ctxCreateParams) return nvcu_unsupported("cuCtxCreate_v4 with CUctxCreateParams");
+  return cuCtxCreate_v2(pctx, flags, dev);
+}
+
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
+                        unsigned int flags, CUdevice dev) {
+  (void)paramsArray;
+  if (numParams > 0) return nvcu_unsupported("cuCtxCreate_v3 with execution affinity");
+  return cuCtxCreate_v2(pctx, flags, dev);
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx) {
+  if (ctx_check(ctx) || ctx->primary) return CUDA_ERROR_INVALID_CONTEXT;
+  for (int i = 0; i < ctx_depth; i++)
+    if (ctx_stack[i] == ctx) {
+      memmove(&ctx_stack[i], &ctx_stack[i + 1], (size_t)(ctx_depth - i - 1) * sizeof *ctx_stack);
+      ctx_depth--;
+      i--;
+    }
+  NVCU_LOCK();
+  nvcu_device *d;
+  if (!nvcu_device_get(ctx->device, &d)) nvcu_wait_all(d);
+  NVCU_UNLOCK();
+  ctx->magic = 0;
+  free(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *pctx) {
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = nvcu_check_init();
+  if (r) return r;
+  *pctx = ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+  CUresult r = nvcu_check_init();
+  if (r) return r;
+  if (ctx && ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!ctx) {
+    if (ctx_depth) ctx_depth--;
+    return CUDA_SUCCESS;
+  }
+  if (ctx_depth)
+    ctx_stack[ctx_depth - 1] = ctx;
+  else
+    ctx_push(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx) {
+  CUresult r = nvcu_check_init();
+  if (r) return r;
+  if (ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx_depth >= CTX_STACK) return CUDA_ERROR_INVALID_VALUE;
+  ctx_push(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx) {
+  CUresult r = nvcu_check_init();
+  if (r) return r;
+  if (!ctx_depth) return CUDA_ERROR_INVALID_CONTEXT;
+  CUcontext c = ctx_stack[--ctx_depth];
+  if (pctx) *pctx = c;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device) {
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  return nvcu_current(NULL, device);
+}
+
+/* With ctx NULL: the current context's device. */
+CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
+  if (!ctx) return cuCtxGetDevice(device);
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = ctx->device;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetFlags(unsigned int *flags) {
+  if (!flags) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = nvcu_current(NULL, NULL);
+  if (!r) *flags = ctx_stack[ctx_depth - 1]->flags;
+  return r;
+}
+
+CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version) {
+  if (!version) return CUDA_ERROR_INVALID_VALUE;
+  if (ctx && ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  *version = 3020; /* the context API version CUDA 4.0 and later report */
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void) {
+  NVCU_LOCK();
+  nvcu_device *d;
+  CUresult r = nvcu_current(&d, NULL);
+  if (!r) r = nvcu_wait_all(d);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx) {
+  if (!ctx) return cuCtxSynchronize();
+  if (ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  NVCU_LOCK();
+  nvcu_device *d;
+  CUresult r = nvcu_device_get(ctx->device, &d);
+  if (!r) r = nvcu_wait_all(d);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* Limits nvhcq sizes by itself (stack, heap): reported as CUDA's defaults, set as accepted. */
+CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit) {
+  static const size_t defaults[] = {1024, 1u << 20, 8u << 20, 2, 2048, 64, 0};
+  if (!pvalue || (unsigned)limit >= sizeof defaults / sizeof *defaults)
+    return CUDA_ERROR_INVALID_VALUE;
+  *pvalue = defaults[limit];
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  nvcu_log("cuCtxSetLimit(%d, %zu): accepted, nvhcq sizes this by itself", (int)limit, value);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig) {
+  if (!pconfig) return CUDA_ERROR_INVALID_VALUE;
+  *pconfig = CU_FUNC_CACHE_PREFER_NONE;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCacheConfig(CUfunc_cache config) {
+  (void)config; /* a hint; nvhcq picks the carveout per launch */
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority) {
+  if (leastPriority) *leastPriority = 0;
+  if (greatestPriority) *greatestPriority = -5;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId) {
+  if (ppExportTable) *ppExportTable = NULL;
+  const unsigned char *u = pExportTableId ? (const unsigned char *)pExportTableId->bytes : NULL;
+  nvcu_log("cuGetExportTable(%02x%02x%02x%02x...): refused, nvhcq has no private tables",
+           u ? u[0] : 0, u ? u[1] : 0, u ? u[2] : 0, u ? u[3] : 0);
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+int nvcu_stub(const char *name) {
+  return (int)nvcu_unsupported(name);
+}

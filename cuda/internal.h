@@ -1,0 +1,201 @@
+/* What the CUDA driver API library keeps behind its handles: devices and contexts, allocations,
+ * modules and functions, streams, events and graphs, and the helpers they share. */
+#ifndef NVCU_INTERNAL_H
+#define NVCU_INTERNAL_H
+
+#include <nvhcq.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "cuda_api.h"
+
+#define NVCU_MAX_DEVICES 16
+
+/* Engines a stream's work runs on: both channels of the device. */
+enum { NVCU_COMPUTE = 0, NVCU_COPY = 1 };
+
+struct CUctx_st {
+  uint32_t magic;
+  int device;
+  int primary;
+  unsigned int flags;
+};
+
+/* One GPU: opened on first use. Every stream's work is ordered on it (stronger than CUDA promises
+ * and always allowed): an operation on one engine first waits for the other engine's latest
+ * work, so completion of a stream's last operation means all earlier work is done. */
+typedef struct nvcu_device {
+  nvhcq_device *dev;
+  nvhcq_device_info info;
+  nvhcq_queue *queue[2];
+  nvhcq_signal *timeline[2];
+  uint64_t submitted[2]; /* the timeline value of each engine's latest operation */
+  uint64_t seen[2];      /* the other engine's value this engine last waited for */
+  struct CUctx_st primary;
+  int primary_refs;
+  nvhcq_buffer *pattern; /* pinned staging for memsets */
+  uint64_t pattern_done; /* the copy timeline's value once the last memset has read it */
+  int last_engine;       /* of the latest operation: events are recorded behind it */
+} nvcu_device;
+
+/* An allocation the library made: device memory or pinned host memory. */
+typedef struct nvcu_alloc {
+  uint64_t base, size;
+  nvhcq_buffer *buf;
+  int host;
+  int device;
+  unsigned int flags;
+} nvcu_alloc;
+
+typedef struct nvcu_param {
+  uint32_t offset, size;
+} nvcu_param;
+
+struct CUmod_st {
+  uint32_t magic;
+  int device;
+  nvhcq_module *mod;
+  struct CUfunc_st **funcs;
+  uint32_t func_count;
+};
+
+struct CUfunc_st {
+  uint32_t magic;
+  struct CUmod_st *mod;
+  nvhcq_kernel *k;
+  nvhcq_kernel_info info;
+  char *name;
+  uint32_t param_count;
+  nvcu_param *params;
+  int max_dynamic_shared; /* set through CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+  int carveout;
+};
+
+struct nvcu_graph_node;
+
+struct CUstream_st {
+  uint32_t magic;
+  int device;
+  unsigned int flags;
+  int priority;
+  uint64_t need[2]; /* timeline values its last operation completes with */
+  struct CUgraph_st *capture;
+  struct CUgraphNode_st *capture_last;
+};
+
+struct CUevent_st {
+  uint32_t magic;
+  int device;
+  unsigned int flags;
+  nvhcq_signal *sig;
+  uint64_t value;
+};
+
+/* A kernel, copy or memset in a stream's order or a graph. */
+typedef struct nvcu_op {
+  int kind; /* CU_GRAPH_NODE_TYPE_* */
+  struct CUfunc_st *func;
+  nvhcq_dim3 grid, block;
+  nvhcq_dim3 cluster; /* zeros: no cluster given (the kernel's compiled one, if any) */
+  uint32_t cluster_policy;
+  uint32_t shared;
+  uint8_t *args;
+  uint32_t args_size;
+  uint64_t dst, src, size;
+  uint32_t value, element_size;
+} nvcu_op;
+
+struct CUgraphNode_st {
+  uint32_t magic;
+  struct CUgraph_st *graph;
+  uint32_t index;
+  nvcu_op op;
+  uint32_t dep_count;
+  uint32_t *deps;
+};
+
+struct CUgraph_st {
+  uint32_t magic;
+  int device;
+  struct CUgraphNode_st **nodes;
+  uint32_t node_count;
+};
+
+/* Per node of an instantiated graph: its nvhcq node and the variables its values live in. */
+typedef struct nvcu_exec_node {
+  nvcu_op op;
+  nvhcq_var grid[3], block[3];
+  nvhcq_var *param_vars; /* one per parameter of 4 or 8 bytes, else NVHCQ_NO_VAR */
+  nvhcq_var dst, src, size;
+  nvhcq_buffer *pattern; /* a memset's source */
+} nvcu_exec_node;
+
+struct CUgraphExec_st {
+  uint32_t magic;
+  int device;
+  nvhcq_queue *q;           /* a graph of kernels alone: one recorded compute queue */
+  nvhcq_graph *g;           /* else an nvhcq graph */
+  struct CUgraph_st *graph; /* node handles map to exec nodes by index */
+  nvcu_exec_node *nodes;
+  uint32_t node_count;
+  int uses[2];
+};
+
+enum {
+  NVCU_CTX_MAGIC = 0x43545843,
+  NVCU_MOD_MAGIC = 0x444f4d43,
+  NVCU_FUNC_MAGIC = 0x434e5546,
+  NVCU_STREAM_MAGIC = 0x4d525453,
+  NVCU_EVENT_MAGIC = 0x544e5645,
+  NVCU_GRAPH_MAGIC = 0x48504147,
+  NVCU_NODE_MAGIC = 0x45444f4e,
+  NVCU_EXEC_MAGIC = 0x43455845,
+};
+
+/* ---- init.c ---- */
+extern pthread_mutex_t nvcu_mutex;
+/* The library is one lock: nvhcq wants one thread at a time per device. */
+#define NVCU_LOCK()   pthread_mutex_lock(&nvcu_mutex)
+#define NVCU_UNLOCK() pthread_mutex_unlock(&nvcu_mutex)
+int nvcu_log_enabled(void);
+void nvcu_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Maps an nvhcq status to a CUDA code, logging nvhcq's message (NVHCQ_CUDA_LOG=1). */
+CUresult nvcu_status(nvhcq_status s, const char *where);
+CUresult nvcu_unsupported(const char *what);
+CUresult nvcu_check_init(void);
+/* The device of the current context (opened), or an error. */
+CUresult nvcu_current(nvcu_device **out, int *index);
+CUresult nvcu_device_get(int index, nvcu_device **out);
+
+/* ---- memory.c ---- */
+nvcu_alloc *nvcu_alloc_find(uint64_t address);
+/* Waits until all work submitted so far on the device has completed. */
+CUresult nvcu_wait_all(nvcu_device *d);
+/* Run a copy or memset between GPU addresses now, after everything submitted before. */
+CUresult nvcu_run_copy(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op);
+CUresult nvcu_run_memset(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op);
+
+/* ---- stream.c ---- */
+/* The CPU waits until the signal reaches `value`: spinning first, as libcuda does. */
+CUresult nvcu_signal_wait(nvhcq_signal *sig, uint64_t value, const char *what);
+CUresult nvcu_stream_get(CUstream s, struct CUstream_st **out);
+/* Runs one operation in a stream's order (or appends it to the graph the stream captures). */
+CUresult nvcu_stream_op(CUstream s, const nvcu_op *op);
+/* Makes engine e's queue wait for the other engine, ready for one operation. */
+nvhcq_queue *nvcu_engine_begin(nvcu_device *d, int e);
+CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st);
+
+/* ---- stream.c: a CUlaunchConfig as nvhcq's, or CUDA_ERROR_NOT_SUPPORTED for what it lacks ---- */
+CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *out);
+
+/* ---- module.c ---- */
+CUresult nvcu_func_check(CUfunction f);
+/* The argument block of a launch from kernelParams or extra, in *out (malloc'd). */
+CUresult nvcu_pack_args(struct CUfunc_st *f, void **kernelParams, void **extra, uint8_t **out,
+                        uint32_t *size);
+
+/* ---- graph.c ---- */
+CUresult nvcu_graph_append(struct CUgraph_st *g, const nvcu_op *op, const CUgraphNode *deps,
+                           size_t dep_count, CUgraphNode *out);
+
+#endif

@@ -1,0 +1,48 @@
+/* Sizes and field offsets of the CUDA structs this library reads (x86-64), checked against our
+ * declarations (check_ours.c) and against the toolkit's cuda.h (check_cuda_h.c). */
+#ifndef NVCU_LAYOUTS_H
+#define NVCU_LAYOUTS_H
+
+#define NVCU_SIZES(X)                                                                              \
+  X(CUuuid, 16)                                                                                    \
+  X(CUtensorMap, 128)                                                                              \
+  X(CUlaunchAttributeValue, 64)                                                                    \
+  X(CUlaunchAttribute, 72)                                                                         \
+  X(CUlaunchConfig, 56)                                                                            \
+  X(CUDA_KERNEL_NODE_PARAMS_v1, 56)                                                                \
+  X(CUDA_KERNEL_NODE_PARAMS_v2, 72)                                                                \
+  X(CUDA_MEMCPY3D, 200)                                                                            \
+  X(CUDA_MEMCPY2D, 128)                                                                            \
+  X(CUDA_MEMSET_NODE_PARAMS, 40)                                                                   \
+  X(CUdeviceptr, 8)                                                                                \
+  X(CUdevice, 4)                                                                                   \
+  X(CUresult, 4)
+
+#define NVCU_OFFSETS(X)                                                                            \
+  X(CUlaunchConfig, sharedMemBytes, 24)                                                            \
+  X(CUlaunchConfig, hStream, 32)                                                                   \
+  X(CUlaunchConfig, attrs, 40)                                                                     \
+  X(CUlaunchConfig, numAttrs, 48)                                                                  \
+  X(CUlaunchAttribute, value, 8)                                                                   \
+  X(CUDA_KERNEL_NODE_PARAMS_v2, kernelParams, 40)                                                  \
+  X(CUDA_KERNEL_NODE_PARAMS_v2, extra, 48)                                                         \
+  X(CUDA_KERNEL_NODE_PARAMS_v2, kern, 56)                                                          \
+  X(CUDA_MEMCPY3D, srcMemoryType, 32)                                                              \
+  X(CUDA_MEMCPY3D, srcHost, 40)                                                                    \
+  X(CUDA_MEMCPY3D, srcDevice, 48)                                                                  \
+  X(CUDA_MEMCPY3D, dstXInBytes, 88)                                                                \
+  X(CUDA_MEMCPY3D, dstMemoryType, 120)                                                             \
+  X(CUDA_MEMCPY3D, dstDevice, 136)                                                                 \
+  X(CUDA_MEMCPY3D, WidthInBytes, 176)                                                              \
+  X(CUDA_MEMCPY2D, srcPitch, 48)                                                                   \
+  X(CUDA_MEMCPY2D, dstMemoryType, 72)                                                              \
+  X(CUDA_MEMCPY2D, dstPitch, 104)                                                                  \
+  X(CUDA_MEMSET_NODE_PARAMS, value, 16)                                                            \
+  X(CUDA_MEMSET_NODE_PARAMS, elementSize, 20)                                                      \
+  X(CUDA_MEMSET_NODE_PARAMS, width, 24)
+
+#define NVCU_SIZE_CHECK_(type, size) _Static_assert(sizeof(type) == (size), "size of " #type);
+#define NVCU_OFFSET_CHECK_(type, field, offset)                                                    \
+  _Static_assert(offsetof(type, field) == (offset), "offset of " #type "." #field);
+
+#endif

@@ -1,0 +1,537 @@
+/* Memory: device and pinned host allocations (a sorted table of them answers pointer queries and
+ * finds the nvhcq buffer behind an address), synchronous and stream-ordered copies and memsets. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static nvcu_alloc *allocs;
+static size_t alloc_count, alloc_cap;
+
+#define PATTERN_BYTES (4u << 20)
+/* Device-to-device copies at least this large and 16-byte aligned go through nvhcq_buffer_copy
+ * (the SMs' copy kernel): the copy engine moves far fewer bytes per second. */
+#define KERNEL_COPY_BYTES (1u << 20)
+
+/* The index of the first allocation whose base is above `address`. */
+static size_t upper(uint64_t address) {
+  size_t lo = 0, hi = alloc_count;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (allocs[mid].base <= address)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+nvcu_alloc *nvcu_alloc_find(uint64_t address) {
+  size_t i = upper(address);
+  if (i == 0) return NULL;
+  nvcu_alloc *a = &allocs[i - 1];
+  return address - a->base < a->size ? a : NULL;
+}
+
+static CUresult alloc_insert(const nvcu_alloc *a) {
+  if (alloc_count == alloc_cap) {
+    size_t cap = alloc_cap ? alloc_cap * 2 : 64;
+    nvcu_alloc *n = realloc(allocs, cap * sizeof *n);
+    if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+    allocs = n, alloc_cap = cap;
+  }
+  size_t i = upper(a->base);
+  memmove(&allocs[i + 1], &allocs[i], (alloc_count - i) * sizeof *allocs);
+  allocs[i] = *a;
+  alloc_count++;
+  return CUDA_SUCCESS;
+}
+
+static void alloc_remove(nvcu_alloc *a) {
+  size_t i = (size_t)(a - allocs);
+  memmove(&allocs[i], &allocs[i + 1], (alloc_count - i - 1) * sizeof *allocs);
+  alloc_count--;
+}
+
+CUresult nvcu_wait_all(nvcu_device *d) {
+  for (int e = 0; e < 2; e++) {
+    CUresult r = nvcu_signal_wait(d->timeline[e], d->submitted[e], "waiting for the GPU");
+    if (r) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
+/* ---- allocation ---- */
+
+static CUresult allocate(size_t size, int host, unsigned int flags, CUdeviceptr *out) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  nvcu_device *d;
+  int index;
+  CUresult r = nvcu_current(&d, &index);
+  nvhcq_buffer *b = NULL;
+  if (!r)
+    r = nvcu_status(
+        nvhcq_buffer_create(d->dev, size, host ? NVHCQ_MEMORY_HOST : NVHCQ_MEMORY_DEVICE, &b),
+        host ? "cuMemAllocHost" : "cuMemAlloc");
+  if (!r) {
+    uint64_t base =
+        host ? (uint64_t)(uintptr_t)nvhcq_buffer_host_pointer(b) : nvhcq_buffer_gpu_address(b);
+    nvcu_alloc a = {base, size, b, host, index, flags};
+    r = alloc_insert(&a);
+    if (r)
+      nvhcq_buffer_destroy(b);
+    else
+      *out = base;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+static CUresult release(uint64_t base, int host) {
+  NVCU_LOCK();
+  nvcu_alloc *a = nvcu_alloc_find(base);
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  if (a && a->base == base && a->host == host) {
+    nvhcq_buffer *b = a->buf;
+    alloc_remove(a);
+    r = nvcu_status(nvhcq_buffer_destroy(b), "freeing memory");
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
+  return allocate(bytesize, 0, 0, dptr);
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr) {
+  if (dptr == 0) return CUDA_SUCCESS;
+  return release(dptr, 0);
+}
+
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) {
+  if (!pp) return CUDA_ERROR_INVALID_VALUE;
+  /* Every flag is met by nvhcq's pinned memory: portable (one address space for all contexts),
+   * device-mapped (the host address is the GPU address), write-combined (a hint). */
+  CUdeviceptr p = 0;
+  CUresult r = allocate(bytesize, 1, Flags, &p);
+  *pp = r ? NULL : (void *)(uintptr_t)p;
+  return r;
+}
+
+CUresult cuMemAllocHost_v2(void **pp, size_t bytesize) {
+  return cuMemHostAlloc(pp, bytesize, 0);
+}
+
+CUresult cuMemFreeHost(void *p) {
+  return release((uint64_t)(uintptr_t)p, 1);
+}
+
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags) {
+  if (!pdptr || Flags) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  nvcu_alloc *a = nvcu_alloc_find((uint64_t)(uintptr_t)p);
+  CUresult r = a && a->host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (!r) *pdptr = nvhcq_buffer_gpu_address(a->buf) + ((uint64_t)(uintptr_t)p - a->base);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p) {
+  if (!pFlags) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  nvcu_alloc *a = nvcu_alloc_find((uint64_t)(uintptr_t)p);
+  CUresult r = a && a->host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (!r) *pFlags = a->flags;
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr) {
+  NVCU_LOCK();
+  nvcu_alloc *a = nvcu_alloc_find(dptr);
+  CUresult r = a && !a->host ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+  if (!r && pbase) *pbase = a->base;
+  if (!r && psize) *psize = a->size;
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+  NVCU_LOCK();
+  nvcu_device *d;
+  CUresult r = nvcu_current(&d, NULL);
+  uint64_t f = 0;
+  if (!r) r = nvcu_status(nvhcq_device_get_free_memory(d->dev, &f), "cuMemGetInfo");
+  if (!r && free_bytes) *free_bytes = f;
+  if (!r && total) *total = d->info.memory_bytes;
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* ---- pointer attributes ---- */
+
+static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  nvcu_alloc *a = nvcu_alloc_find(ptr);
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
+  nvcu_device *d;
+  CUresult r = nvcu_device_get(a->device, &d);
+  if (r) return r;
+  uint64_t offset = ptr - a->base, gpu = nvhcq_buffer_gpu_address(a->buf) + offset;
+  switch (attribute) {
+  case CU_POINTER_ATTRIBUTE_CONTEXT:
+    *(CUcontext *)data = &d->primary;
+    break;
+  case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+    *(unsigned int *)data = a->host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    break;
+  case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+    *(CUdeviceptr *)data = gpu;
+    break;
+  case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    if (!a->host) return CUDA_ERROR_INVALID_VALUE;
+    *(void **)data = (void *)(uintptr_t)ptr;
+    break;
+  case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS:
+  case CU_POINTER_ATTRIBUTE_MAPPED:
+    *(int *)data = 1;
+    break;
+  case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    *(unsigned long long *)data = a->base;
+    break;
+  case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+  case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+  case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    *(int *)data = 0;
+    break;
+  case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+    *(int *)data = a->device;
+    break;
+  case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+  case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    *(CUdeviceptr *)data = a->base;
+    break;
+  case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+  case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+    *(size_t *)data = a->size;
+    break;
+  case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+    *(unsigned int *)data = 3; /* CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE */
+    break;
+  default:
+    return nvcu_unsupported("cuPointerGetAttribute of this attribute");
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  if (!data) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = nvcu_check_init();
+  if (!r) r = pointer_attribute(data, attribute, ptr);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* As libcuda does, an address nothing was allocated at is not an error here: its memory type
+ * reads 0 and the other attributes keep what the caller set (or 0 / NULL). */
+CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+                                void **data, CUdeviceptr ptr) {
+  if (!attributes || !data) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = nvcu_check_init();
+  int known = nvcu_alloc_find(ptr) != NULL;
+  for (unsigned int i = 0; i < numAttributes && !r; i++) {
+    if (!data[i]) continue;
+    if (known) {
+      r = pointer_attribute(data[i], attributes[i], ptr);
+      if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) r = CUDA_SUCCESS;
+    } else if (attributes[i] == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) {
+      *(unsigned int *)data[i] = 0;
+    } else if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL) {
+      *(int *)data[i] = -2;
+    }
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* ---- copies ---- */
+
+/* An address and what it lies in: an allocation of ours, or (a == NULL) pageable host memory. */
+typedef struct place {
+  nvcu_alloc *a;
+  uint64_t offset;
+} place;
+
+static place locate(uint64_t address) {
+  place p = {nvcu_alloc_find(address), 0};
+  if (p.a) p.offset = address - p.a->base;
+  return p;
+}
+
+static CUresult check_span(place p, size_t n, const char *what) {
+  if (p.a && n > p.a->size - p.offset) {
+    nvcu_log("%s: %zu bytes at offset %llu run past the %llu-byte allocation", what, n,
+             (unsigned long long)p.offset, (unsigned long long)p.a->size);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+/* A copy the CPU waits for, after all earlier work: CUDA's synchronous copies. */
+static CUresult copy_sync(uint64_t dst, uint64_t src, size_t n) {
+  nvcu_device *d;
+  CUresult r = nvcu_current(&d, NULL);
+  if (r || n == 0) return r;
+  place pd = locate(dst), ps = locate(src);
+  if ((r = check_span(pd, n, "copy destination")) || (r = check_span(ps, n, "copy source")))
+    return r;
+  if ((r = nvcu_wait_all(d))) return r;
+  nvhcq_status s;
+  if (pd.a && ps.a)
+    s = nvhcq_buffer_copy(pd.a->buf, pd.offset, ps.a->buf, ps.offset, n);
+  else if (pd.a)
+    s = nvhcq_buffer_write(pd.a->buf, pd.offset, (const void *)(uintptr_t)src, n);
+  else if (ps.a)
+    s = nvhcq_buffer_read((void *)(uintptr_t)dst, ps.a->buf, ps.offset, n);
+  else
+    s = (memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n), NVHCQ_SUCCESS);
+  return nvcu_status(s, "copy");
+}
+
+static uint64_t gpu_of(place p) {
+  return nvhcq_buffer_gpu_address(p.a->buf) + p.offset;
+}
+
+/* A copy in a stream's order. Both ends in our memory: the copy engine (or, captured, a graph
+ * node); pageable host memory: synchronous, as libcuda stages such copies too. */
+static CUresult copy_async(uint64_t dst, uint64_t src, size_t n, CUstream stream) {
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(stream, &st);
+  if (r || n == 0) return r;
+  place pd = locate(dst), ps = locate(src);
+  if ((r = check_span(pd, n, "copy destination")) || (r = check_span(ps, n, "copy source")))
+    return r;
+  if (!pd.a || !ps.a) {
+    if (st->capture) return nvcu_unsupported("capturing a copy to or from pageable host memory");
+    return copy_sync(dst, src, n);
+  }
+  nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_MEMCPY, .dst = gpu_of(pd), .src = gpu_of(ps), .size = n};
+  return nvcu_stream_op(stream, &op);
+}
+
+/* Runs a copy between GPU addresses now, in order after everything submitted. */
+CUresult nvcu_run_copy(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op) {
+  place pd = locate(op->dst), ps = locate(op->src);
+  int device = pd.a && ps.a && !pd.a->host && !ps.a->host;
+  if (device && op->size >= KERNEL_COPY_BYTES && ((op->dst | op->src | op->size) & 15) == 0) {
+    CUresult r = nvcu_wait_all(d);
+    if (r) return r;
+    return nvcu_status(nvhcq_buffer_copy(pd.a->buf, pd.offset, ps.a->buf, ps.offset, op->size),
+                       "device-to-device copy");
+  }
+  nvhcq_queue *q = nvcu_engine_begin(d, NVCU_COPY);
+  nvhcq_status s = nvhcq_queue_copy(q, op->dst, op->src, op->size);
+  if (s) return nvcu_status(s, "copy");
+  return nvcu_engine_end(d, NVCU_COPY, st);
+}
+
+/* Fills the pinned pattern buffer with `count` elements of `value` (1, 2 or 4 bytes each). */
+static void fill_pattern(uint8_t *p, size_t bytes, uint32_t value, uint32_t size) {
+  if (size == 1) {
+    memset(p, (int)value, bytes);
+    return;
+  }
+  for (size_t i = 0; i + size <= bytes; i += size) memcpy(p + i, &value, size);
+}
+
+/* A memset now, in order: the copy engine repeats a pinned buffer holding the pattern. The buffer
+ * is refilled only once the previous memset has read it. */
+CUresult nvcu_run_memset(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op) {
+  nvhcq_status s = NVHCQ_SUCCESS;
+  if (!d->pattern) s = nvhcq_buffer_create(d->dev, PATTERN_BYTES, NVHCQ_MEMORY_HOST, &d->pattern);
+  if (!s && d->pattern_done) s = nvhcq_signal_cpu_wait(d->timeline[NVCU_COPY], d->pattern_done, 0);
+  if (s) return nvcu_status(s, "memset");
+  uint64_t bytes = op->size * op->element_size;
+  fill_pattern(nvhcq_buffer_host_pointer(d->pattern), bytes < PATTERN_BYTES ? bytes : PATTERN_BYTES,
+               op->value, op->element_size);
+  nvhcq_queue *q = nvcu_engine_begin(d, NVCU_COPY);
+  uint64_t src = nvhcq_buffer_gpu_address(d->pattern);
+  for (uint64_t off = 0; off < bytes && !s; off += PATTERN_BYTES)
+    s = nvhcq_queue_copy(q, op->dst + off, src,
+                         bytes - off < PATTERN_BYTES ? bytes - off : PATTERN_BYTES);
+  if (s) return nvcu_status(s, "memset");
+  CUresult r = nvcu_engine_end(d, NVCU_COPY, st);
+  d->pattern_done = d->submitted[NVCU_COPY];
+  return r;
+}
+
+static CUresult memset_any(CUdeviceptr dst, uint32_t value, uint32_t size, size_t n,
+                           CUstream stream, int sync) {
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(stream, &st);
+  place p = locate(dst);
+  if (!r && !p.a) {
+    nvcu_log("memset of 0x%llx: not memory this library allocated", (unsigned long long)dst);
+    r = CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!r && (dst % size)) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r) r = check_span(p, n * size, "memset");
+  if (!r && n) {
+    nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_MEMSET,
+                  .dst = gpu_of(p),
+                  .size = n,
+                  .value = value,
+                  .element_size = size};
+    r = nvcu_stream_op(stream, &op);
+  }
+  nvcu_device *d;
+  if (!r && sync && !(r = nvcu_current(&d, NULL))) r = nvcu_wait_all(d);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
+  return memset_any(dstDevice, uc, 1, N, NULL, 1);
+}
+CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N) {
+  return memset_any(dstDevice, us, 2, N, NULL, 1);
+}
+CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
+  return memset_any(dstDevice, ui, 4, N, NULL, 1);
+}
+CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream) {
+  return memset_any(dstDevice, uc, 1, N, hStream, 0);
+}
+CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N, CUstream hStream) {
+  return memset_any(dstDevice, us, 2, N, hStream, 0);
+}
+CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream) {
+  return memset_any(dstDevice, ui, 4, N, hStream, 0);
+}
+
+/* ---- pitched memory and 2D copies ---- */
+
+/* Rows padded to 512 bytes, the texture pitch alignment libcuda's pitches also meet. */
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes) {
+  if (!pPitch || !WidthInBytes || !Height ||
+      (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t pitch = (WidthInBytes + 511) & ~(size_t)511;
+  CUresult r = allocate(pitch * Height, 0, 0, dptr);
+  if (!r) *pPitch = pitch;
+  return r;
+}
+
+/* One end of a 2D copy as an address (host or device: one address space here). */
+static CUresult end_2d(CUmemorytype type, const void *host, CUdeviceptr device, uint64_t *out) {
+  if (type == CU_MEMORYTYPE_ARRAY) return nvcu_unsupported("CUDA arrays in 2D copies");
+  *out = type == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)host : device;
+  return CUDA_SUCCESS;
+}
+
+/* A 2D copy, row by row (one copy when both sides are contiguous). */
+static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, int sync) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t src = 0, dst = 0;
+  CUresult r = end_2d(p->srcMemoryType, p->srcHost, p->srcDevice, &src);
+  if (!r) r = end_2d(p->dstMemoryType, p->dstHost, p->dstDevice, &dst);
+  if (r) return r;
+  size_t spitch = p->srcPitch ? p->srcPitch : p->WidthInBytes;
+  size_t dpitch = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+  if (spitch < p->WidthInBytes || dpitch < p->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
+  src += p->srcXInBytes + p->srcY * spitch;
+  dst += p->dstXInBytes + p->dstY * dpitch;
+  NVCU_LOCK();
+  if (spitch == p->WidthInBytes && dpitch == p->WidthInBytes) {
+    size_t n = p->WidthInBytes * p->Height;
+    r = sync ? copy_sync(dst, src, n) : copy_async(dst, src, n, stream);
+  }
+  for (size_t row = 0;
+       row < p->Height && !r && (spitch != p->WidthInBytes || dpitch != p->WidthInBytes); row++)
+    r = sync ? copy_sync(dst + row * dpitch, src + row * spitch, p->WidthInBytes)
+             : copy_async(dst + row * dpitch, src + row * spitch, p->WidthInBytes, stream);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) {
+  return copy_2d(pCopy, NULL, 1);
+}
+CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy) {
+  return copy_2d(pCopy, NULL, 1);
+}
+CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream) {
+  return copy_2d(pCopy, hStream, 0);
+}
+
+/* Every synchronous copy, under the lock. */
+static CUresult locked_copy(uint64_t dst, uint64_t src, size_t n) {
+  NVCU_LOCK();
+  CUresult r = copy_sync(dst, src, n);
+  NVCU_UNLOCK();
+  return r;
+}
+
+static CUresult locked_copy_async(uint64_t dst, uint64_t src, size_t n, CUstream s) {
+  NVCU_LOCK();
+  CUresult r = copy_async(dst, src, n, s);
+  NVCU_UNLOCK();
+  return r;
+}
+
+#define HOST(p) ((uint64_t)(uintptr_t)(p))
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
+  return locked_copy(dst, src, ByteCount);
+}
+CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream s) {
+  return locked_copy_async(dst, src, ByteCount, s);
+}
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount) {
+  return locked_copy(dstDevice, HOST(srcHost), ByteCount);
+}
+CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
+  return locked_copy(HOST(dstHost), srcDevice, ByteCount);
+}
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount) {
+  return locked_copy(dstDevice, srcDevice, ByteCount);
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
+                              CUstream hStream) {
+  return locked_copy_async(dstDevice, HOST(srcHost), ByteCount, hStream);
+}
+CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                              CUstream hStream) {
+  return locked_copy_async(HOST(dstHost), srcDevice, ByteCount, hStream);
+}
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
+                              CUstream hStream) {
+  return locked_copy_async(dstDevice, srcDevice, ByteCount, hStream);
+}
+
+/* The per-thread default stream variants: every stream's work is ordered here, so they are the
+ * same functions. */
+#define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));
+NVCU_ALIAS(cuMemcpy_ptds, cuMemcpy)
+NVCU_ALIAS(cuMemcpyAsync_ptsz, cuMemcpyAsync)
+NVCU_ALIAS(cuMemcpyHtoD_v2_ptds, cuMemcpyHtoD_v2)
+NVCU_ALIAS(cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH_v2)
+NVCU_ALIAS(cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD_v2)
+NVCU_ALIAS(cuMemcpyHtoDAsync_v2_ptsz, cuMemcpyHtoDAsync_v2)
+NVCU_ALIAS(cuMemcpyDtoHAsync_v2_ptsz, cuMemcpyDtoHAsync_v2)
+NVCU_ALIAS(cuMemcpyDtoDAsync_v2_ptsz, cuMemcpyDtoDAsync_v2)
+NVCU_ALIAS(cuMemcpy2D_v2_ptds, cuMemcpy2D_v2)
+NVCU_ALIAS(cuMemcpy2DUnaligned_v2_ptds, cuMemcpy2DUnaligned_v2)
+NVCU_ALIAS(cuMemcpy2DAsync_v2_ptsz, cuMemcpy2DAsync_v2)
+NVCU_ALIAS(cuMemsetD8_v2_ptds, cuMemsetD8_v2)
+NVCU_ALIAS(cuMemsetD16_v2_ptds, cuMemsetD16_v2)
+NVCU_ALIAS(cuMemsetD32_v2_ptds, cuMemsetD32_v2)
+NVCU_ALIAS(cuMemsetD8Async_ptsz, cuMemsetD8Async)
+NVCU_ALIAS(cuMemsetD16Async_ptsz, cuMemsetD16Async)
+NVCU_ALIAS(cuMemsetD32Async_ptsz, cuMemsetD32Async)

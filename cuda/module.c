@@ -1,0 +1,650 @@
+/* Modules and libraries: cubins, PTX text and fatbins (wrapper and container, the GPU's SASS
+ * first, else its PTX compiled by nvhcq; zstd and LZ4 entries), functions and kernels with their
+ * parameter tables, globals, function attributes and occupancy. */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define FATBIN_WRAPPER_MAGIC   0x466243b1u
+#define FATBIN_CONTAINER_MAGIC 0xba55ed50u
+#define FATBIN_KIND_PTX        1u
+#define FATBIN_KIND_ELF        2u
+#define FATBIN_FLAG_LZ4        0x2000u
+#define FATBIN_FLAG_ZSTD       0x8000u
+
+static uint16_t rd16(const uint8_t *p) {
+  return (uint16_t)(p[0] | p[1] << 8);
+}
+static uint32_t rd32(const uint8_t *p) {
+  return rd16(p) | (uint32_t)rd16(p + 2) << 16;
+}
+static uint64_t rd64(const uint8_t *p) {
+  return rd32(p) | (uint64_t)rd32(p + 4) << 32;
+}
+
+/* ---- images ---- */
+
+/* An ELF image's size: the end of its section table or of its furthest section. */
+static size_t elf_size(const uint8_t *p) {
+  uint64_t shoff = rd64(p + 0x28), phoff = rd64(p + 0x20);
+  uint16_t shentsize = rd16(p + 0x3a), shnum = rd16(p + 0x3c), phentsize = rd16(p + 0x36),
+           phnum = rd16(p + 0x38);
+  uint64_t end = shoff + (uint64_t)shentsize * shnum;
+  if (phoff + (uint64_t)phentsize * phnum > end) end = phoff + (uint64_t)phentsize * phnum;
+  for (uint16_t i = 0; i < shnum; i++) {
+    const uint8_t *sh = p + shoff + (uint64_t)i * shentsize;
+    uint32_t type = rd32(sh + 4);
+    uint64_t last = rd64(sh + 0x18) + rd64(sh + 0x20);
+    if (type != 8 /* SHT_NOBITS */ && last > end) end = last;
+  }
+  return (size_t)end;
+}
+
+typedef size_t (*zstd_decompress_fn)(void *, size_t, const void *, size_t);
+typedef unsigned (*zstd_is_error_fn)(size_t);
+typedef int (*lz4_decompress_fn)(const char *, char *, int, int);
+
+static void *library_symbol(const char *const *libs, const char *name) {
+  for (int i = 0; libs[i]; i++) {
+    void *h = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+    if (h) return dlsym(h, name);
+  }
+  return NULL;
+}
+
+/* Decompresses an entry with zstd or LZ4, loaded when first needed (libzstd.so.1, liblz4.so.1). */
+static CUresult decompress(uint64_t flags, const uint8_t *src, size_t n, size_t out_size,
+                           uint8_t **out) {
+  static const char *const zstd_libs[] = {"libzstd.so.1", "libzstd.so", NULL};
+  static const char *const lz4_libs[] = {"liblz4.so.1", "liblz4.so", NULL};
+  uint8_t *dst = malloc(out_size + 1);
+  if (!dst) return CUDA_ERROR_OUT_OF_MEMORY;
+  dst[out_size] = 0;
+  int ok = 0;
+  if (flags & FATBIN_FLAG_ZSTD) {
+    zstd_decompress_fn z = (zstd_decompress_fn)library_symbol(zstd_libs, "ZSTD_decompress");
+    zstd_is_error_fn err = (zstd_is_error_fn)library_symbol(zstd_libs, "ZSTD_isError");
+    if (!z || !err) {
+      fprintf(stderr, "nvhcq-cuda: a fatbin entry is zstd-compressed and libzstd.so.1 was not "
+                      "found: install libzstd (e.g. apt-get install libzstd1)\n");
+      free(dst);
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    size_t got = z(dst, out_size, src, n);
+    ok = !err(got) && got == out_size;
+  } else {
+    lz4_decompress_fn l = (lz4_decompress_fn)library_symbol(lz4_libs, "LZ4_decompress_safe");
+    if (!l) {
+      fprintf(stderr, "nvhcq-cuda: a fatbin entry is LZ4-compressed and liblz4.so.1 was not "
+                      "found: install liblz4 (e.g. apt-get install liblz4-1)\n");
+      free(dst);
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
+    ok = l((const char *)src, (char *)dst, (int)n, (int)out_size) == (int)out_size;
+  }
+  if (!ok) {
+    nvcu_log("a compressed fatbin entry did not decompress to its %zu bytes", out_size);
+    free(dst);
+    return CUDA_ERROR_INVALID_IMAGE;
+  }
+  *out = dst;
+  return CUDA_SUCCESS;
+}
+
+/* The entry a fatbin offers this GPU: SASS of its architecture (or an older one of the same
+ * major version), else the newest PTX not newer than the GPU. */
+typedef struct entry {
+  const uint8_t *header;
+  unsigned sm;
+  uint32_t kind;
+} entry;
+
+static entry pick_entry(const uint8_t *c, unsigned gpu_sm) {
+  entry sass = {0}, ptx = {0};
+  uint64_t total = rd64(c + 8);
+  const uint8_t *p = c + rd16(c + 6), *end = c + rd16(c + 6) + total;
+  while (p + 64 <= end) {
+    uint32_t kind = rd16(p), header = rd32(p + 4);
+    uint64_t padded = rd64(p + 8);
+    unsigned sm = rd32(p + 28);
+    if (header < 64) break;
+    if (kind == FATBIN_KIND_ELF && sm / 10 == gpu_sm / 10 && sm <= gpu_sm &&
+        (!sass.header || sm > sass.sm || sm == gpu_sm))
+      sass = (entry){p, sm, kind};
+    if (kind == FATBIN_KIND_PTX && sm <= gpu_sm && (!ptx.header || sm > ptx.sm))
+      ptx = (entry){p, sm, kind};
+    p += header + padded;
+  }
+  return sass.header ? sass : ptx;
+}
+
+/* The payload of an entry, decompressed when it is compressed (*owned says to free it). */
+static CUresult entry_payload(entry e, const uint8_t **data, size_t *size, uint8_t **owned) {
+  const uint8_t *h = e.header;
+  uint32_t header = rd32(h + 4);
+  /* The payload's size: compressed entries give it at +16, plain ones only padded at +8. */
+  size_t n = rd32(h + 16) ? rd32(h + 16) : (size_t)rd64(h + 8);
+  uint64_t flags = rd64(h + 40), full = rd64(h + 56);
+  *owned = NULL;
+  if (flags & (FATBIN_FLAG_ZSTD | FATBIN_FLAG_LZ4)) {
+    CUresult r = decompress(flags, h + header, n, full, owned);
+    if (r) return r;
+    *data = *owned;
+    *size = full;
+  } else {
+    *data = h + header;
+    *size = n;
+  }
+  return CUDA_SUCCESS;
+}
+
+/* A cubin for this GPU from any image cuModuleLoadData takes, in memory we own. */
+static CUresult image_to_cubin(nvcu_device *d, const void *image, void **cubin, size_t *size) {
+  const uint8_t *p = image;
+  unsigned gpu_sm = (d->info.sm_version >> 8) * 10 + ((d->info.sm_version >> 4) & 0xf);
+  const uint8_t *data = p;
+  size_t n = 0;
+  uint8_t *owned = NULL;
+  CUresult r = CUDA_SUCCESS;
+  if (rd32(p) == FATBIN_WRAPPER_MAGIC) p = (const uint8_t *)(uintptr_t)rd64(p + 8);
+  if (rd32(p) == FATBIN_CONTAINER_MAGIC) {
+    entry e = pick_entry(p, gpu_sm);
+    if (!e.header) {
+      nvcu_log("the fatbin has neither SASS for sm_%u nor PTX it could be compiled from", gpu_sm);
+      return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    }
+    if ((r = entry_payload(e, &data, &n, &owned))) return r;
+    if (e.kind == FATBIN_KIND_PTX) n = strnlen((const char *)data, n);
+    if (e.kind == FATBIN_KIND_ELF && n >= 64 && elf_size(data) <= n) n = elf_size(data);
+  } else if (!memcmp(p,
+                     "\x7f"
+                     "ELF",
+                     4)) {
+    n = elf_size(p);
+  } else {
+    n = strlen((const char *)p);
+  }
+  if (!memcmp(data,
+              "\x7f"
+              "ELF",
+              4)) {
+    *cubin = malloc(n);
+    if (!*cubin) r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!r) memcpy(*cubin, data, n), *size = n;
+  } else if (nvhcq_source_detect(data, n) == NVHCQ_SOURCE_PTX) {
+    void *bin;
+    r = nvcu_status(nvhcq_binary_compile(data, n, d->info.arch, NULL, 0, &bin, size),
+                    "compiling PTX");
+    if (!r) {
+      *cubin = malloc(*size);
+      if (*cubin) memcpy(*cubin, bin, *size);
+      r = *cubin ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+      nvhcq_binary_destroy(bin);
+    }
+  } else {
+    nvcu_log("the image is neither a cubin, a fatbin nor PTX text");
+    r = CUDA_ERROR_INVALID_IMAGE;
+  }
+  free(owned);
+  return r;
+}
+
+/* Each parameter's offset and size in the argument block, from nvhcq's parameter table. */
+static CUresult read_params(struct CUfunc_st *f) {
+  f->params = calloc(f->info.param_count ? f->info.param_count : 1, sizeof *f->params);
+  if (!f->params) return CUDA_ERROR_OUT_OF_MEMORY;
+  for (uint32_t i = 0; i < f->info.param_count; i++) {
+    nvhcq_kernel_param p = {.struct_size = sizeof p};
+    CUresult r = nvcu_status(nvhcq_kernel_query_param(f->k, i, &p), f->name);
+    if (r) return r;
+    f->params[i] = (nvcu_param){p.offset, p.size};
+  }
+  f->param_count = f->info.param_count;
+  return CUDA_SUCCESS;
+}
+
+CUresult nvcu_func_check(CUfunction f) {
+  return f && f->magic == NVCU_FUNC_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult nvcu_pack_args(struct CUfunc_st *f, void **kernelParams, void **extra, uint8_t **out,
+                        uint32_t *size) {
+  uint32_t n = f->info.param_size;
+  *out = NULL;
+  *size = n;
+  if (n == 0) return CUDA_SUCCESS;
+  uint8_t *args = calloc(1, n);
+  if (!args) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (kernelParams) {
+    for (uint32_t i = 0; i < f->param_count; i++)
+      if (f->params[i].offset + f->params[i].size <= n)
+        memcpy(args + f->params[i].offset, kernelParams[i], f->params[i].size);
+  } else if (extra) {
+    const void *buf = NULL;
+    size_t buf_size = 0;
+    for (int i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+      if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+        buf = extra[i + 1];
+      else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+        buf_size = *(size_t *)extra[i + 1];
+    }
+    if (!buf) {
+      free(args);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    memcpy(args, buf, buf_size < n ? buf_size : n);
+  } else {
+    nvcu_log("%s takes %u bytes of parameters and the launch gives none", f->name, n);
+    free(args);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *out = args;
+  return CUDA_SUCCESS;
+}
+
+/* ---- modules ---- */
+
+static CUresult mod_check(CUmodule m) {
+  return m && m->magic == NVCU_MOD_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+static CUresult load(CUmodule *module, const void *image) {
+  if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  nvcu_device *d;
+  int index;
+  CUresult r = nvcu_current(&d, &index);
+  struct CUmod_st *m = r ? NULL : calloc(1, sizeof *m);
+  if (!r && !m) r = CUDA_ERROR_OUT_OF_MEMORY;
+  void *cubin = NULL;
+  size_t cubin_size = 0;
+  if (!r) r = image_to_cubin(d, image, &cubin, &cubin_size);
+  if (!r)
+    r = nvcu_status(nvhcq_module_load(d->dev, cubin, cubin_size, &m->mod), "loading a module");
+  free(cubin);
+  if (r) {
+    free(m);
+  } else {
+    m->magic = NVCU_MOD_MAGIC;
+    m->device = index;
+    *module = m;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image) {
+  return load(module, image);
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                            CUjit_option *options, void **optionValues) {
+  (void)options, (void)optionValues;
+  if (numOptions) nvcu_log("cuModuleLoadDataEx: %u JIT options ignored", numOptions);
+  return load(module, image);
+}
+
+CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin) {
+  return load(module, fatCubin);
+}
+
+CUresult cuModuleLoad(CUmodule *module, const char *fname) {
+  if (!fname) return CUDA_ERROR_INVALID_VALUE;
+  FILE *f = fopen(fname, "rb");
+  if (!f) return CUDA_ERROR_FILE_NOT_FOUND;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *data = n > 0 ? calloc(1, (size_t)n + 1) : NULL;
+  CUresult r =
+      data && fread(data, 1, (size_t)n, f) == (size_t)n ? CUDA_SUCCESS : CUDA_ERROR_FILE_NOT_FOUND;
+  fclose(f);
+  if (!r) r = load(module, data);
+  free(data);
+  return r;
+}
+
+CUresult cuModuleUnload(CUmodule hmod) {
+  if (mod_check(hmod)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  CUresult r = nvcu_status(nvhcq_module_unload(hmod->mod), "cuModuleUnload");
+  for (uint32_t i = 0; i < hmod->func_count; i++) {
+    hmod->funcs[i]->magic = 0;
+    free(hmod->funcs[i]->params);
+    free(hmod->funcs[i]->name);
+    free(hmod->funcs[i]);
+  }
+  free(hmod->funcs);
+  hmod->magic = 0;
+  free(hmod);
+  NVCU_UNLOCK();
+  return r;
+}
+
+static CUresult new_function(CUmodule m, const char *name, nvhcq_kernel *k, CUfunction *out) {
+  struct CUfunc_st *f = calloc(1, sizeof *f);
+  struct CUfunc_st **funcs = realloc(m->funcs, (m->func_count + 1) * sizeof *funcs);
+  if (funcs) m->funcs = funcs;
+  if (!f || !funcs || !(f->name = strdup(name))) {
+    free(f);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  *f = (struct CUfunc_st){.magic = NVCU_FUNC_MAGIC,
+                          .mod = m,
+                          .k = k,
+                          .name = f->name,
+                          .max_dynamic_shared = 48 * 1024,
+                          .carveout = -1};
+  f->info.struct_size = sizeof f->info;
+  CUresult r = nvcu_status(nvhcq_kernel_query_info(k, &f->info), name);
+  if (!r) r = read_params(f);
+  if (r) {
+    free(f->name);
+    free(f);
+    return r;
+  }
+  m->funcs[m->func_count++] = f;
+  *out = f;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
+  if (!hfunc || !name) return CUDA_ERROR_INVALID_VALUE;
+  if (mod_check(hmod)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  CUresult r = CUDA_SUCCESS;
+  *hfunc = NULL;
+  for (uint32_t i = 0; i < hmod->func_count; i++)
+    if (!strcmp(hmod->funcs[i]->name, name)) *hfunc = hmod->funcs[i];
+  if (!*hfunc) {
+    nvhcq_kernel *k;
+    r = nvcu_status(nvhcq_module_get_kernel(hmod->mod, name, &k), "cuModuleGetFunction");
+    if (!r) r = new_function(hmod, name, k, hfunc);
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name) {
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  if (mod_check(hmod)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  uint64_t address = 0;
+  size_t size = 0;
+  CUresult r =
+      nvcu_status(nvhcq_module_get_global(hmod->mod, name, &address, &size), "cuModuleGetGlobal");
+  if (!r && dptr) *dptr = address;
+  if (!r && bytes) *bytes = size;
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* ---- libraries: a library is a module, a kernel is a function ---- */
+
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                           void **jitOptionsValues, unsigned int numJitOptions,
+                           CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                           unsigned int numLibraryOptions) {
+  (void)jitOptions, (void)jitOptionsValues, (void)libraryOptions, (void)libraryOptionValues;
+  if (numJitOptions || numLibraryOptions)
+    nvcu_log("cuLibraryLoadData: %u JIT and %u library options ignored", numJitOptions,
+             numLibraryOptions);
+  return load((CUmodule *)library, code);
+}
+
+CUresult cuLibraryUnload(CUlibrary library) {
+  return cuModuleUnload((CUmodule)library);
+}
+
+CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
+  return cuModuleGetFunction((CUfunction *)pKernel, (CUmodule)library, name);
+}
+
+CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library) {
+  if (!pMod) return CUDA_ERROR_INVALID_VALUE;
+  if (mod_check((CUmodule)library)) return CUDA_ERROR_INVALID_HANDLE;
+  *pMod = (CUmodule)library;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name) {
+  return cuModuleGetGlobal_v2(dptr, bytes, (CUmodule)library, name);
+}
+
+CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
+  if (!pFunc) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_func_check((CUfunction)kernel)) return CUDA_ERROR_INVALID_HANDLE;
+  *pFunc = (CUfunction)kernel;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuKernelGetName(const char **name, CUkernel hfunc) {
+  return cuFuncGetName(name, (CUfunction)hfunc);
+}
+
+CUresult cuFuncGetName(const char **name, CUfunction hfunc) {
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_func_check(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
+  *name = hfunc->name;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
+                            size_t *paramSize) {
+  if (nvcu_func_check(func)) return CUDA_ERROR_INVALID_HANDLE;
+  if (paramIndex >= func->param_count) return CUDA_ERROR_INVALID_VALUE;
+  if (paramOffset) *paramOffset = func->params[paramIndex].offset;
+  if (paramSize) *paramSize = func->params[paramIndex].size;
+  return CUDA_SUCCESS;
+}
+
+/* ---- attributes ---- */
+
+CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc) {
+  if (!pi) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_func_check(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
+  const nvhcq_kernel_info *k = &hfunc->info;
+  nvcu_device *d;
+  NVCU_LOCK();
+  CUresult r = nvcu_device_get(hfunc->mod->device, &d);
+  NVCU_UNLOCK();
+  if (r) return r;
+  unsigned sm = (d->info.sm_version >> 8) * 10 + ((d->info.sm_version >> 4) & 0xf);
+  switch (attrib) {
+  case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+    *pi = (int)k->max_threads;
+    break;
+  case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+    *pi = (int)k->shared_bytes;
+    break;
+  case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
+    *pi = 0;
+    break;
+  case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+    *pi = (int)k->local_bytes;
+    break;
+  case CU_FUNC_ATTRIBUTE_NUM_REGS:
+    *pi = (int)k->registers;
+    break;
+  case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+  case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
+    *pi = (int)sm;
+    break;
+  case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA:
+    *pi = 0;
+    break;
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+    *pi = hfunc->max_dynamic_shared;
+    break;
+  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+    *pi = hfunc->carveout;
+    break;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    *pi = (int)k->cluster.x;
+    break;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    *pi = (int)k->cluster.y;
+    break;
+  case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    *pi = (int)k->cluster.z;
+    break;
+  case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET:
+    *pi = 0;
+    break;
+  case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: {
+    int64_t v = 0;
+    nvhcq_kernel_get_attribute(hfunc->k, NVHCQ_KERNEL_NON_PORTABLE_CLUSTER, &v);
+    *pi = (int)v;
+    break;
+  }
+  default:
+    *pi = 0; /* the cluster scheduling preference: the default */
+    break;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
+  if (nvcu_func_check(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
+  switch (attrib) {
+  case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+    if (value < 0 || (uint32_t)value > hfunc->info.max_dynamic_shared) {
+      nvcu_log("%s: %d bytes of dynamic shared memory asked, at most %u possible", hfunc->name,
+               value, hfunc->info.max_dynamic_shared);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    hfunc->max_dynamic_shared = value;
+    return CUDA_SUCCESS;
+  case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: {
+    NVCU_LOCK();
+    CUresult r = nvcu_status(
+        nvhcq_kernel_set_attribute(hfunc->k, NVHCQ_KERNEL_CARVEOUT_PREFERENCE, value), hfunc->name);
+    NVCU_UNLOCK();
+    if (!r) hfunc->carveout = value;
+    return r;
+  }
+  case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED: {
+    NVCU_LOCK();
+    CUresult r = nvcu_status(
+        nvhcq_kernel_set_attribute(hfunc->k, NVHCQ_KERNEL_NON_PORTABLE_CLUSTER, value != 0),
+        hfunc->name);
+    NVCU_UNLOCK();
+    return r;
+  }
+  case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+    return CUDA_SUCCESS; /* given per launch (cuLaunchKernelEx) */
+  default:
+    return nvcu_unsupported("cuFuncSetAttribute of this attribute");
+  }
+}
+
+CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
+  (void)config; /* a hint: nvhcq chooses the carveout from occupancy */
+  return nvcu_func_check(hfunc);
+}
+
+CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev) {
+  (void)dev;
+  return cuFuncGetAttribute(pi, attrib, (CUfunction)kernel);
+}
+
+CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel, CUdevice dev) {
+  (void)dev;
+  return cuFuncSetAttribute((CUfunction)kernel, attrib, val);
+}
+
+/* ---- occupancy ---- */
+
+static CUresult blocks_per_sm(CUfunction f, int block, size_t shared, int *out) {
+  if (nvcu_func_check(f)) return CUDA_ERROR_INVALID_HANDLE;
+  if (block <= 0) return CUDA_ERROR_INVALID_VALUE;
+  nvhcq_occupancy o = {.struct_size = sizeof o};
+  NVCU_LOCK();
+  nvhcq_status s =
+      nvhcq_kernel_query_occupancy(f->k, (nvhcq_dim3){(uint32_t)block, 1, 1}, (uint32_t)shared, &o);
+  NVCU_UNLOCK();
+  if (s == NVHCQ_ERROR_LAUNCH_CHECK || s == NVHCQ_ERROR_INVALID_ARGUMENT) {
+    *out = 0; /* a shape that cannot run at all has no blocks */
+    return CUDA_SUCCESS;
+  }
+  if (s) return nvcu_status(s, "occupancy");
+  *out = (int)o.blocks_per_sm;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+                                                     size_t dynamicSMemSize) {
+  if (!numBlocks) return CUDA_ERROR_INVALID_VALUE;
+  return blocks_per_sm(func, blockSize, dynamicSMemSize, numBlocks);
+}
+
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func,
+                                                              int blockSize, size_t dynamicSMemSize,
+                                                              unsigned int flags) {
+  (void)flags;
+  return cuOccupancyMaxActiveBlocksPerMultiprocessor(numBlocks, func, blockSize, dynamicSMemSize);
+}
+
+/* The block size (a multiple of 32) with the most resident threads per SM, the largest of
+ * equals; the grid that fills every SM with it. */
+CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+                                          CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                          size_t dynamicSMemSize, int blockSizeLimit) {
+  if (!minGridSize || !blockSize) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_func_check(func)) return CUDA_ERROR_INVALID_HANDLE;
+  int limit = (int)func->info.max_threads;
+  if (blockSizeLimit > 0 && blockSizeLimit < limit) limit = blockSizeLimit;
+  int best = 0, best_threads = -1, best_blocks = 0;
+  for (int b = 32; b <= limit; b += 32) {
+    size_t shared = blockSizeToDynamicSMemSize ? blockSizeToDynamicSMemSize(b) : dynamicSMemSize;
+    int n = 0;
+    CUresult r = blocks_per_sm(func, b, shared, &n);
+    if (r) return r;
+    if (n * b >= best_threads && n > 0) best = b, best_threads = n * b, best_blocks = n;
+  }
+  nvcu_device *d;
+  NVCU_LOCK();
+  CUresult r = nvcu_device_get(func->mod->device, &d);
+  NVCU_UNLOCK();
+  if (r) return r;
+  *blockSize = best;
+  *minGridSize = best_blocks * (int)d->info.sm_count;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
+                                      const CUlaunchConfig *config) {
+  if (!numClusters || !config) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_func_check(func)) return CUDA_ERROR_INVALID_HANDLE;
+  nvhcq_launch_config c;
+  CUresult r = nvcu_launch_config(config, &c);
+  if (r) return r;
+  uint32_t n = 0;
+  NVCU_LOCK();
+  r = nvcu_status(nvhcq_kernel_query_max_clusters(func->k, &c, &n), "cuOccupancyMaxActiveClusters");
+  NVCU_UNLOCK();
+  if (!r) *numClusters = (int)n;
+  return r;
+}
+
+CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func,
+                                                 int numBlocks, int blockSize) {
+  if (!dynamicSmemSize || numBlocks <= 0) return CUDA_ERROR_INVALID_VALUE;
+  int n = 0;
+  size_t lo = 0, hi = func ? func->info.max_dynamic_shared : 0;
+  /* The most bytes that still let numBlocks blocks reside: the count only falls as bytes grow. */
+  while (lo < hi) {
+    size_t mid = (lo + hi + 1) / 2;
+    CUresult r = blocks_per_sm(func, blockSize, mid, &n);
+    if (r) return r;
+    if (n >= numBlocks)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  *dynamicSmemSize = lo;
+  return CUDA_SUCCESS;
+}

@@ -1,0 +1,465 @@
+/* Streams, events and launches: each operation goes to the device's compute or copy queue after
+ * a GPU wait for the other engine's latest work, and releases its engine's timeline. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+/* The NULL, legacy and per-thread default streams: one, since all work is ordered anyway. */
+static struct CUstream_st default_stream = {.magic = NVCU_STREAM_MAGIC};
+
+CUresult nvcu_stream_get(CUstream s, struct CUstream_st **out) {
+  if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
+    int index;
+    CUresult r = nvcu_current(NULL, &index);
+    if (r) return r;
+    default_stream.device = index;
+    *out = &default_stream;
+    return CUDA_SUCCESS;
+  }
+  if (s->magic != NVCU_STREAM_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
+  *out = s;
+  return CUDA_SUCCESS;
+}
+
+/* libcuda's synchronizations spin by default (when the CPU has more cores than GPUs), and see a
+ * long copy end at once; nvhcq's waits sleep after 2 ms and see it up to ~3% late. So the CPU spins
+ * here for up to SPIN_MS first, then leaves the rest (and fault and timeout reports) to nvhcq. */
+#define SPIN_MS 50
+
+CUresult nvcu_signal_wait(nvhcq_signal *sig, uint64_t value, const char *what) {
+  if (nvhcq_signal_value(sig) >= value) return CUDA_SUCCESS;
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (unsigned i = 0;; i++) {
+    if (nvhcq_signal_value(sig) >= value) return CUDA_SUCCESS;
+    if ((i & 1023) == 1023) {
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= SPIN_MS) break;
+    }
+    __builtin_ia32_pause();
+  }
+  return nvcu_status(nvhcq_signal_cpu_wait(sig, value, 0), what);
+}
+
+nvhcq_queue *nvcu_engine_begin(nvcu_device *d, int e) {
+  nvhcq_queue *q = d->queue[e];
+  nvhcq_queue_reset(q);
+  int o = !e;
+  if (d->submitted[o] > d->seen[e]) {
+    nvhcq_queue_gpu_wait(q, d->timeline[o], d->submitted[o]);
+    d->seen[e] = d->submitted[o];
+  }
+  return q;
+}
+
+CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st) {
+  nvhcq_queue *q = d->queue[e];
+  nvhcq_status s = nvhcq_queue_signal(q, d->timeline[e], d->submitted[e] + 1);
+  if (!s) s = nvhcq_queue_submit(q);
+  if (s) return nvcu_status(s, e ? "submitting a copy" : "submitting a launch");
+  d->submitted[e]++;
+  d->last_engine = e;
+  if (st) {
+    st->need[e] = d->submitted[e];
+    st->need[!e] = 0; /* this operation waited for the other engine */
+  }
+  return CUDA_SUCCESS;
+}
+
+static CUresult run_launch(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op) {
+  nvhcq_queue *q = nvcu_engine_begin(d, NVCU_COMPUTE);
+  nvhcq_status s;
+  if (op->cluster.x | op->cluster.y | op->cluster.z | op->cluster_policy) {
+    nvhcq_launch_config c = {.struct_size = sizeof c,
+                             .grid = op->grid,
+                             .block = op->block,
+                             .dynamic_shared = op->shared,
+                             .cluster = op->cluster,
+                             .cluster_policy = op->cluster_policy};
+    s = nvhcq_queue_launch_ex(q, op->func->k, &c, op->args, op->args_size);
+  } else {
+    s = nvhcq_queue_launch(q, op->func->k, op->grid, op->block, op->shared, op->args,
+                           op->args_size);
+  }
+  if (s) return nvcu_status(s, op->func->name);
+  return nvcu_engine_end(d, NVCU_COMPUTE, st);
+}
+
+CUresult nvcu_stream_op(CUstream s, const nvcu_op *op) {
+  struct CUstream_st *st;
+  nvcu_device *d;
+  CUresult r = nvcu_stream_get(s, &st);
+  if (!r) r = nvcu_device_get(st->device, &d);
+  if (r) return r;
+  if (st->capture) {
+    if (op->cluster.x | op->cluster.y | op->cluster.z)
+      return nvcu_unsupported("capturing a launch with a cluster (graphs have no clusters yet)");
+    CUgraphNode node;
+    CUgraphNode last = st->capture_last;
+    r = nvcu_graph_append(st->capture, op, last ? &last : NULL, last ? 1 : 0, &node);
+    if (!r) st->capture_last = node;
+    return r;
+  }
+  switch (op->kind) {
+  case CU_GRAPH_NODE_TYPE_KERNEL:
+    return run_launch(d, st, op);
+  case CU_GRAPH_NODE_TYPE_MEMCPY:
+    return nvcu_run_copy(d, st, op);
+  case CU_GRAPH_NODE_TYPE_MEMSET:
+    return nvcu_run_memset(d, st, op);
+  default:
+    return CUDA_SUCCESS;
+  }
+}
+
+/* ---- streams ---- */
+
+CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority) {
+  if (!phStream || (flags & ~1u)) return CUDA_ERROR_INVALID_VALUE;
+  int index;
+  CUresult r = nvcu_current(NULL, &index);
+  if (r) return r;
+  struct CUstream_st *st = calloc(1, sizeof *st);
+  if (!st) return CUDA_ERROR_OUT_OF_MEMORY;
+  *st = (struct CUstream_st){
+      .magic = NVCU_STREAM_MAGIC, .device = index, .flags = flags, .priority = priority};
+  *phStream = st;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
+  return cuStreamCreateWithPriority(phStream, Flags, 0);
+}
+
+/* Work already submitted runs to its end, as CUDA promises; the stream itself holds nothing. */
+CUresult cuStreamDestroy_v2(CUstream hStream) {
+  if (!hStream || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD ||
+      hStream->magic != NVCU_STREAM_MAGIC)
+    return CUDA_ERROR_INVALID_HANDLE;
+  hStream->magic = 0;
+  free(hStream);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamDestroy(CUstream hStream) {
+  return cuStreamDestroy_v2(hStream);
+}
+
+static CUresult stream_wait(struct CUstream_st *st) {
+  nvcu_device *d;
+  CUresult r = nvcu_device_get(st->device, &d);
+  for (int e = 0; e < 2 && !r; e++)
+    if (st->need[e]) r = nvcu_signal_wait(d->timeline[e], st->need[e], "synchronizing a stream");
+  return r;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream) {
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) r = stream_wait(st);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuStreamQuery(CUstream hStream) {
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  nvcu_device *d;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) r = nvcu_device_get(st->device, &d);
+  for (int e = 0; e < 2 && !r; e++)
+    if (nvhcq_signal_value(d->timeline[e]) < st->need[e]) r = CUDA_ERROR_NOT_READY;
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* A host function in a stream's order: the CPU waits for the stream's work, then calls it (the
+ * caller's thread, not one of the library's; later work is submitted only after it returned). */
+static CUresult host_call(CUstream hStream, CUhostFn fn, CUstreamCallback cb, void *data) {
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && st->capture) r = nvcu_unsupported("host functions in a captured stream");
+  if (!r) r = stream_wait(st);
+  NVCU_UNLOCK();
+  if (r) return r;
+  if (fn) fn(data);
+  if (cb) cb(hStream, CUDA_SUCCESS, data);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData) {
+  if (!fn) return CUDA_ERROR_INVALID_VALUE;
+  return host_call(hStream, fn, NULL, userData);
+}
+
+CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *userData,
+                             unsigned int flags) {
+  if (!callback || flags) return CUDA_ERROR_INVALID_VALUE;
+  return host_call(hStream, NULL, callback, userData);
+}
+
+/* Every stream's work is ordered after all earlier work: a wait is already met. */
+CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+  (void)Flags;
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && (!hEvent || hEvent->magic != NVCU_EVENT_MAGIC)) r = CUDA_ERROR_INVALID_HANDLE;
+  return r;
+}
+
+CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags) {
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && flags) *flags = st->flags;
+  return r;
+}
+
+CUresult cuStreamGetPriority(CUstream hStream, int *priority) {
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && priority) *priority = st->priority;
+  return r;
+}
+
+/* The device's primary context: contexts of one device share everything here. */
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
+  struct CUstream_st *st;
+  nvcu_device *d;
+  NVCU_LOCK();
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) r = nvcu_device_get(st->device, &d);
+  if (!r && pctx) *pctx = &d->primary;
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx) {
+  if (pGreenCtx) *pGreenCtx = NULL; /* no green contexts */
+  return cuStreamGetCtx(hStream, pCtx);
+}
+
+/* ---- capture ---- */
+
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+  (void)mode;
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (r) return r;
+  if (st == &default_stream) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  if (st->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  r = cuGraphCreate(&st->capture, 0);
+  st->capture_last = NULL;
+  return r;
+}
+
+CUresult cuStreamBeginCapture(CUstream hStream) {
+  return cuStreamBeginCapture_v2(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (r) return r;
+  if (!st->capture) return CUDA_ERROR_ILLEGAL_STATE;
+  if (phGraph) *phGraph = st->capture;
+  st->capture = NULL;
+  st->capture_last = NULL;
+  return phGraph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus) {
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && captureStatus)
+    *captureStatus = st->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  return r;
+}
+
+/* ---- events ---- */
+
+static CUresult event_check(CUevent e) {
+  return e && e->magic == NVCU_EVENT_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
+  if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  nvcu_device *d;
+  int index;
+  CUresult r = nvcu_current(&d, &index);
+  struct CUevent_st *ev = r ? NULL : calloc(1, sizeof *ev);
+  if (!r && !ev) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r) {
+    *ev = (struct CUevent_st){.magic = NVCU_EVENT_MAGIC, .device = index, .flags = Flags};
+    r = nvcu_status(nvhcq_signal_create(d->dev, 0, &ev->sig), "cuEventCreate");
+    if (r)
+      free(ev);
+    else
+      *phEvent = ev;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuEventDestroy_v2(CUevent hEvent) {
+  if (event_check(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  /* The signal may still be released by the GPU: it is freed once that has happened. */
+  nvhcq_signal_cpu_wait(hEvent->sig, hEvent->value, 0);
+  nvhcq_signal_destroy(hEvent->sig);
+  hEvent->magic = 0;
+  free(hEvent);
+  NVCU_UNLOCK();
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventDestroy(CUevent hEvent) {
+  return cuEventDestroy_v2(hEvent);
+}
+
+CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
+  (void)flags;
+  if (event_check(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  nvcu_device *d;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) r = nvcu_device_get(st->device, &d);
+  if (!r && st->capture) r = nvcu_unsupported("cuEventRecord in a captured stream");
+  if (!r) {
+    /* Behind the latest operation of either engine, which itself waited for the other. */
+    int e = d->last_engine;
+    nvhcq_queue *q = nvcu_engine_begin(d, e);
+    nvhcq_status s = nvhcq_queue_signal(q, hEvent->sig, hEvent->value + 1);
+    if (!s) s = nvhcq_queue_submit(q);
+    r = nvcu_status(s, "cuEventRecord");
+    if (!r) hEvent->value++;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+  return cuEventRecordWithFlags(hEvent, hStream, 0);
+}
+
+CUresult cuEventSynchronize(CUevent hEvent) {
+  if (event_check(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  CUresult r = nvcu_signal_wait(hEvent->sig, hEvent->value, "cuEventSynchronize");
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuEventQuery(CUevent hEvent) {
+  if (event_check(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
+  return nvhcq_signal_value(hEvent->sig) >= hEvent->value ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+
+CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+  if (!pMilliseconds) return CUDA_ERROR_INVALID_VALUE;
+  if (event_check(hStart) || event_check(hEnd)) return CUDA_ERROR_INVALID_HANDLE;
+  if ((hStart->flags | hEnd->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+  if (!hStart->value || !hEnd->value) return CUDA_ERROR_INVALID_HANDLE; /* never recorded */
+  if (cuEventQuery(hStart) || cuEventQuery(hEnd)) return CUDA_ERROR_NOT_READY;
+  uint64_t t0 = nvhcq_signal_timestamp_ns(hStart->sig), t1 = nvhcq_signal_timestamp_ns(hEnd->sig);
+  *pMilliseconds = (float)((double)((int64_t)(t1 - t0)) / 1e6);
+  return CUDA_SUCCESS;
+}
+
+CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+  return cuEventElapsedTime_v2(pMilliseconds, hStart, hEnd);
+}
+
+/* ---- launches ---- */
+
+static CUresult launch(CUfunction f, const nvhcq_launch_config *c, CUstream hStream,
+                       void **kernelParams, void **extra) {
+  CUresult r = nvcu_func_check(f);
+  if (r) return r;
+  nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_KERNEL,
+                .func = f,
+                .grid = c->grid,
+                .block = c->block,
+                .cluster = c->cluster,
+                .cluster_policy = c->cluster_policy,
+                .shared = c->dynamic_shared};
+  NVCU_LOCK();
+  r = nvcu_pack_args(f, kernelParams, extra, &op.args, &op.args_size);
+  if (!r) r = nvcu_stream_op(hStream, &op);
+  NVCU_UNLOCK();
+  free(op.args);
+  return r;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void **kernelParams, void **extra) {
+  nvhcq_launch_config c = {.grid = {gridDimX, gridDimY, gridDimZ},
+                           .block = {blockDimX, blockDimY, blockDimZ},
+                           .dynamic_shared = sharedMemBytes};
+  return launch(f, &c, hStream, kernelParams, extra);
+}
+
+/* CUDA's launch attributes as nvhcq's configuration: clusters and their scheduling policy are
+ * nvhcq's; those that change nothing nvhcq does (priorities, access policies, ...) are accepted;
+ * cooperative launches and programmatic dependencies are not supported. */
+CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *out) {
+  *out = (nvhcq_launch_config){.struct_size = sizeof *out,
+                               .grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
+                               .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
+                               .dynamic_shared = config->sharedMemBytes};
+  if (config->numAttrs && !config->attrs) return CUDA_ERROR_INVALID_VALUE;
+  for (unsigned int i = 0; i < config->numAttrs; i++) {
+    const CUlaunchAttribute *a = &config->attrs[i];
+    switch (a->id) {
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+      out->cluster =
+          (nvhcq_dim3){a->value.clusterDim.x, a->value.clusterDim.y, a->value.clusterDim.z};
+      break;
+    case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+      out->cluster_policy = (uint32_t)a->value.clusterSchedulingPolicyPreference;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+      if (a->value.cooperative) return nvcu_unsupported("cooperative launches");
+      break;
+    default:
+      nvcu_log("cuLaunchKernelEx: launch attribute %d ignored", (int)a->id);
+      break;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                          void **extra) {
+  if (!config) return CUDA_ERROR_INVALID_VALUE;
+  nvhcq_launch_config c;
+  CUresult r = nvcu_launch_config(config, &c);
+  if (r) return r;
+  return launch(f, &c, config->hStream, kernelParams, extra);
+}
+
+#define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));
+NVCU_ALIAS(cuLaunchKernel_ptsz, cuLaunchKernel)
+NVCU_ALIAS(cuLaunchKernelEx_ptsz, cuLaunchKernelEx)
+NVCU_ALIAS(cuStreamSynchronize_ptsz, cuStreamSynchronize)
+NVCU_ALIAS(cuStreamQuery_ptsz, cuStreamQuery)
+NVCU_ALIAS(cuStreamWaitEvent_ptsz, cuStreamWaitEvent)
+NVCU_ALIAS(cuStreamGetFlags_ptsz, cuStreamGetFlags)
+NVCU_ALIAS(cuStreamGetPriority_ptsz, cuStreamGetPriority)
+NVCU_ALIAS(cuStreamGetCtx_ptsz, cuStreamGetCtx)
+NVCU_ALIAS(cuStreamGetCtx_v2_ptsz, cuStreamGetCtx_v2)
+NVCU_ALIAS(cuStreamBeginCapture_ptsz, cuStreamBeginCapture)
+NVCU_ALIAS(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2)
+NVCU_ALIAS(cuStreamEndCapture_ptsz, cuStreamEndCapture)
+NVCU_ALIAS(cuStreamIsCapturing_ptsz, cuStreamIsCapturing)
+NVCU_ALIAS(cuEventRecord_ptsz, cuEventRecord)
+NVCU_ALIAS(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)
+NVCU_ALIAS(cuStreamAddCallback_ptsz, cuStreamAddCallback)
+NVCU_ALIAS(cuEventRecordWithFlags_ptsz, cuEventRecordWithFlags)
