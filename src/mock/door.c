@@ -103,8 +103,14 @@ static ssize_t mock_read_text(const char *path, char *buf, size_t size) {
   return n < (int)size ? n : (ssize_t)size - 1;
 }
 
-static const nvhcq_door_ops mock_ops = {mock_open, mock_close, mock_ioctl,
-                                        mock_mmap, munmap,     mock_read_text};
+static const nvhcq_door_ops mock_ops = {mock_open,
+                                        mock_close,
+                                        mock_ioctl,
+                                        mock_mmap,
+                                        munmap,
+                                        mock_read_text,
+                                        nvhcq_mock_module_loaded,
+                                        nvhcq_mock_module_unloaded};
 
 void nvhcq_mock_install(void) {
   pthread_mutex_lock(&nvhcq_mock.lock);
@@ -117,6 +123,7 @@ void nvhcq_mock_install(void) {
 
 void nvhcq_mock_uninstall(void) {
   nvhcq_door_set_ops(NULL);
+  mock_modules_drop();
   free(nvhcq_mock.objs);
   free(nvhcq_mock.ranges);
   nvhcq_mock.objs = NULL;
@@ -141,6 +148,7 @@ nvhcq_mock_counts nvhcq_mock_live(void) {
   for (int i = 0; i < MOCK_MAX_FDS; i++) c.fds += nvhcq_mock.fds[i].kind != FD_FREE;
   c.channels = nvhcq_mock.channels;
   pthread_mutex_unlock(&nvhcq_mock.lock);
+  c.modules = mock_module_count();
   pthread_rwlock_rdlock(&nvhcq_mock.va_lock);
   c.ranges = nvhcq_mock.nranges;
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "abi/uvm.h"
+#include "mock/mock.h"
 
 #define MOCK_FD_BASE     0x40000
 #define MOCK_MAX_FDS     4096
@@ -97,5 +98,11 @@ void mock_channel_fault(mock_channel *ch, uint32_t xid, uint64_t address, const 
 void mock_channel_fault_info(mock_channel *ch, NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS *out);
 
 uint64_t mock_now_ns(void);
+
+/* ---- kernels (kernels.c) ---- */
+/* The default grid runner: the kernel's PTX through the interpreter. */
+int mock_run_ptx_grid(const nvhcq_mock_grid *g);
+uint32_t mock_module_count(void);
+void mock_modules_drop(void);
 
 #endif

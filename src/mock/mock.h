@@ -19,18 +19,29 @@ typedef struct nvhcq_mock_grid {
   uint32_t register_count;
   uint64_t shared_window, local_window; /* from SET_SHADER_*_WINDOW */
   uint64_t local_memory, local_per_tpc; /* from SET_SHADER_LOCAL_MEMORY */
-  /* Out: on failure, what went wrong (into the channel's fault record and stderr) and the GPU
-   * address that faulted, if any. */
+  /* Nonzero (read atomically) once the channel is stopped: a grid still running ends. */
+  const int *stop;
+  /* Out: on failure, what went wrong (into the channel's fault record and stderr), the GPU
+   * address that faulted, if any, and the Xid the channel stops with (13, an SM exception, when
+   * left alone; 31 for an MMU fault). */
   char *error;
   size_t error_size;
   uint64_t *fault_address;
+  uint32_t *xid;
 } nvhcq_mock_grid;
 
-/* Runs one grid; 0 on success. The default reports that kernels do not run on the mock yet. */
+/* Runs one grid; 0 on success. The default runs the kernel's PTX (src/mock/kernels.c). */
 typedef int (*nvhcq_mock_grid_fn)(const nvhcq_mock_grid *g);
 int nvhcq_mock_run_grid(const nvhcq_mock_grid *g);
 /* Replaces the grid runner (the PTX interpreter); NULL restores the default. */
 void nvhcq_mock_set_grid_hook(nvhcq_mock_grid_fn fn);
+
+/* The mock's record of a module nvhcq loaded (the door's module_loaded): its kernels' code
+ * addresses and their PTX, from nvhcq (modules built from PTX or CUDA C) or, for cubins, from the
+ * PTX files NVHCQ_MOCK_PTX lists (':'-separated; the first that has every kernel of the cubin). */
+void nvhcq_mock_module_loaded(uint64_t gpu_address, const void *cubin, size_t cubin_size,
+                              const char *ptx, size_t ptx_size);
+void nvhcq_mock_module_unloaded(uint64_t gpu_address);
 
 /* The host memory behind GPU addresses [va, va + len), or NULL if they are not all mapped. */
 void *nvhcq_mock_gpu_pointer(uint64_t va, uint64_t len);
@@ -44,9 +55,9 @@ void nvhcq_mock_uninstall(void);
 void nvhcq_mock_install_from_env(void);
 
 /* Live RM objects (clients and everything under them), open mock fds, command-processor
- * threads and UVM ranges: all zero once every device is closed. */
+ * threads, UVM ranges and module records: all zero once every device is closed. */
 typedef struct nvhcq_mock_counts {
-  uint32_t objects, fds, channels, ranges;
+  uint32_t objects, fds, channels, ranges, modules;
 } nvhcq_mock_counts;
 nvhcq_mock_counts nvhcq_mock_live(void);
 

@@ -52,9 +52,9 @@ static nvhcq_device *open_mock(void) {
 static void close_mock(nvhcq_device *dev) {
   TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
   nvhcq_mock_counts c = nvhcq_mock_live();
-  TEST_CHECK_MSG(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0,
-                 "live after close: %u objects, %u fds, %u channels, %u ranges", c.objects, c.fds,
-                 c.channels, c.ranges);
+  TEST_CHECK_MSG(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0 && c.modules == 0,
+                 "live after close: %u objects, %u fds, %u channels, %u ranges, %u modules",
+                 c.objects, c.fds, c.channels, c.ranges, c.modules);
   nvhcq_mock_uninstall();
 }
 
@@ -222,6 +222,11 @@ static int record_grid(const nvhcq_mock_grid *g) {
   return 0;
 }
 
+static int refuse_grid(const nvhcq_mock_grid *g) {
+  snprintf(g->error, g->error_size, "grid refused by test_mock");
+  return -1;
+}
+
 static void t_qmd_launch(void) {
   NEED_MOCK_DEVICE(dev);
   nvhcq_buffer *a, *b;
@@ -235,10 +240,22 @@ static void t_qmd_launch(void) {
     TEST_CHECK(seen.qmd_version == 4 && seen.grid[0] == 132 * 128 && seen.block[0] == 512);
     TEST_CHECK(seen.program_address != 0 && seen.cbank0_address != 0 && seen.cbank0_bytes > 0);
     TEST_CHECK(seen.shared_window == 0x729400000000ull && seen.local_window == 0x729300000000ull);
-    /* Without a runner the grid faults the channel with a clear report, and recovery works. */
+    /* The default runner does the built-in copy (src/mock/kernels.c). */
+    uint8_t *pattern = malloc(1 << 20), *back = malloc(1 << 20);
+    fill(pattern, 1 << 20, 5);
+    TEST_CHECK(nvhcq_buffer_write(a, 0, pattern, 1 << 20) == NVHCQ_SUCCESS);
+    TEST_CHECK_MSG(nvhcq_buffer_copy(b, 0, a, 0, 1 << 20) == NVHCQ_SUCCESS, "%s",
+                   nvhcq_last_error());
+    TEST_CHECK(nvhcq_buffer_read(back, b, 0, 1 << 20) == NVHCQ_SUCCESS);
+    TEST_CHECK(memcmp(back, pattern, 1 << 20) == 0);
+    free(pattern);
+    free(back);
+    /* A grid that fails stops the channel with a clear report, and recovery works. */
+    nvhcq_mock_set_grid_hook(refuse_grid);
     nvhcq_status s = nvhcq_buffer_copy(b, 0, a, 0, 1 << 20);
+    nvhcq_mock_set_grid_hook(NULL);
     TEST_CHECK_MSG(s == NVHCQ_ERROR_GPU_FAULT && strstr(nvhcq_last_error(), "Xid 13") &&
-                       strstr(nvhcq_last_error(), "no kernel execution"),
+                       strstr(nvhcq_last_error(), "grid refused"),
                    "%s: %s", nvhcq_status_name(s), nvhcq_last_error());
     TEST_CHECK_MSG(nvhcq_device_recover(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   }
