@@ -5,6 +5,7 @@
 #include "util/abi.h"
 #include "util/align.h"
 #include "driver/door.h"
+#include "exec/compile.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -220,13 +221,23 @@ nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t s
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (nvhcq_source_detect(data, size) == NVHCQ_SOURCE_CUBIN)
     return nvhcq_module_load(dev, data, size, out);
-  void *bin;
+  /* A door that runs kernels from PTX (the mock) gets CUDA C as PTX first, then assembled. */
+  char *ptx = NULL;
+  size_t ptx_size = 0;
+  if (nvhcq_door->module_loaded && nvhcq_source_detect(data, size) == NVHCQ_SOURCE_CUDA) {
+    NVHCQ_TRY(nvhcq_compile_cuda_to_ptx(data, size, dev->info.arch, options, num_options, &ptx,
+                                        &ptx_size));
+    data = ptx, size = ptx_size;
+    options = NULL, num_options = 0; /* NVRTC's, not nvJitLink's */
+  }
+  void *bin = NULL;
   size_t bin_size;
-  NVHCQ_TRY(
-      nvhcq_binary_compile(data, size, dev->info.arch, options, num_options, &bin, &bin_size));
-  int ptx = nvhcq_source_detect(data, size) == NVHCQ_SOURCE_PTX;
-  nvhcq_status s = load_with_ptx(dev, bin, bin_size, ptx ? data : NULL, ptx ? size : 0, out);
+  nvhcq_status s =
+      nvhcq_binary_compile(data, size, dev->info.arch, options, num_options, &bin, &bin_size);
+  int is_ptx = nvhcq_source_detect(data, size) == NVHCQ_SOURCE_PTX;
+  if (!s) s = load_with_ptx(dev, bin, bin_size, is_ptx ? data : NULL, is_ptx ? size : 0, out);
   free(bin);
+  free(ptx);
   return s;
 }
 

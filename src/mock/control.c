@@ -209,6 +209,21 @@ static uint32_t gpu_control(uint32_t cmd, void *params) {
   }
 }
 
+/* The target channel's saved SM error, as SM 0's (the mock runs a grid on one "SM"). */
+static uint32_t sm_error_states(uint32_t client,
+                                NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS *q) {
+  uint32_t channel = q->hTargetChannel, start = q->startingSM, count = q->numSMsToRead;
+  if (count > NV83DE_CTRL_DEBUG_MAX_SMS_PER_CALL) return MOCK_ERR_INVALID_ARGUMENT;
+  mock_obj *ch = mock_find(client, channel);
+  if (!ch || !ch->ch) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  memset(q, 0, sizeof *q);
+  q->hTargetChannel = channel;
+  q->startingSM = start;
+  q->numSMsToRead = count;
+  if (start == 0 && count > 0) mock_channel_sm_error(ch->ch, &q->smErrorStateArray[0]);
+  return MOCK_NV_OK;
+}
+
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
   mock_obj *client = mock_find(p->hClient, p->hClient);
   if (!client || client->hclass != NV01_ROOT_CLIENT) return MOCK_ERR_INVALID_CLIENT;
@@ -221,15 +236,11 @@ uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
                 (p->cmd == NV2080_CTRL_CMD_FB_GET_INFO_V2 && p->paramsSize == 460) ||
                 (p->cmd == NVA06C_CTRL_CMD_GPFIFO_SCHEDULE && p->paramsSize == 2);
   if (!size_ok || !params) return MOCK_ERR_INVALID_PARAM_STRUCT;
-  if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES ||
-      p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO) {
-    /* No SM ran anything: nothing recorded (the channel's own record says what stopped it). */
-    uint32_t keep =
-        p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES
-            ? ((NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS *)params)->numSMsToRead
-            : 0;
+  if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES)
+    return sm_error_states(p->hClient, params);
+  if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO) {
+    /* The SMs' MMU faults go to UVM's event ring (mock_uvm_report_fault), not this record. */
     memset(params, 0, want);
-    if (keep) ((NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS *)params)->numSMsToRead = keep;
     return MOCK_NV_OK;
   }
   if ((p->cmd >> 16) == 0x906f || (p->cmd >> 16) == 0xc36f ||

@@ -31,6 +31,7 @@ struct mock_channel {
   uint32_t copy[METHODS], compute[METHODS];
   uint64_t fault_address;
   char fault_what[32];
+  NV83DE_SM_ERROR_STATE_REGISTERS sm_error; /* written before faulted is set */
 };
 
 /* ---- faults ---- */
@@ -45,6 +46,11 @@ void mock_channel_fault(mock_channel *ch, uint32_t xid, uint64_t address, const 
   memcpy(ch->notifier + 8, &xid, 4);
   memcpy(ch->notifier + 12, &engine, 2);
   __atomic_store_n((uint16_t *)(ch->notifier + 14), (uint16_t)0xffff, __ATOMIC_RELEASE);
+}
+
+void mock_channel_sm_error(mock_channel *ch, NV83DE_SM_ERROR_STATE_REGISTERS *out) {
+  memset(out, 0, sizeof *out);
+  if (__atomic_load_n(&ch->faulted, __ATOMIC_ACQUIRE)) *out = ch->sm_error;
 }
 
 void mock_channel_fault_info(mock_channel *ch, NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS *out) {
@@ -253,7 +259,9 @@ static int run_qmd(mock_channel *ch, nvhcq_qmd_version v, uint64_t at, const uin
   char error[512] = "";
   uint64_t fault_address = 0;
   uint32_t xid = MOCK_XID_GR;
+  nvhcq_mock_sm_error sm = {0};
   nvhcq_mock_grid g = {.qmd_address = at,
+                       .sm_error = &sm,
                        .stop = &ch->stop,
                        .error = error,
                        .error_size = sizeof error,
@@ -265,6 +273,12 @@ static int run_qmd(mock_channel *ch, nvhcq_qmd_version v, uint64_t at, const uin
     /* A grid cut short because the channel is being stopped is no fault of its own. */
     if (__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) return -1;
     fprintf(stderr, "nvhcq mock: %s\n", error[0] ? error : "the grid failed");
+    if (xid == MOCK_XID_MMU) mock_uvm_report_fault(fault_address, sm.write, 1);
+    ch->sm_error = (NV83DE_SM_ERROR_STATE_REGISTERS){.hwwGlobalEsr = sm.global_error,
+                                                     .hwwWarpEsr = sm.warp_error,
+                                                     .hwwWarpEsrPc = (uint32_t)sm.pc,
+                                                     .hwwEsrAddr = sm.address,
+                                                     .hwwWarpEsrPc64 = sm.pc};
     mock_channel_fault(ch, xid, fault_address ? fault_address : g.program_address,
                        error[0] ? error : "the grid failed");
     return -1;

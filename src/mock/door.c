@@ -41,6 +41,9 @@ static int mock_open(const char *path, int flags) {
   for (int i = 0; i < MOCK_MAX_FDS && fd < 0; i++)
     if (__atomic_load_n(&nvhcq_mock.fds[i].kind, __ATOMIC_ACQUIRE) == FD_FREE) {
       nvhcq_mock.fds[i].map = NULL;
+      nvhcq_mock.fds[i].queue = NULL;
+      nvhcq_mock.fds[i].control = NULL;
+      nvhcq_mock.fds[i].events = 0;
       __atomic_store_n(&nvhcq_mock.fds[i].kind, kind, __ATOMIC_RELEASE);
       fd = MOCK_FD_BASE + i;
     }
@@ -64,7 +67,10 @@ int mock_fd_kind(int fd) {
 static int mock_close(int fd) {
   pthread_mutex_lock(&nvhcq_mock.lock);
   mock_fd *f = fd_slot(fd);
-  if (f) __atomic_store_n(&f->kind, FD_FREE, __ATOMIC_RELEASE);
+  if (f) {
+    f->queue = NULL; /* its ring may be unmapped next */
+    __atomic_store_n(&f->kind, FD_FREE, __ATOMIC_RELEASE);
+  }
   pthread_mutex_unlock(&nvhcq_mock.lock);
   if (f) return 0;
   errno = EBADF;
@@ -76,7 +82,7 @@ static int mock_ioctl(int fd, unsigned long request, void *arg) {
   int kind = mock_fd_kind(fd);
   if (kind == FD_FREE) return -EBADF;
   if (!arg) return -EFAULT;
-  if (kind == FD_UVM || kind == FD_TOOLS) return mock_uvm_ioctl(kind, request, arg);
+  if (kind == FD_UVM || kind == FD_TOOLS) return mock_uvm_ioctl(fd, kind, request, arg);
   if (((request >> 8) & 0xff) != NV_IOCTL_MAGIC || (request >> 30) != 3) return -EINVAL;
   return mock_rm_ioctl(request & 0xff, arg, (unsigned)(request >> 16) & 0x3fff);
 }

@@ -48,6 +48,12 @@ typedef struct mock_obj {
 typedef struct mock_fd {
   int kind;
   const struct mock_obj *map; /* the object RM_MAP_MEMORY bound to this fd */
+  /* UVM tools fds: the event ring UVM_TOOLS_INIT_EVENT_TRACKER named (in the caller's memory)
+   * and the event types enabled. */
+  uint8_t *queue;
+  uint32_t queue_entries;
+  UVM_TOOLS_EVENT_CONTROL *control;
+  uint64_t events;
 } mock_fd;
 
 /* A UVM external range and the memory mapped into it. */
@@ -77,8 +83,12 @@ int mock_rm_ioctl(unsigned nr, void *arg, unsigned size);
 int mock_fd_kind(int fd);
 
 /* ---- UVM (uvm.c) ---- */
-int mock_uvm_ioctl(int kind, unsigned long cmd, void *arg);
+int mock_uvm_ioctl(int fd, int kind, unsigned long cmd, void *arg);
 void mock_ranges_drop(const mock_obj *obj);
+
+/* Reports a fatal fault of the SMs (clientType 1) or of a copy engine or the host (2) to every
+ * tools fd that enabled fault events, as UVM does before the channel is stopped. */
+void mock_uvm_report_fault(uint64_t address, int write, int client_type);
 
 /* ---- controls (control.c) ---- */
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params);
@@ -96,6 +106,8 @@ uint32_t mock_channel_token(const mock_channel *ch);
 /* Stops the channel the way robust-channel recovery does: the notifier says Xid `xid`. */
 void mock_channel_fault(mock_channel *ch, uint32_t xid, uint64_t address, const char *what);
 void mock_channel_fault_info(mock_channel *ch, NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS *out);
+/* The SM error registers the driver saved for the channel's last SM exception (zero if none). */
+void mock_channel_sm_error(mock_channel *ch, NV83DE_SM_ERROR_STATE_REGISTERS *out);
 
 uint64_t mock_now_ns(void);
 

@@ -26,6 +26,7 @@ typedef struct mock_kernel {
 } mock_kernel;
 
 typedef struct mock_module {
+  uint32_t refs; /* the table's, and one per grid running its kernel (under modules_lock) */
   uint64_t gpu_address;
   nvhcq_ptx_module *ptx;
   mock_kernel *kernels;
@@ -34,7 +35,9 @@ typedef struct mock_module {
   struct mock_module *next;
 } mock_module;
 
-static pthread_rwlock_t modules_lock = PTHREAD_RWLOCK_INITIALIZER;
+/* Held only to find, link and unlink records: a grid runs without it (a kernel may never end, and
+ * its module may be unloaded meanwhile; the last reference frees the record). */
+static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
 static mock_module *modules;
 static uint32_t module_count;
 
@@ -151,15 +154,24 @@ void nvhcq_mock_module_loaded(uint64_t gpu_address, const void *cubin, size_t cu
   }
   nvhcq_cubin_free(c);
   if (!m) return;
-  pthread_rwlock_wrlock(&modules_lock);
+  m->refs = 1;
+  pthread_mutex_lock(&modules_lock);
   m->next = modules;
   modules = m;
   module_count++;
-  pthread_rwlock_unlock(&modules_lock);
+  pthread_mutex_unlock(&modules_lock);
+}
+
+/* Drops a reference; the last frees the record. */
+static void module_release(mock_module *m) {
+  pthread_mutex_lock(&modules_lock);
+  int last = --m->refs == 0;
+  pthread_mutex_unlock(&modules_lock);
+  if (last) module_free(m);
 }
 
 void nvhcq_mock_module_unloaded(uint64_t gpu_address) {
-  pthread_rwlock_wrlock(&modules_lock);
+  pthread_mutex_lock(&modules_lock);
   mock_module *found = NULL;
   for (mock_module **at = &modules; *at; at = &(*at)->next)
     if ((*at)->gpu_address == gpu_address) {
@@ -168,27 +180,27 @@ void nvhcq_mock_module_unloaded(uint64_t gpu_address) {
       module_count--;
       break;
     }
-  pthread_rwlock_unlock(&modules_lock);
-  if (found) module_free(found);
+  pthread_mutex_unlock(&modules_lock);
+  if (found) module_release(found);
 }
 
 uint32_t mock_module_count(void) {
-  pthread_rwlock_rdlock(&modules_lock);
+  pthread_mutex_lock(&modules_lock);
   uint32_t n = module_count;
-  pthread_rwlock_unlock(&modules_lock);
+  pthread_mutex_unlock(&modules_lock);
   return n;
 }
 
 /* Drops every module record (the mock is uninstalled, or its last client freed). */
 void mock_modules_drop(void) {
-  pthread_rwlock_wrlock(&modules_lock);
+  pthread_mutex_lock(&modules_lock);
   mock_module *m = modules;
   modules = NULL;
   module_count = 0;
-  pthread_rwlock_unlock(&modules_lock);
+  pthread_mutex_unlock(&modules_lock);
   while (m) {
     mock_module *next = m->next;
-    module_free(m);
+    module_release(m);
     m = next;
   }
 }
@@ -200,8 +212,8 @@ static void *translate(void *user, uint64_t address, size_t size, int write) {
   return nvhcq_mock_gpu_pointer(address, size ? size : 1);
 }
 
-static const mock_kernel *kernel_at(uint64_t code, const mock_module **in) {
-  for (const mock_module *m = modules; m; m = m->next)
+static const mock_kernel *kernel_at(uint64_t code, mock_module **in) {
+  for (mock_module *m = modules; m; m = m->next)
     for (uint32_t i = 0; i < m->nkernels; i++)
       if (m->kernels[i].code == code) {
         *in = m;
@@ -233,21 +245,40 @@ static int builtin_copy(const nvhcq_mock_grid *g, const uint8_t *params) {
   return 0;
 }
 
+/* The warp error code the SM would save for an interpreter fault (0: none, the global ESR says). */
+static uint32_t warp_error_for(nvhcq_ptx_fault_kind kind) {
+  switch (kind) {
+  case NVHCQ_PTX_FAULT_MISALIGNED:
+    return 0x0f;
+  case NVHCQ_PTX_FAULT_TRAP:
+    return 0x09; /* what the H200 reports for __trap() */
+  case NVHCQ_PTX_FAULT_UNSUPPORTED:
+    return 0x09; /* an instruction the mock's SM does not know: an illegal encoding */
+  default:
+    return 0;
+  }
+}
+
 static int ptx_fault_to_grid(const nvhcq_mock_grid *g, const mock_kernel *k,
                              const nvhcq_ptx_fault *f) {
   char where[96];
   snprintf(where, sizeof where, "PTX line %d, block (%u,%u,%u) thread (%u,%u,%u)", f->line,
            f->block[0], f->block[1], f->block[2], f->thread[0], f->thread[1], f->thread[2]);
-  if (f->kind == NVHCQ_PTX_FAULT_ADDRESS) {
+  int mmu = f->kind == NVHCQ_PTX_FAULT_ADDRESS;
+  if (mmu)
     snprintf(g->error, g->error_size, "kernel %s: %s at 0x%llx (%s)", k->name, f->what,
              (unsigned long long)f->address, where);
-    if (g->fault_address) *g->fault_address = f->address;
-    if (g->xid) *g->xid = MOCK_XID_MMU;
-    return -1;
-  }
-  snprintf(g->error, g->error_size, "kernel %s: %s (%s)", k->name, f->what, where);
-  if (g->fault_address) *g->fault_address = f->address ? f->address : k->code;
-  if (g->xid) *g->xid = MOCK_XID_GR;
+  else
+    snprintf(g->error, g->error_size, "kernel %s: %s (%s)", k->name, f->what, where);
+  if (g->fault_address) *g->fault_address = mmu || f->address ? f->address : k->code;
+  if (g->xid) *g->xid = mmu ? MOCK_XID_MMU : MOCK_XID_GR;
+  /* The interpreter has no SASS PC: the kernel's entry stands for it. */
+  if (g->sm_error)
+    *g->sm_error = (nvhcq_mock_sm_error){.warp_error = mmu ? 0 : warp_error_for(f->kind),
+                                         .global_error = f->kind == NVHCQ_PTX_FAULT_TRAP ? 0x10 : 0,
+                                         .pc = k->code,
+                                         .address = f->address,
+                                         .write = f->write};
   return -1;
 }
 
@@ -280,14 +311,18 @@ static int run_kernel(const nvhcq_mock_grid *g, const mock_module *m, const mock
 }
 
 int mock_run_ptx_grid(const nvhcq_mock_grid *g) {
-  pthread_rwlock_rdlock(&modules_lock);
-  const mock_module *m = NULL;
+  pthread_mutex_lock(&modules_lock);
+  mock_module *m = NULL;
   const mock_kernel *k = kernel_at(g->program_address, &m);
-  char at[32];
-  snprintf(at, sizeof at, "0x%llx", (unsigned long long)g->program_address);
-  int r = k ? run_kernel(g, m, k)
-            : fail(g, MOCK_XID_GR, g->program_address,
-                   "no loaded module has a kernel at program address %s%s", at, "");
-  pthread_rwlock_unlock(&modules_lock);
+  if (m) m->refs++;
+  pthread_mutex_unlock(&modules_lock);
+  if (!k) {
+    char at[32];
+    snprintf(at, sizeof at, "0x%llx", (unsigned long long)g->program_address);
+    return fail(g, MOCK_XID_GR, g->program_address,
+                "no loaded module has a kernel at program address %s%s", at, "");
+  }
+  int r = run_kernel(g, m, k);
+  module_release(m);
   return r;
 }

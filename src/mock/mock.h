@@ -6,6 +6,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What an SM saves when a kernel faults: the warp error code (bits 15:0 of the warp ESR; 0x0f a
+ * misaligned address), the global ESR (0x10 a trap), the PC and the address, and whether the
+ * access was a write (for MMU faults). */
+typedef struct nvhcq_mock_sm_error {
+  uint32_t warp_error, global_error;
+  uint64_t pc, address;
+  int write;
+} nvhcq_mock_sm_error;
+
 /* One grid as the command processor read it from its QMD. */
 typedef struct nvhcq_mock_grid {
   uint64_t qmd_address;
@@ -28,6 +37,7 @@ typedef struct nvhcq_mock_grid {
   size_t error_size;
   uint64_t *fault_address;
   uint32_t *xid;
+  nvhcq_mock_sm_error *sm_error;
 } nvhcq_mock_grid;
 
 /* Runs one grid; 0 on success. The default runs the kernel's PTX (src/mock/kernels.c). */

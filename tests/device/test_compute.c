@@ -380,6 +380,9 @@ static void t_launch_checks(void) {
 static void t_wrong_arch(void) {
   NEED_GPU();
   const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
+#ifdef NVHCQ_TEST_CUBIN_DEFAULT
+  if (!dir) dir = NVHCQ_TEST_CUBIN_DEFAULT;
+#endif
   char path[512];
   snprintf(path, sizeof path, "%s/device_kernels_sm_80.cubin", dir ? dir : ".");
   if (access(path, F_OK) != 0) TEST_SKIP("no sm_80 cubin built");
