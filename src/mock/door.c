@@ -36,6 +36,10 @@ static int mock_open(const char *path, int flags) {
     errno = ENOENT;
     return -1;
   }
+  if (mock_fail_now("open")) {
+    errno = ENOMEM;
+    return -1;
+  }
   pthread_mutex_lock(&nvhcq_mock.lock);
   int fd = -1;
   for (int i = 0; i < MOCK_MAX_FDS && fd < 0; i++)
@@ -90,6 +94,10 @@ static int mock_ioctl(int fd, unsigned long request, void *arg) {
 /* The mapping RM_MAP_MEMORY prepared on this fd, of the object's own backing store. */
 static void *mock_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t offset) {
   if (fd < MOCK_FD_BASE) return mmap(addr, len, prot, flags, fd, offset);
+  if (mock_fail_now("mmap")) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
   pthread_mutex_lock(&nvhcq_mock.lock);
   mock_fd *f = fd_slot(fd);
   const mock_obj *o = f ? f->map : NULL;
@@ -139,7 +147,10 @@ void nvhcq_mock_uninstall(void) {
 
 static void install_if_asked(void) {
   const char *env = getenv("NVHCQ_MOCK");
-  if (env && *env && strcmp(env, "0") != 0 && nvhcq_door_is_real()) nvhcq_mock_install();
+  if (env && *env && strcmp(env, "0") != 0 && nvhcq_door_is_real()) {
+    nvhcq_mock_install();
+    mock_fail_from_env();
+  }
 }
 
 void nvhcq_mock_install_from_env(void) {

@@ -111,6 +111,11 @@ void mock_channel_sm_error(mock_channel *ch, NV83DE_SM_ERROR_STATE_REGISTERS *ou
 
 uint64_t mock_now_ns(void);
 
+/* ---- failure injection (fail.c) ---- */
+/* 1 if this call is the one to fail (see nvhcq_mock_fail). */
+int mock_fail_now(const char *call);
+void mock_fail_from_env(void);
+
 /* ---- kernels (kernels.c) ---- */
 /* The default grid runner: the kernel's PTX through the interpreter. */
 int mock_run_ptx_grid(const nvhcq_mock_grid *g);

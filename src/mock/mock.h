@@ -64,6 +64,20 @@ void nvhcq_mock_uninstall(void);
  * called where the library first uses the door. */
 void nvhcq_mock_install_from_env(void);
 
+/* Failure injection: the nth call (from 1, counted from now) named `call` fails as the real
+ * driver fails it: RM and UVM calls with NV_ERR_NO_MEMORY in their status, the ioctls that have
+ * none, open and mmap with ENOMEM. Names: RM_ALLOC, RM_CONTROL, RM_ALLOC_MEMORY, RM_MAP_MEMORY,
+ * RM_FREE, CARD_INFO, REGISTER_FD, UVM_INITIALIZE, UVM_REGISTER_GPU, UVM_REGISTER_GPU_VASPACE,
+ * UVM_REGISTER_CHANNEL, UVM_CREATE_EXTERNAL_RANGE, UVM_MAP_EXTERNAL_ALLOCATION, UVM_FREE,
+ * UVM_TOOLS_INIT_EVENT_TRACKER, UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS, UVM_UNREGISTER_*, open,
+ * mmap; "any" is every call but the teardown ones (frees, unregistrations). nth 0 only counts;
+ * call NULL turns it off. NVHCQ_MOCK_FAIL=<call>[:<nth>] (nth 1 when left out) does the same
+ * when the mock is installed from the environment. */
+void nvhcq_mock_fail(const char *call, uint32_t nth);
+/* Calls that matched since nvhcq_mock_fail, and the one that was failed (NULL if none yet). */
+uint32_t nvhcq_mock_fail_count(void);
+const char *nvhcq_mock_failed_call(void);
+
 /* Live RM objects (clients and everything under them), open mock fds, command-processor
  * threads, UVM ranges and module records: all zero once every device is closed. */
 typedef struct nvhcq_mock_counts {

@@ -278,7 +278,49 @@ static int rm_escape(unsigned nr, void *arg, unsigned size) {
   }
 }
 
+static const char *escape_name(unsigned nr) {
+  switch (nr) {
+  case NV_ESC_CARD_INFO:
+    return "CARD_INFO";
+  case NV_ESC_REGISTER_FD:
+    return "REGISTER_FD";
+  case NV_ESC_RM_ALLOC:
+    return "RM_ALLOC";
+  case NV_ESC_RM_FREE:
+    return "RM_FREE";
+  case NV_ESC_RM_CONTROL:
+    return "RM_CONTROL";
+  case NV_ESC_RM_ALLOC_MEMORY:
+    return "RM_ALLOC_MEMORY";
+  case NV_ESC_RM_MAP_MEMORY:
+    return "RM_MAP_MEMORY";
+  case NV_ESC_CHECK_VERSION_STR:
+    return "CHECK_VERSION_STR";
+  default:
+    return "RM_UNKNOWN";
+  }
+}
+
+/* An injected failure: NV_ERR_NO_MEMORY in the call's status, or ENOMEM where it has none. */
+static int fail_escape(unsigned nr, void *arg, unsigned size) {
+  uint32_t *status = NULL;
+  if (nr == NV_ESC_RM_ALLOC && size == sizeof(NVOS21_PARAMETERS))
+    status = &((NVOS21_PARAMETERS *)arg)->status;
+  if (nr == NV_ESC_RM_FREE && size == sizeof(NVOS00_PARAMETERS))
+    status = &((NVOS00_PARAMETERS *)arg)->status;
+  if (nr == NV_ESC_RM_CONTROL && size == sizeof(NVOS54_PARAMETERS))
+    status = &((NVOS54_PARAMETERS *)arg)->status;
+  if (nr == NV_ESC_RM_ALLOC_MEMORY && size == sizeof(nv_ioctl_nvos02_parameters_with_fd))
+    status = &((nv_ioctl_nvos02_parameters_with_fd *)arg)->params.status;
+  if (nr == NV_ESC_RM_MAP_MEMORY && size == sizeof(nv_ioctl_nvos33_parameters_with_fd))
+    status = &((nv_ioctl_nvos33_parameters_with_fd *)arg)->params.status;
+  if (!status) return -ENOMEM;
+  *status = MOCK_ERR_NO_MEMORY;
+  return 0;
+}
+
 int mock_rm_ioctl(unsigned nr, void *arg, unsigned size) {
+  if (mock_fail_now(escape_name(nr))) return fail_escape(nr, arg, size);
   pthread_mutex_lock(&nvhcq_mock.lock);
   int r = rm_escape(nr, arg, size);
   pthread_mutex_unlock(&nvhcq_mock.lock);

@@ -249,7 +249,49 @@ void mock_uvm_report_fault(uint64_t address, int write, int client_type) {
   pthread_mutex_unlock(&nvhcq_mock.lock);
 }
 
+static const char *uvm_name(int kind, unsigned long cmd) {
+  if (kind == FD_TOOLS)
+    return cmd == UVM_TOOLS_INIT_EVENT_TRACKER           ? "UVM_TOOLS_INIT_EVENT_TRACKER"
+           : cmd == UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS  ? "UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS"
+           : cmd == UVM_TOOLS_SET_NOTIFICATION_THRESHOLD ? "UVM_TOOLS_SET_NOTIFICATION_THRESHOLD"
+                                                         : "UVM_TOOLS_UNKNOWN";
+  static const struct {
+    unsigned long cmd;
+    const char *name;
+  } names[] = {{UVM_INITIALIZE, "UVM_INITIALIZE"},
+               {UVM_MM_INITIALIZE, "UVM_MM_INITIALIZE"},
+               {UVM_REGISTER_GPU, "UVM_REGISTER_GPU"},
+               {UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU"},
+               {UVM_REGISTER_GPU_VASPACE, "UVM_REGISTER_GPU_VASPACE"},
+               {UVM_UNREGISTER_GPU_VASPACE, "UVM_UNREGISTER_GPU_VASPACE"},
+               {UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL"},
+               {UVM_UNREGISTER_CHANNEL, "UVM_UNREGISTER_CHANNEL"},
+               {UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE"},
+               {UVM_MAP_EXTERNAL_ALLOCATION, "UVM_MAP_EXTERNAL_ALLOCATION"},
+               {UVM_FREE, "UVM_FREE"}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (names[i].cmd == cmd) return names[i].name;
+  return "UVM_UNKNOWN";
+}
+
+/* An injected failure: NV_ERR_NO_MEMORY in the call's status (every UVM call has one). */
+static int fail_uvm(int kind, unsigned long cmd, void *arg) {
+  size_t at = kind == FD_TOOLS
+                  ? (cmd == UVM_TOOLS_INIT_EVENT_TRACKER
+                         ? offsetof(UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS, rmStatus)
+                     : cmd == UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS
+                         ? offsetof(UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS, rmStatus)
+                         : offsetof(UVM_TOOLS_SET_NOTIFICATION_THRESHOLD_PARAMS, rmStatus))
+                  : status_offset(cmd);
+  if (!at && cmd != UVM_MM_INITIALIZE) return -EINVAL;
+  if (cmd == UVM_MM_INITIALIZE) at = offsetof(UVM_MM_INITIALIZE_PARAMS, rmStatus);
+  uint32_t s = MOCK_ERR_NO_MEMORY;
+  memcpy((char *)arg + at, &s, sizeof s);
+  return 0;
+}
+
 int mock_uvm_ioctl(int fd, int kind, unsigned long cmd, void *arg) {
+  if (mock_fail_now(uvm_name(kind, cmd))) return fail_uvm(kind, cmd, arg);
   if (kind == FD_TOOLS) return tools_ioctl(&nvhcq_mock.fds[fd - MOCK_FD_BASE], cmd, arg);
   if (cmd == UVM_MM_INITIALIZE) { /* as the real driver answers nvhcq's second fd */
     ((UVM_MM_INITIALIZE_PARAMS *)arg)->rmStatus = MOCK_ERR_INVALID_ARGUMENT;
