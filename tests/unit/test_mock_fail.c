@@ -200,12 +200,16 @@ static void t_every_call_fails_once(void) {
   if (!mock_empty("the path without failures") || s) return;
   nvhcq_mock_uninstall();
   char seen[2048] = "";
-  uint32_t carried_on = 0;
-  for (uint32_t nth = 1; nth <= calls && test_failed_checks == 0; nth++)
+  uint32_t carried_on = 0, tried = 0;
+  /* NVHCQ_MOCK_FAIL_STRIDE=k fails every k-th call only (CI's valgrind pass, where threads crawl).
+   */
+  const char *env = getenv("NVHCQ_MOCK_FAIL_STRIDE");
+  uint32_t stride = env && atoi(env) > 0 ? (uint32_t)atoi(env) : 1;
+  for (uint32_t nth = 1; nth <= calls && test_failed_checks == 0; nth += stride, tried++)
     carried_on += (uint32_t)inject(nth, fds, seen, sizeof seen);
-  printf("  %u driver calls on the path, each failed once: %u ended in a clear error, %u were "
-         "optional; calls that failed the path: %s\n",
-         calls, calls - carried_on, carried_on, seen);
+  printf("  %u driver calls on the path, %u of them failed once each: %u ended in a clear error, "
+         "%u were optional; calls that failed the path: %s\n",
+         calls, tried, tried - carried_on, carried_on, seen);
   TEST_CHECK(calls > 50);
 }
 
