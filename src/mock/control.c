@@ -1,4 +1,4 @@
-/* The mock's RM controls: the H200 profile (build version, classes, GR and FB facts, identity,
+/* The mock's RM controls: the profile's facts (build version, classes, GR and FB facts, identity,
  * copy engines) and the channel controls nvhcq makes, each with its parameter size checked. */
 #include <string.h>
 
@@ -7,29 +7,32 @@
 const uint8_t nvhcq_mock_uuid[16] = {0x6d, 0x6f, 0x63, 0x6b, 0x48, 0x32, 0x30, 0x30,
                                      0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77};
 
-static const uint32_t h200_classes[] = {
-    NV01_ROOT_CLIENT,       NV01_DEVICE_0,     NV20_SUBDEVICE_0,        NV01_MEMORY_SYSTEM,
-    NV01_MEMORY_LOCAL_USER, FERMI_VASPACE_A,   FERMI_CONTEXT_SHARE_A,   KEPLER_CHANNEL_GROUP_A,
-    GT200_DEBUGGER,         HOPPER_USERMODE_A, AMPERE_CHANNEL_GPFIFO_A, HOPPER_CHANNEL_GPFIFO_A,
-    HOPPER_COMPUTE_A,       HOPPER_DMA_COPY_A,
-};
-#define H200_CLASSES (sizeof h200_classes / sizeof h200_classes[0])
+/* The classes the profile's driver lists (Hopper's lists Ampere's GPFIFO class too). */
+static uint32_t classes(uint32_t *out) {
+  uint32_t list[] = {NV01_ROOT_CLIENT,      NV01_DEVICE_0,          NV20_SUBDEVICE_0,
+                     NV01_MEMORY_SYSTEM,    NV01_MEMORY_LOCAL_USER, FERMI_VASPACE_A,
+                     FERMI_CONTEXT_SHARE_A, KEPLER_CHANNEL_GROUP_A, GT200_DEBUGGER,
+                     mock_gpu->usermode,    mock_gpu->gpfifo,       mock_gpu->compute,
+                     mock_gpu->copy,        AMPERE_CHANNEL_GPFIFO_A};
+  uint32_t n = sizeof list / sizeof list[0] - (mock_gpu->gpfifo == AMPERE_CHANNEL_GPFIFO_A);
+  if (out) memcpy(out, list, n * sizeof *list);
+  return n;
+}
 
-/* 8 GPCs; 66 TPCs of 2 SMs: 132 SMs. */
 static uint32_t tpc_mask(uint32_t gpc) {
-  return gpc >= 8 ? 0 : gpc < 2 ? 0x1ff : 0xff;
+  return gpc >= mock_gpu->gpcs ? 0 : (1u << mock_gpu->tpcs[gpc]) - 1;
 }
 
 static uint32_t gr_info(uint32_t index) {
   switch (index) {
   case NV2080_CTRL_GR_INFO_INDEX_SM_VERSION:
-    return 0x900;
+    return mock_gpu->sm_version;
   case NV2080_CTRL_GR_INFO_INDEX_MAX_WARPS_PER_SM:
-    return 64;
+    return mock_gpu->warps_per_sm;
   case NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_GPCS:
-    return 8;
+    return (uint32_t)mock_gpu->gpcs;
   case NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC:
-    return 9;
+    return mock_gpu->tpcs[0];
   case NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC:
     return 2;
   default:
@@ -52,13 +55,13 @@ static uint32_t fb_info(uint32_t index) {
 }
 
 static uint32_t class_list(NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS *p) {
+  uint32_t n = classes(NULL);
   if (!p->classList) {
-    p->numClasses = H200_CLASSES;
+    p->numClasses = n;
     return MOCK_NV_OK;
   }
-  if (p->numClasses < H200_CLASSES) return MOCK_ERR_INVALID_ARGUMENT;
-  memcpy((void *)(uintptr_t)p->classList, h200_classes, sizeof h200_classes);
-  p->numClasses = H200_CLASSES;
+  if (p->numClasses < n) return MOCK_ERR_INVALID_ARGUMENT;
+  p->numClasses = classes((uint32_t *)(uintptr_t)p->classList);
   return MOCK_NV_OK;
 }
 
@@ -184,7 +187,7 @@ static uint32_t gpu_control(uint32_t cmd, void *params) {
     return class_list(params);
   case NV2080_CTRL_CMD_GPU_GET_NAME_STRING:
     strcpy((char *)((NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS *)params)->gpuNameString,
-           "NVIDIA H200 (nvhcq mock)");
+           mock_gpu->name);
     return MOCK_NV_OK;
   case NV2080_CTRL_CMD_GPU_GET_GID_INFO:
     return gid_info(params);
@@ -193,7 +196,7 @@ static uint32_t gpu_control(uint32_t cmd, void *params) {
   case NV2080_CTRL_CMD_FB_GET_INFO_V2:
     return fb_get_info(params);
   case NV2080_CTRL_CMD_GR_GET_GPC_MASK:
-    ((NV2080_CTRL_GR_GET_GPC_MASK_PARAMS *)params)->gpcMask = 0xff;
+    ((NV2080_CTRL_GR_GET_GPC_MASK_PARAMS *)params)->gpcMask = (1u << mock_gpu->gpcs) - 1;
     return MOCK_NV_OK;
   case NV2080_CTRL_CMD_GR_GET_TPC_MASK: {
     NV2080_CTRL_GR_GET_TPC_MASK_PARAMS *p = params;

@@ -127,6 +127,7 @@ static const nvhcq_door_ops mock_ops = {mock_open,
                                         nvhcq_mock_module_unloaded};
 
 void nvhcq_mock_install(void) {
+  mock_profile_select();
   pthread_mutex_lock(&nvhcq_mock.lock);
   memset(nvhcq_mock.fds, 0, sizeof nvhcq_mock.fds);
   nvhcq_mock.next_handle = 0xcaf00000u;

@@ -90,11 +90,27 @@ void mock_ranges_drop(const mock_obj *obj);
  * tools fd that enabled fault events, as UVM does before the channel is stopped. */
 void mock_uvm_report_fault(uint64_t address, int write, int client_type);
 
+/* ---- the GPU it is (profile.c) ---- */
+typedef struct mock_profile {
+  const char *key, *name;
+  uint16_t device_id;
+  uint32_t sm_version, warps_per_sm;
+  const uint8_t *tpcs; /* per GPC, 2 SMs each */
+  size_t gpcs;
+  uint64_t fb_kib;
+  uint32_t usermode, gpfifo, compute, copy; /* classes (and, for Ampere's GPFIFO on Hopper, c56f) */
+} mock_profile;
+extern const mock_profile *mock_gpu;
+/* Picks the profile NVHCQ_MOCK_GPU names (at install); -1 (and an H200) for an unknown name. */
+int mock_profile_select(void);
+uint32_t mock_profile_sms(void);
+int mock_is_gpfifo_class(uint32_t c);
+
 /* ---- controls (control.c) ---- */
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params);
 extern const uint8_t nvhcq_mock_uuid[16];
 #define MOCK_GPU_ID  0x1800u
-#define MOCK_FB_KIB  (143771ull * 1024)
+#define MOCK_FB_KIB  (mock_gpu->fb_kib)
 #define MOCK_VERSION "580.95.05"
 
 /* ---- channels (cp.c) ---- */

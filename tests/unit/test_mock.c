@@ -444,6 +444,31 @@ static void t_command_processor_direct(void) {
   nvhcq_mock_uninstall();
 }
 
-TEST_MAIN(TEST(t_h200_profile), TEST(t_copies_every_kind), TEST(t_cross_queue_wait),
-          TEST(t_recorded_replay), TEST(t_qmd_launch), TEST(t_malformed_stream),
-          TEST(t_driver_checks), TEST(t_command_processor_direct))
+/* NVHCQ_MOCK_GPU picks the GPU: each profile's architecture, SMs and classes, and a copy on it. */
+static void t_other_profiles(void) {
+  static const struct {
+    const char *key, *arch;
+    uint32_t sms, compute, copy;
+  } want[] = {{"a100", "sm_80", 108, 0xc6c0, 0xc6b5},
+              {"rtx4090", "sm_89", 128, 0xc9c0, 0xc7b5},
+              {"b200", "sm_100", 148, 0xcdc0, 0xc9b5}};
+  if (!device_address_space)
+    TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    setenv("NVHCQ_MOCK_GPU", want[i].key, 1);
+    NEED_MOCK_DEVICE(dev);
+    nvhcq_device_info info = {.struct_size = sizeof info};
+    TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
+    TEST_CHECK_MSG(!strcmp(info.arch, want[i].arch) && info.sm_count == want[i].sms &&
+                       info.compute_class == want[i].compute && info.copy_class == want[i].copy,
+                   "%s: %s, %u SMs, compute 0x%x, copy 0x%x", want[i].key, info.arch, info.sm_count,
+                   info.compute_class, info.copy_class);
+    round_trip(dev, 100000, 3, NVHCQ_MEMORY_DEVICE, NVHCQ_MEMORY_HOST);
+    close_mock(dev);
+  }
+  unsetenv("NVHCQ_MOCK_GPU");
+}
+
+TEST_MAIN(TEST(t_h200_profile), TEST(t_other_profiles), TEST(t_copies_every_kind),
+          TEST(t_cross_queue_wait), TEST(t_recorded_replay), TEST(t_qmd_launch),
+          TEST(t_malformed_stream), TEST(t_driver_checks), TEST(t_command_processor_direct))
