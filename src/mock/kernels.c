@@ -125,7 +125,8 @@ static int fill_kernels(mock_module *m, const nvhcq_cubin *c) {
     k->param_offset = ck->param_offset;
     k->static_shared = ck->shared_size ? ck->shared_size : NVHCQ_RESERVED_SHARED;
     k->builtin_copy = strcmp(ck->name, BUILTIN_COPY) == 0;
-    if (m->ptx && !k->builtin_copy) nvhcq_ptx_kernel_find(m->ptx, ck->name, &k->ptx);
+    if (m->ptx && !k->builtin_copy && nvhcq_ptx_kernel_find(m->ptx, ck->name, &k->ptx))
+      snprintf(m->missing, sizeof m->missing, "its module's PTX has no kernel of that name");
   }
   return 0;
 }
