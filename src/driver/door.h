@@ -4,6 +4,7 @@
 #define NVHCQ_DOOR_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 typedef struct nvhcq_door_ops {
@@ -16,6 +17,12 @@ typedef struct nvhcq_door_ops {
   int (*munmap)(void *addr, size_t len);
   /* Reads a small text file (e.g. /proc/driver/nvidia/version); returns bytes or -1. */
   ssize_t (*read_text)(const char *path, char *buf, size_t size);
+  /* Optional, NULL for the real driver: told of each module loaded at GPU address gpu_address
+   * (its cubin, and the PTX it was built from when nvhcq has it), and of its unloading. The mock
+   * runs kernels from their PTX. */
+  void (*module_loaded)(uint64_t gpu_address, const void *cubin, size_t cubin_size, const char *ptx,
+                        size_t ptx_size);
+  void (*module_unloaded)(uint64_t gpu_address);
 } nvhcq_door_ops;
 
 extern const nvhcq_door_ops *nvhcq_door;

@@ -43,6 +43,8 @@ static const char *const nvrtc_symbols[] = {"nvrtcCreateProgram",
                                             "nvrtcVersion",
                                             "nvrtcGetNumSupportedArchs",
                                             "nvrtcGetSupportedArchs",
+                                            "nvrtcGetPTXSize",
+                                            "nvrtcGetPTX",
                                             NULL};
 enum {
   RTC_CREATE,
@@ -54,7 +56,9 @@ enum {
   RTC_DESTROY,
   RTC_VERSION,
   RTC_NUMARCHS,
-  RTC_ARCHS
+  RTC_ARCHS,
+  RTC_PTXSIZE,
+  RTC_PTX
 };
 
 static const char *const jit_names[] = {"libnvJitLink.so.13", "libnvJitLink.so.12",
@@ -348,9 +352,10 @@ static nvhcq_status take_cubin(fn size_of, fn copy, void *h, void **bin, size_t 
   return NVHCQ_SUCCESS;
 }
 
-static nvhcq_status nvrtc_compile(const char *src, size_t size, const char *arch,
-                                  const char *const *options, int num_options, void **bin,
-                                  size_t *bin_size) {
+/* CUDA C to a cubin for arch (sm_XX), or with `ptx` to PTX for it (arch then compute_XX). */
+static nvhcq_status nvrtc_run(const char *src, size_t size, const char *arch,
+                              const char *const *options, int num_options, int ptx, void **bin,
+                              size_t *bin_size) {
   char *source = malloc(size + 1);
   const char **opts = calloc((size_t)num_options + 3, sizeof *opts);
   if (!source || !opts)
@@ -378,7 +383,9 @@ static nvhcq_status nvrtc_compile(const char *src, size_t size, const char *arch
                      nvrtc.version, log ? log : "(no log)");
     free(log);
   }
-  if (!s) {
+  if (!s && ptx)
+    s = take_cubin(nvrtc.f[RTC_PTXSIZE], nvrtc.f[RTC_PTX], prog, bin, bin_size);
+  else if (!s) {
     s = take_cubin(nvrtc.f[RTC_CUBINSIZE], nvrtc.f[RTC_CUBIN], prog, bin, bin_size);
     if (!s && *bin_size == 0)
       s = nvhcq_fail(NVHCQ_ERROR_COMPILE,
@@ -388,6 +395,12 @@ static nvhcq_status nvrtc_compile(const char *src, size_t size, const char *arch
   free(source);
   free(opts);
   return s;
+}
+
+static nvhcq_status nvrtc_compile(const char *src, size_t size, const char *arch,
+                                  const char *const *options, int num_options, void **bin,
+                                  size_t *bin_size) {
+  return nvrtc_run(src, size, arch, options, num_options, 0, bin, bin_size);
 }
 
 static nvhcq_status jit_compile(const char *ptx, size_t size, const char *arch,
@@ -524,6 +537,22 @@ nvhcq_status nvhcq_binary_compile(const void *source, size_t size, const char *a
   nvhcq_status s =
       compile_locked(source, size, kind, arch, options, num_options, binary, binary_size);
   pthread_mutex_unlock(&compile_lock);
+  return s;
+}
+
+nvhcq_status nvhcq_compile_cuda_to_ptx(const void *source, size_t size, const char *arch,
+                                       const char *const *options, int num_options, char **ptx,
+                                       size_t *ptx_size) {
+  char virtual_arch[32];
+  snprintf(virtual_arch, sizeof virtual_arch, "compute_%s", arch + 3);
+  pthread_mutex_lock(&compile_lock);
+  nvhcq_status s = load_compiler(&nvrtc);
+  void *out = NULL;
+  if (!s) s = nvrtc_run(source, size, virtual_arch, options, num_options, 1, &out, ptx_size);
+  pthread_mutex_unlock(&compile_lock);
+  /* NVRTC counts the terminating NUL into the size. */
+  while (!s && *ptx_size && ((char *)out)[*ptx_size - 1] == '\0') (*ptx_size)--;
+  *ptx = out;
   return s;
 }
 

@@ -13,6 +13,11 @@ typedef struct nvhcq_compile_stats {
 } nvhcq_compile_stats;
 
 void nvhcq_compile_get_stats(nvhcq_compile_stats *stats);
+/* CUDA C to PTX for arch's virtual architecture (sm_90: compute_90) through NVRTC, uncached: what
+ * the mock GPU runs a module compiled from CUDA C from. *ptx is malloc'd, not NUL-terminated. */
+nvhcq_status nvhcq_compile_cuda_to_ptx(const void *source, size_t size, const char *arch,
+                                       const char *const *options, int num_options, char **ptx,
+                                       size_t *ptx_size);
 /* The cache directory in use ("" when the cache is off). */
 const char *nvhcq_cache_dir(void);
 

@@ -4,6 +4,8 @@
 #include "util/handle.h"
 #include "util/abi.h"
 #include "util/align.h"
+#include "driver/door.h"
+#include "exec/compile.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -118,8 +120,15 @@ static nvhcq_status invalidate_caches(nvhcq_device *dev) {
   return nvhcq_channel_submit(&dev->compute, p->words, p->len);
 }
 
-nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *data, size_t size,
-                               nvhcq_module **out) {
+/* The door hears of each module (the mock runs its kernels from `ptx`, when there is any). */
+static void tell_door(const nvhcq_module *m, const void *data, size_t size, const char *ptx,
+                      size_t ptx_size) {
+  if (nvhcq_door->module_loaded)
+    nvhcq_door->module_loaded(m->image->gpu_address, data, size, ptx, ptx_size);
+}
+
+static nvhcq_status load_with_ptx(nvhcq_device *dev, const void *data, size_t size, const char *ptx,
+                                  size_t ptx_size, nvhcq_module **out) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (!out || !data)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_load: %s is NULL",
@@ -153,10 +162,16 @@ nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *data, size_t size,
     free(m);
     return nvhcq_fail(s, "%s", msg);
   }
+  tell_door(m, data, size, ptx, ptx_size);
   m->next = dev->modules;
   dev->modules = m;
   *out = m;
   return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *data, size_t size,
+                               nvhcq_module **out) {
+  return load_with_ptx(dev, data, size, NULL, 0, out);
 }
 
 const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc) {
@@ -206,12 +221,23 @@ nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t s
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (nvhcq_source_detect(data, size) == NVHCQ_SOURCE_CUBIN)
     return nvhcq_module_load(dev, data, size, out);
-  void *bin;
+  /* A door that runs kernels from PTX (the mock) gets CUDA C as PTX first, then assembled. */
+  char *ptx = NULL;
+  size_t ptx_size = 0;
+  if (nvhcq_door->module_loaded && nvhcq_source_detect(data, size) == NVHCQ_SOURCE_CUDA) {
+    NVHCQ_TRY(nvhcq_compile_cuda_to_ptx(data, size, dev->info.arch, options, num_options, &ptx,
+                                        &ptx_size));
+    data = ptx, size = ptx_size;
+    options = NULL, num_options = 0; /* NVRTC's, not nvJitLink's */
+  }
+  void *bin = NULL;
   size_t bin_size;
-  NVHCQ_TRY(
-      nvhcq_binary_compile(data, size, dev->info.arch, options, num_options, &bin, &bin_size));
-  nvhcq_status s = nvhcq_module_load(dev, bin, bin_size, out);
+  nvhcq_status s =
+      nvhcq_binary_compile(data, size, dev->info.arch, options, num_options, &bin, &bin_size);
+  int is_ptx = nvhcq_source_detect(data, size) == NVHCQ_SOURCE_PTX;
+  if (!s) s = load_with_ptx(dev, bin, bin_size, is_ptx ? data : NULL, is_ptx ? size : 0, out);
   free(bin);
+  free(ptx);
   return s;
 }
 
@@ -227,6 +253,9 @@ nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
       break;
     }
   for (uint32_t i = 0; i < m->kernel_count; i++) m->kernels[i].magic = NVHCQ_DEAD_MAGIC;
+  /* The mock forgets the module's kernels now; a grid of them still queued there would fault
+   * (the real GPU keeps the code until the reclaim releases it). */
+  if (nvhcq_door->module_unloaded) nvhcq_door->module_unloaded(m->image->gpu_address);
   nvhcq_cubin_free(m->cubin);
   nvhcq_retire(m->kernels); /* kernel handles point into it */
   nvhcq_retire(m);

@@ -1,4 +1,4 @@
-/* The mock's RM controls: the H200 profile (build version, classes, GR and FB facts, identity,
+/* The mock's RM controls: the profile's facts (build version, classes, GR and FB facts, identity,
  * copy engines) and the channel controls nvhcq makes, each with its parameter size checked. */
 #include <string.h>
 
@@ -7,29 +7,32 @@
 const uint8_t nvhcq_mock_uuid[16] = {0x6d, 0x6f, 0x63, 0x6b, 0x48, 0x32, 0x30, 0x30,
                                      0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77};
 
-static const uint32_t h200_classes[] = {
-    NV01_ROOT_CLIENT,       NV01_DEVICE_0,     NV20_SUBDEVICE_0,        NV01_MEMORY_SYSTEM,
-    NV01_MEMORY_LOCAL_USER, FERMI_VASPACE_A,   FERMI_CONTEXT_SHARE_A,   KEPLER_CHANNEL_GROUP_A,
-    GT200_DEBUGGER,         HOPPER_USERMODE_A, AMPERE_CHANNEL_GPFIFO_A, HOPPER_CHANNEL_GPFIFO_A,
-    HOPPER_COMPUTE_A,       HOPPER_DMA_COPY_A,
-};
-#define H200_CLASSES (sizeof h200_classes / sizeof h200_classes[0])
+/* The classes the profile's driver lists (Hopper's lists Ampere's GPFIFO class too). */
+static uint32_t classes(uint32_t *out) {
+  uint32_t list[] = {NV01_ROOT_CLIENT,      NV01_DEVICE_0,          NV20_SUBDEVICE_0,
+                     NV01_MEMORY_SYSTEM,    NV01_MEMORY_LOCAL_USER, FERMI_VASPACE_A,
+                     FERMI_CONTEXT_SHARE_A, KEPLER_CHANNEL_GROUP_A, GT200_DEBUGGER,
+                     mock_gpu->usermode,    mock_gpu->gpfifo,       mock_gpu->compute,
+                     mock_gpu->copy,        AMPERE_CHANNEL_GPFIFO_A};
+  uint32_t n = sizeof list / sizeof list[0] - (mock_gpu->gpfifo == AMPERE_CHANNEL_GPFIFO_A);
+  if (out) memcpy(out, list, n * sizeof *list);
+  return n;
+}
 
-/* 8 GPCs; 66 TPCs of 2 SMs: 132 SMs. */
 static uint32_t tpc_mask(uint32_t gpc) {
-  return gpc >= 8 ? 0 : gpc < 2 ? 0x1ff : 0xff;
+  return gpc >= mock_gpu->gpcs ? 0 : (1u << mock_gpu->tpcs[gpc]) - 1;
 }
 
 static uint32_t gr_info(uint32_t index) {
   switch (index) {
   case NV2080_CTRL_GR_INFO_INDEX_SM_VERSION:
-    return 0x900;
+    return mock_gpu->sm_version;
   case NV2080_CTRL_GR_INFO_INDEX_MAX_WARPS_PER_SM:
-    return 64;
+    return mock_gpu->warps_per_sm;
   case NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_GPCS:
-    return 8;
+    return (uint32_t)mock_gpu->gpcs;
   case NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_TPC_PER_GPC:
-    return 9;
+    return mock_gpu->tpcs[0];
   case NV2080_CTRL_GR_INFO_INDEX_LITTER_NUM_SM_PER_TPC:
     return 2;
   default:
@@ -56,13 +59,13 @@ static uint32_t fb_info(uint32_t index) {
 }
 
 static uint32_t class_list(NV0080_CTRL_GPU_GET_CLASSLIST_PARAMS *p) {
+  uint32_t n = classes(NULL);
   if (!p->classList) {
-    p->numClasses = H200_CLASSES;
+    p->numClasses = n;
     return MOCK_NV_OK;
   }
-  if (p->numClasses < H200_CLASSES) return MOCK_ERR_INVALID_ARGUMENT;
-  memcpy((void *)(uintptr_t)p->classList, h200_classes, sizeof h200_classes);
-  p->numClasses = H200_CLASSES;
+  if (p->numClasses < n) return MOCK_ERR_INVALID_ARGUMENT;
+  p->numClasses = classes((uint32_t *)(uintptr_t)p->classList);
   return MOCK_NV_OK;
 }
 
@@ -188,7 +191,7 @@ static uint32_t gpu_control(uint32_t cmd, void *params) {
     return class_list(params);
   case NV2080_CTRL_CMD_GPU_GET_NAME_STRING:
     strcpy((char *)((NV2080_CTRL_GPU_GET_NAME_STRING_PARAMS *)params)->gpuNameString,
-           "NVIDIA H200 (nvhcq mock)");
+           mock_gpu->name);
     return MOCK_NV_OK;
   case NV2080_CTRL_CMD_GPU_GET_GID_INFO:
     return gid_info(params);
@@ -197,7 +200,7 @@ static uint32_t gpu_control(uint32_t cmd, void *params) {
   case NV2080_CTRL_CMD_FB_GET_INFO_V2:
     return fb_get_info(params);
   case NV2080_CTRL_CMD_GR_GET_GPC_MASK:
-    ((NV2080_CTRL_GR_GET_GPC_MASK_PARAMS *)params)->gpcMask = 0xff;
+    ((NV2080_CTRL_GR_GET_GPC_MASK_PARAMS *)params)->gpcMask = (1u << mock_gpu->gpcs) - 1;
     return MOCK_NV_OK;
   case NV2080_CTRL_CMD_GR_GET_TPC_MASK: {
     NV2080_CTRL_GR_GET_TPC_MASK_PARAMS *p = params;
@@ -213,6 +216,21 @@ static uint32_t gpu_control(uint32_t cmd, void *params) {
   }
 }
 
+/* The target channel's saved SM error, as SM 0's (the mock runs a grid on one "SM"). */
+static uint32_t sm_error_states(uint32_t client,
+                                NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS *q) {
+  uint32_t channel = q->hTargetChannel, start = q->startingSM, count = q->numSMsToRead;
+  if (count > NV83DE_CTRL_DEBUG_MAX_SMS_PER_CALL) return MOCK_ERR_INVALID_ARGUMENT;
+  mock_obj *ch = mock_find(client, channel);
+  if (!ch || !ch->ch) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  memset(q, 0, sizeof *q);
+  q->hTargetChannel = channel;
+  q->startingSM = start;
+  q->numSMsToRead = count;
+  if (start == 0 && count > 0) mock_channel_sm_error(ch->ch, &q->smErrorStateArray[0]);
+  return MOCK_NV_OK;
+}
+
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
   mock_obj *client = mock_find(p->hClient, p->hClient);
   if (!client || client->hclass != NV01_ROOT_CLIENT) return MOCK_ERR_INVALID_CLIENT;
@@ -225,15 +243,11 @@ uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
                 (p->cmd == NV2080_CTRL_CMD_FB_GET_INFO_V2 && p->paramsSize == 460) ||
                 (p->cmd == NVA06C_CTRL_CMD_GPFIFO_SCHEDULE && p->paramsSize == 2);
   if (!size_ok || !params) return MOCK_ERR_INVALID_PARAM_STRUCT;
-  if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES ||
-      p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO) {
-    /* No SM ran anything: nothing recorded (the channel's own record says what stopped it). */
-    uint32_t keep =
-        p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES
-            ? ((NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS *)params)->numSMsToRead
-            : 0;
+  if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES)
+    return sm_error_states(p->hClient, params);
+  if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO) {
+    /* The SMs' MMU faults go to UVM's event ring (mock_uvm_report_fault), not this record. */
     memset(params, 0, want);
-    if (keep) ((NV83DE_CTRL_DEBUG_READ_ALL_SM_ERROR_STATES_PARAMS *)params)->numSMsToRead = keep;
     return MOCK_NV_OK;
   }
   if ((p->cmd >> 16) == 0x906f || (p->cmd >> 16) == 0xc36f ||

@@ -31,6 +31,7 @@ struct mock_channel {
   uint32_t copy[METHODS], compute[METHODS];
   uint64_t fault_address;
   char fault_what[32];
+  NV83DE_SM_ERROR_STATE_REGISTERS sm_error; /* written before faulted is set */
 };
 
 /* ---- faults ---- */
@@ -45,6 +46,11 @@ void mock_channel_fault(mock_channel *ch, uint32_t xid, uint64_t address, const 
   memcpy(ch->notifier + 8, &xid, 4);
   memcpy(ch->notifier + 12, &engine, 2);
   __atomic_store_n((uint16_t *)(ch->notifier + 14), (uint16_t)0xffff, __ATOMIC_RELEASE);
+}
+
+void mock_channel_sm_error(mock_channel *ch, NV83DE_SM_ERROR_STATE_REGISTERS *out) {
+  memset(out, 0, sizeof *out);
+  if (__atomic_load_n(&ch->faulted, __ATOMIC_ACQUIRE)) *out = ch->sm_error;
 }
 
 void mock_channel_fault_info(mock_channel *ch, NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS *out) {
@@ -250,18 +256,31 @@ static int qmd_releases(mock_channel *ch, nvhcq_qmd_version v, const uint32_t *q
 }
 
 static int run_qmd(mock_channel *ch, nvhcq_qmd_version v, uint64_t at, const uint32_t *q) {
-  char error[256] = "";
+  char error[512] = "";
   uint64_t fault_address = 0;
+  uint32_t xid = MOCK_XID_GR;
+  nvhcq_mock_sm_error sm = {0};
   nvhcq_mock_grid g = {.qmd_address = at,
+                       .sm_error = &sm,
+                       .stop = &ch->stop,
                        .error = error,
                        .error_size = sizeof error,
-                       .fault_address = &fault_address};
+                       .fault_address = &fault_address,
+                       .xid = &xid};
   read_grid(v, q, &g);
   read_windows(ch, &g);
   if (nvhcq_mock_run_grid(&g)) {
+    /* A grid cut short because the channel is being stopped is no fault of its own. */
+    if (__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) return -1;
     fprintf(stderr, "nvhcq mock: %s\n", error[0] ? error : "the grid failed");
-    mock_channel_fault(ch, MOCK_XID_GR, fault_address ? fault_address : g.program_address,
-                       "mock: no kernel execution yet");
+    if (xid == MOCK_XID_MMU) mock_uvm_report_fault(fault_address, sm.write, 1);
+    ch->sm_error = (NV83DE_SM_ERROR_STATE_REGISTERS){.hwwGlobalEsr = sm.global_error,
+                                                     .hwwWarpEsr = sm.warp_error,
+                                                     .hwwWarpEsrPc = (uint32_t)sm.pc,
+                                                     .hwwEsrAddr = sm.address,
+                                                     .hwwWarpEsrPc64 = sm.pc};
+    mock_channel_fault(ch, xid, fault_address ? fault_address : g.program_address,
+                       error[0] ? error : "the grid failed");
     return -1;
   }
   return qmd_releases(ch, v, q);
@@ -417,19 +436,10 @@ void mock_channel_destroy(mock_channel *ch) {
 
 /* ---- the grid runner ---- */
 
-static int not_implemented(const nvhcq_mock_grid *g) {
-  snprintf(g->error, g->error_size,
-           "kernel execution is not implemented on the mock GPU yet: grid %ux%ux%u of %ux%ux%u "
-           "threads at program 0x%llx was not run (use a real GPU for kernels)",
-           g->grid[0], g->grid[1], g->grid[2], g->block[0], g->block[1], g->block[2],
-           (unsigned long long)g->program_address);
-  return -1;
-}
-
-static nvhcq_mock_grid_fn grid_hook = not_implemented;
+static nvhcq_mock_grid_fn grid_hook = mock_run_ptx_grid;
 
 void nvhcq_mock_set_grid_hook(nvhcq_mock_grid_fn fn) {
-  __atomic_store_n(&grid_hook, fn ? fn : not_implemented, __ATOMIC_RELEASE);
+  __atomic_store_n(&grid_hook, fn ? fn : mock_run_ptx_grid, __ATOMIC_RELEASE);
 }
 
 int nvhcq_mock_run_grid(const nvhcq_mock_grid *g) {

@@ -37,11 +37,18 @@ static int mock_open(const char *path, int flags) {
     errno = ENOENT;
     return -1;
   }
+  if (mock_fail_now("open")) {
+    errno = ENOMEM;
+    return -1;
+  }
   pthread_mutex_lock(&nvhcq_mock.lock);
   int fd = -1;
   for (int i = 0; i < MOCK_MAX_FDS && fd < 0; i++)
     if (__atomic_load_n(&nvhcq_mock.fds[i].kind, __ATOMIC_ACQUIRE) == FD_FREE) {
       nvhcq_mock.fds[i].map = NULL;
+      nvhcq_mock.fds[i].queue = NULL;
+      nvhcq_mock.fds[i].control = NULL;
+      nvhcq_mock.fds[i].events = 0;
       __atomic_store_n(&nvhcq_mock.fds[i].kind, kind, __ATOMIC_RELEASE);
       fd = MOCK_FD_BASE + i;
     }
@@ -65,7 +72,10 @@ int mock_fd_kind(int fd) {
 static int mock_close(int fd) {
   pthread_mutex_lock(&nvhcq_mock.lock);
   mock_fd *f = fd_slot(fd);
-  if (f) __atomic_store_n(&f->kind, FD_FREE, __ATOMIC_RELEASE);
+  if (f) {
+    f->queue = NULL; /* its ring may be unmapped next */
+    __atomic_store_n(&f->kind, FD_FREE, __ATOMIC_RELEASE);
+  }
   pthread_mutex_unlock(&nvhcq_mock.lock);
   if (f) return 0;
   errno = EBADF;
@@ -77,7 +87,7 @@ static int mock_ioctl(int fd, unsigned long request, void *arg) {
   int kind = mock_fd_kind(fd);
   if (kind == FD_FREE) return -EBADF;
   if (!arg) return -EFAULT;
-  if (kind == FD_UVM || kind == FD_TOOLS) return mock_uvm_ioctl(kind, request, arg);
+  if (kind == FD_UVM || kind == FD_TOOLS) return mock_uvm_ioctl(fd, kind, request, arg);
   if (((request >> 8) & 0xff) != NV_IOCTL_MAGIC || (request >> 30) != 3) return -EINVAL;
   return mock_rm_ioctl(request & 0xff, arg, (unsigned)(request >> 16) & 0x3fff);
 }
@@ -85,6 +95,10 @@ static int mock_ioctl(int fd, unsigned long request, void *arg) {
 /* The mapping RM_MAP_MEMORY prepared on this fd, of the object's own backing store. */
 static void *mock_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t offset) {
   if (fd < MOCK_FD_BASE) return mmap(addr, len, prot, flags, fd, offset);
+  if (mock_fail_now("mmap")) {
+    errno = ENOMEM;
+    return MAP_FAILED;
+  }
   pthread_mutex_lock(&nvhcq_mock.lock);
   mock_fd *f = fd_slot(fd);
   const mock_obj *o = f ? f->map : NULL;
@@ -104,10 +118,17 @@ static ssize_t mock_read_text(const char *path, char *buf, size_t size) {
   return n < (int)size ? n : (ssize_t)size - 1;
 }
 
-static const nvhcq_door_ops mock_ops = {mock_open, mock_close, mock_ioctl,
-                                        mock_mmap, munmap,     mock_read_text};
+static const nvhcq_door_ops mock_ops = {mock_open,
+                                        mock_close,
+                                        mock_ioctl,
+                                        mock_mmap,
+                                        munmap,
+                                        mock_read_text,
+                                        nvhcq_mock_module_loaded,
+                                        nvhcq_mock_module_unloaded};
 
 void nvhcq_mock_install(void) {
+  mock_profile_select();
   pthread_mutex_lock(&nvhcq_mock.lock);
   memset(nvhcq_mock.fds, 0, sizeof nvhcq_mock.fds);
   nvhcq_mock.next_handle = 0xcaf00000u;
@@ -119,6 +140,7 @@ void nvhcq_mock_install(void) {
 void nvhcq_mock_uninstall(void) {
   nvhcq_release_join_all(); /* closed devices still releasing call the mock */
   nvhcq_door_set_ops(NULL);
+  mock_modules_drop();
   free(nvhcq_mock.objs);
   free(nvhcq_mock.ranges);
   nvhcq_mock.objs = NULL;
@@ -128,7 +150,10 @@ void nvhcq_mock_uninstall(void) {
 
 static void install_if_asked(void) {
   const char *env = getenv("NVHCQ_MOCK");
-  if (env && *env && strcmp(env, "0") != 0 && nvhcq_door_is_real()) nvhcq_mock_install();
+  if (env && *env && strcmp(env, "0") != 0 && nvhcq_door_is_real()) {
+    nvhcq_mock_install();
+    mock_fail_from_env();
+  }
 }
 
 void nvhcq_mock_install_from_env(void) {
@@ -143,6 +168,7 @@ nvhcq_mock_counts nvhcq_mock_live(void) {
   for (int i = 0; i < MOCK_MAX_FDS; i++) c.fds += nvhcq_mock.fds[i].kind != FD_FREE;
   c.channels = nvhcq_mock.channels;
   pthread_mutex_unlock(&nvhcq_mock.lock);
+  c.modules = mock_module_count();
   pthread_rwlock_rdlock(&nvhcq_mock.va_lock);
   c.ranges = nvhcq_mock.nranges;
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);

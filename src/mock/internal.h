@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "abi/uvm.h"
+#include "mock/mock.h"
 
 #define MOCK_FD_BASE     0x40000
 #define MOCK_MAX_FDS     4096
@@ -50,6 +51,12 @@ typedef struct mock_obj {
 typedef struct mock_fd {
   int kind;
   const struct mock_obj *map; /* the object RM_MAP_MEMORY bound to this fd */
+  /* UVM tools fds: the event ring UVM_TOOLS_INIT_EVENT_TRACKER named (in the caller's memory)
+   * and the event types enabled. */
+  uint8_t *queue;
+  uint32_t queue_entries;
+  UVM_TOOLS_EVENT_CONTROL *control;
+  uint64_t events;
 } mock_fd;
 
 /* A UVM external range and the memory mapped into it. */
@@ -79,17 +86,37 @@ int mock_rm_ioctl(unsigned nr, void *arg, unsigned size);
 int mock_fd_kind(int fd);
 
 /* ---- UVM (uvm.c) ---- */
-int mock_uvm_ioctl(int kind, unsigned long cmd, void *arg);
+int mock_uvm_ioctl(int fd, int kind, unsigned long cmd, void *arg);
 void mock_ranges_drop(const mock_obj *obj);
 /* RM's own mappings (NV_ESC_RM_MAP_MEMORY_DMA) enter the same table as UVM's ranges. */
 uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory);
 uint32_t mock_range_unmap(uint64_t base);
 
+/* Reports a fatal fault of the SMs (clientType 1) or of a copy engine or the host (2) to every
+ * tools fd that enabled fault events, as UVM does before the channel is stopped. */
+void mock_uvm_report_fault(uint64_t address, int write, int client_type);
+
+/* ---- the GPU it is (profile.c) ---- */
+typedef struct mock_profile {
+  const char *key, *name;
+  uint16_t device_id;
+  uint32_t sm_version, warps_per_sm;
+  const uint8_t *tpcs; /* per GPC, 2 SMs each */
+  size_t gpcs;
+  uint64_t fb_kib;
+  uint32_t usermode, gpfifo, compute, copy; /* classes (and, for Ampere's GPFIFO on Hopper, c56f) */
+} mock_profile;
+extern const mock_profile *mock_gpu;
+/* Picks the profile NVHCQ_MOCK_GPU names (at install); -1 (and an H200) for an unknown name. */
+int mock_profile_select(void);
+uint32_t mock_profile_sms(void);
+int mock_is_gpfifo_class(uint32_t c);
+
 /* ---- controls (control.c) ---- */
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params);
 extern const uint8_t nvhcq_mock_uuid[16];
 #define MOCK_GPU_ID  0x1800u
-#define MOCK_FB_KIB  (143771ull * 1024)
+#define MOCK_FB_KIB  (mock_gpu->fb_kib)
 #define MOCK_VERSION "580.95.05"
 
 /* ---- channels (cp.c) ---- */
@@ -101,7 +128,20 @@ uint32_t mock_channel_token(const mock_channel *ch);
 /* Stops the channel the way robust-channel recovery does: the notifier says Xid `xid`. */
 void mock_channel_fault(mock_channel *ch, uint32_t xid, uint64_t address, const char *what);
 void mock_channel_fault_info(mock_channel *ch, NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS *out);
+/* The SM error registers the driver saved for the channel's last SM exception (zero if none). */
+void mock_channel_sm_error(mock_channel *ch, NV83DE_SM_ERROR_STATE_REGISTERS *out);
 
 uint64_t mock_now_ns(void);
+
+/* ---- failure injection (fail.c) ---- */
+/* 1 if this call is the one to fail (see nvhcq_mock_fail). */
+int mock_fail_now(const char *call);
+void mock_fail_from_env(void);
+
+/* ---- kernels (kernels.c) ---- */
+/* The default grid runner: the kernel's PTX through the interpreter. */
+int mock_run_ptx_grid(const nvhcq_mock_grid *g);
+uint32_t mock_module_count(void);
+void mock_modules_drop(void);
 
 #endif

@@ -6,6 +6,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* What an SM saves when a kernel faults: the warp error code (bits 15:0 of the warp ESR; 0x0f a
+ * misaligned address), the global ESR (0x10 a trap), the PC and the address, and whether the
+ * access was a write (for MMU faults). */
+typedef struct nvhcq_mock_sm_error {
+  uint32_t warp_error, global_error;
+  uint64_t pc, address;
+  int write;
+} nvhcq_mock_sm_error;
+
 /* One grid as the command processor read it from its QMD. */
 typedef struct nvhcq_mock_grid {
   uint64_t qmd_address;
@@ -19,18 +28,30 @@ typedef struct nvhcq_mock_grid {
   uint32_t register_count;
   uint64_t shared_window, local_window; /* from SET_SHADER_*_WINDOW */
   uint64_t local_memory, local_per_tpc; /* from SET_SHADER_LOCAL_MEMORY */
-  /* Out: on failure, what went wrong (into the channel's fault record and stderr) and the GPU
-   * address that faulted, if any. */
+  /* Nonzero (read atomically) once the channel is stopped: a grid still running ends. */
+  const int *stop;
+  /* Out: on failure, what went wrong (into the channel's fault record and stderr), the GPU
+   * address that faulted, if any, and the Xid the channel stops with (13, an SM exception, when
+   * left alone; 31 for an MMU fault). */
   char *error;
   size_t error_size;
   uint64_t *fault_address;
+  uint32_t *xid;
+  nvhcq_mock_sm_error *sm_error;
 } nvhcq_mock_grid;
 
-/* Runs one grid; 0 on success. The default reports that kernels do not run on the mock yet. */
+/* Runs one grid; 0 on success. The default runs the kernel's PTX (src/mock/kernels.c). */
 typedef int (*nvhcq_mock_grid_fn)(const nvhcq_mock_grid *g);
 int nvhcq_mock_run_grid(const nvhcq_mock_grid *g);
 /* Replaces the grid runner (the PTX interpreter); NULL restores the default. */
 void nvhcq_mock_set_grid_hook(nvhcq_mock_grid_fn fn);
+
+/* The mock's record of a module nvhcq loaded (the door's module_loaded): its kernels' code
+ * addresses and their PTX, from nvhcq (modules built from PTX or CUDA C) or, for cubins, from the
+ * PTX files NVHCQ_MOCK_PTX lists (':'-separated; the first that has every kernel of the cubin). */
+void nvhcq_mock_module_loaded(uint64_t gpu_address, const void *cubin, size_t cubin_size,
+                              const char *ptx, size_t ptx_size);
+void nvhcq_mock_module_unloaded(uint64_t gpu_address);
 
 /* The host memory behind GPU addresses [va, va + len), or NULL if they are not all mapped. */
 void *nvhcq_mock_gpu_pointer(uint64_t va, uint64_t len);
@@ -48,11 +69,24 @@ void nvhcq_mock_install_from_env(void);
 void nvhcq_mock_hold_unregister(int hold);
 /* UVM_UNREGISTER_GPU calls blocked by the hold right now. */
 int nvhcq_mock_unregisters_held(void);
+/* Failure injection: the nth call (from 1, counted from now) named `call` fails as the real
+ * driver fails it: RM and UVM calls with NV_ERR_NO_MEMORY in their status, the ioctls that have
+ * none, open and mmap with ENOMEM. Names: RM_ALLOC, RM_CONTROL, RM_ALLOC_MEMORY, RM_MAP_MEMORY,
+ * RM_FREE, CARD_INFO, REGISTER_FD, UVM_INITIALIZE, UVM_REGISTER_GPU, UVM_REGISTER_GPU_VASPACE,
+ * UVM_REGISTER_CHANNEL, UVM_CREATE_EXTERNAL_RANGE, UVM_MAP_EXTERNAL_ALLOCATION, UVM_FREE,
+ * UVM_TOOLS_INIT_EVENT_TRACKER, UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS, UVM_UNREGISTER_*, open,
+ * mmap; "any" is every call but the teardown ones (frees, unregistrations). nth 0 only counts;
+ * call NULL turns it off. NVHCQ_MOCK_FAIL=<call>[:<nth>] (nth 1 when left out) does the same
+ * when the mock is installed from the environment. */
+void nvhcq_mock_fail(const char *call, uint32_t nth);
+/* Calls that matched since nvhcq_mock_fail, and the one that was failed (NULL if none yet). */
+uint32_t nvhcq_mock_fail_count(void);
+const char *nvhcq_mock_failed_call(void);
 
 /* Live RM objects (clients and everything under them), open mock fds, command-processor
- * threads and UVM ranges: all zero once every device is closed. */
+ * threads, UVM ranges and module records: all zero once every device is closed. */
 typedef struct nvhcq_mock_counts {
-  uint32_t objects, fds, channels, ranges;
+  uint32_t objects, fds, channels, ranges, modules;
 } nvhcq_mock_counts;
 nvhcq_mock_counts nvhcq_mock_live(void);
 

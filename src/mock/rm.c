@@ -98,7 +98,7 @@ static uint32_t rm_free(NVOS00_PARAMETERS *p) {
 /* ---- allocation ---- */
 
 static int is_engine_class(uint32_t c) {
-  return c == HOPPER_COMPUTE_A || c == HOPPER_DMA_COPY_A;
+  return c == mock_gpu->compute || c == mock_gpu->copy;
 }
 
 /* The size the real driver expects for a class's parameters; -1: any (none needed). */
@@ -118,18 +118,15 @@ static long params_size_for(uint32_t c) {
     return sizeof(NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS);
   case FERMI_CONTEXT_SHARE_A:
     return sizeof(NV_CTXSHARE_ALLOCATION_PARAMETERS);
-  case HOPPER_CHANNEL_GPFIFO_A:
-  case AMPERE_CHANNEL_GPFIFO_A:
-    return sizeof(NV_CHANNEL_ALLOC_PARAMS);
   case GT200_DEBUGGER:
     return sizeof(NV83DE_ALLOC_PARAMETERS);
   default:
-    return -1;
+    return mock_is_gpfifo_class(c) ? (long)sizeof(NV_CHANNEL_ALLOC_PARAMS) : -1;
   }
 }
 
 static int known_class(uint32_t c) {
-  return params_size_for(c) >= 0 || c == HOPPER_USERMODE_A || is_engine_class(c);
+  return params_size_for(c) >= 0 || c == mock_gpu->usermode || is_engine_class(c);
 }
 
 static uint32_t alloc_memory(mock_obj *o, NV_MEMORY_ALLOCATION_PARAMS *m) {
@@ -162,31 +159,25 @@ static uint32_t alloc_virtual(mock_obj *o, NV_MEMORY_ALLOCATION_PARAMS *m) {
 /* What an object of its class needs at allocation. */
 static uint32_t init_obj(mock_obj *o, void *params) {
   mock_obj *parent = mock_find(o->client, o->parent);
-  switch (o->hclass) {
-  case NV01_MEMORY_SYSTEM:
-  case NV01_MEMORY_LOCAL_USER:
-    return alloc_memory(o, params);
-  case NV50_MEMORY_VIRTUAL:
-    return alloc_virtual(o, params);
-  case FERMI_VASPACE_A:
+  uint32_t c = o->hclass;
+  if (c == NV01_MEMORY_SYSTEM || c == NV01_MEMORY_LOCAL_USER) return alloc_memory(o, params);
+  if (c == NV50_MEMORY_VIRTUAL) return alloc_virtual(o, params);
+  if (c == FERMI_VASPACE_A) {
     o->flags = ((const NV_VASPACE_ALLOCATION_PARAMETERS *)params)->flags;
     return MOCK_NV_OK;
-  case HOPPER_USERMODE_A:
-    return give_backing(o, 0x10000);
-  case FERMI_CONTEXT_SHARE_A:
+  }
+  if (c == mock_gpu->usermode) return give_backing(o, 0x10000);
+  if (c == FERMI_CONTEXT_SHARE_A)
     return parent->hclass == KEPLER_CHANNEL_GROUP_A ? MOCK_NV_OK : MOCK_ERR_INVALID_OBJECT_PARENT;
-  case HOPPER_CHANNEL_GPFIFO_A:
-  case AMPERE_CHANNEL_GPFIFO_A:
+  if (mock_is_gpfifo_class(c)) {
     if (parent->hclass != KEPLER_CHANNEL_GROUP_A) return MOCK_ERR_INVALID_OBJECT_PARENT;
     return mock_channel_create(o, params, nvhcq_mock.next_token++);
-  case HOPPER_COMPUTE_A:
-  case HOPPER_DMA_COPY_A:
-    if (!parent->ch) return MOCK_ERR_INVALID_OBJECT_PARENT;
-    mock_channel_add_engine(parent->ch, o->hclass);
-    return MOCK_NV_OK;
-  default:
-    return MOCK_NV_OK;
   }
+  if (is_engine_class(c)) {
+    if (!parent->ch) return MOCK_ERR_INVALID_OBJECT_PARENT;
+    mock_channel_add_engine(parent->ch, c);
+  }
+  return MOCK_NV_OK;
 }
 
 static uint32_t rm_alloc(NVOS21_PARAMETERS *p) {
@@ -277,7 +268,7 @@ static void card_info(nv_ioctl_card_info_t *cards) {
   cards[0] = (nv_ioctl_card_info_t){.valid = 1,
                                     .bus = 0x18,
                                     .vendor_id = 0x10de,
-                                    .device_id = 0x2335,
+                                    .device_id = mock_gpu->device_id,
                                     .gpu_id = MOCK_GPU_ID,
                                     .fb_size = MOCK_FB_KIB << 10,
                                     .minor_number = 0};
@@ -331,7 +322,49 @@ static int rm_escape(unsigned nr, void *arg, unsigned size) {
   }
 }
 
+static const char *escape_name(unsigned nr) {
+  switch (nr) {
+  case NV_ESC_CARD_INFO:
+    return "CARD_INFO";
+  case NV_ESC_REGISTER_FD:
+    return "REGISTER_FD";
+  case NV_ESC_RM_ALLOC:
+    return "RM_ALLOC";
+  case NV_ESC_RM_FREE:
+    return "RM_FREE";
+  case NV_ESC_RM_CONTROL:
+    return "RM_CONTROL";
+  case NV_ESC_RM_ALLOC_MEMORY:
+    return "RM_ALLOC_MEMORY";
+  case NV_ESC_RM_MAP_MEMORY:
+    return "RM_MAP_MEMORY";
+  case NV_ESC_CHECK_VERSION_STR:
+    return "CHECK_VERSION_STR";
+  default:
+    return "RM_UNKNOWN";
+  }
+}
+
+/* An injected failure: NV_ERR_NO_MEMORY in the call's status, or ENOMEM where it has none. */
+static int fail_escape(unsigned nr, void *arg, unsigned size) {
+  uint32_t *status = NULL;
+  if (nr == NV_ESC_RM_ALLOC && size == sizeof(NVOS21_PARAMETERS))
+    status = &((NVOS21_PARAMETERS *)arg)->status;
+  if (nr == NV_ESC_RM_FREE && size == sizeof(NVOS00_PARAMETERS))
+    status = &((NVOS00_PARAMETERS *)arg)->status;
+  if (nr == NV_ESC_RM_CONTROL && size == sizeof(NVOS54_PARAMETERS))
+    status = &((NVOS54_PARAMETERS *)arg)->status;
+  if (nr == NV_ESC_RM_ALLOC_MEMORY && size == sizeof(nv_ioctl_nvos02_parameters_with_fd))
+    status = &((nv_ioctl_nvos02_parameters_with_fd *)arg)->params.status;
+  if (nr == NV_ESC_RM_MAP_MEMORY && size == sizeof(nv_ioctl_nvos33_parameters_with_fd))
+    status = &((nv_ioctl_nvos33_parameters_with_fd *)arg)->params.status;
+  if (!status) return -ENOMEM;
+  *status = MOCK_ERR_NO_MEMORY;
+  return 0;
+}
+
 int mock_rm_ioctl(unsigned nr, void *arg, unsigned size) {
+  if (mock_fail_now(escape_name(nr))) return fail_escape(nr, arg, size);
   pthread_mutex_lock(&nvhcq_mock.lock);
   int r = rm_escape(nr, arg, size);
   pthread_mutex_unlock(&nvhcq_mock.lock);

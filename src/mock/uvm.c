@@ -191,16 +191,28 @@ static size_t status_offset(unsigned long cmd) {
   }
 }
 
-static int tools_ioctl(unsigned long cmd, void *arg) {
+static int tools_ioctl(mock_fd *f, unsigned long cmd, void *arg) {
   if (cmd == UVM_TOOLS_INIT_EVENT_TRACKER) {
     UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS *p = arg;
     int ok = p->queueBuffer && p->controlBuffer && p->queueBufferSize &&
-             !(p->queueBufferSize & (p->queueBufferSize - 1)) && mock_fd_kind(p->uvmFd) == FD_UVM;
+             !(p->queueBufferSize & (p->queueBufferSize - 1)) && p->queueBufferSize <= (1u << 20) &&
+             mock_fd_kind(p->uvmFd) == FD_UVM;
     p->rmStatus = ok ? MOCK_NV_OK : MOCK_ERR_INVALID_ARGUMENT;
+    if (ok) {
+      pthread_mutex_lock(&nvhcq_mock.lock);
+      f->queue = (uint8_t *)(uintptr_t)p->queueBuffer;
+      f->queue_entries = (uint32_t)p->queueBufferSize;
+      f->control = (UVM_TOOLS_EVENT_CONTROL *)(uintptr_t)p->controlBuffer;
+      pthread_mutex_unlock(&nvhcq_mock.lock);
+    }
     return 0;
   }
   if (cmd == UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS) {
-    ((UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS *)arg)->rmStatus = MOCK_NV_OK;
+    UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS *p = arg;
+    pthread_mutex_lock(&nvhcq_mock.lock);
+    f->events |= p->eventTypeFlags;
+    pthread_mutex_unlock(&nvhcq_mock.lock);
+    p->rmStatus = f->queue ? MOCK_NV_OK : MOCK_ERR_INVALID_ARGUMENT;
     return 0;
   }
   if (cmd == UVM_TOOLS_SET_NOTIFICATION_THRESHOLD) {
@@ -241,8 +253,99 @@ static void wait_while_held(void) {
   pthread_mutex_unlock(&hold_lock);
 }
 
-int mock_uvm_ioctl(int kind, unsigned long cmd, void *arg) {
-  if (kind == FD_TOOLS) return tools_ioctl(cmd, arg);
+/* One event into a tracker's ring, if there is room (else it counts as dropped). */
+static void post(mock_fd *f, const void *event, size_t size, unsigned type) {
+  if (!(f->events & (1ull << type))) return;
+  UVM_TOOLS_EVENT_CONTROL *c = f->control;
+  uint32_t put = __atomic_load_n(&c->put_behind, __ATOMIC_RELAXED) & (f->queue_entries - 1);
+  uint32_t get = __atomic_load_n(&c->get_behind, __ATOMIC_ACQUIRE) & (f->queue_entries - 1);
+  uint32_t next = (put + 1) & (f->queue_entries - 1);
+  if (next == get) {
+    c->dropped[type]++;
+    return;
+  }
+  uint8_t *e = f->queue + (size_t)put * UVM_TOOLS_EVENT_ENTRY_BYTES;
+  memset(e, 0, UVM_TOOLS_EVENT_ENTRY_BYTES);
+  memcpy(e, event, size);
+  __atomic_store_n(&c->put_ahead, next, __ATOMIC_RELEASE);
+  __atomic_store_n(&c->put_behind, next, __ATOMIC_RELEASE);
+}
+
+static uint64_t monotonic_raw_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void mock_uvm_report_fault(uint64_t address, int write, int client_type) {
+  uint64_t now = monotonic_raw_ns();
+  /* UVM's numbering: fault type 1 is the hardware's 0 (no page directory entry), accesses count
+   * from 1 in the hardware's order (read 0, write 1). */
+  UVM_EVENT_GPU_FAULT g = {.eventType = UVM_EVENT_TYPE_GPU_FAULT,
+                           .faultType = 1,
+                           .accessType = (uint8_t)(write ? 2 : 1),
+                           .address = address,
+                           .timeStamp = now,
+                           .clientType = (uint8_t)client_type};
+  UVM_EVENT_FATAL_FAULT fatal = {.eventType = UVM_EVENT_TYPE_FATAL_FAULT,
+                                 .faultType = 1,
+                                 .accessType = (uint8_t)(write ? 2 : 1),
+                                 .address = address & ~4095ull,
+                                 .timeStamp = now};
+  pthread_mutex_lock(&nvhcq_mock.lock);
+  for (int i = 0; i < MOCK_MAX_FDS; i++) {
+    mock_fd *f = &nvhcq_mock.fds[i];
+    if (__atomic_load_n(&f->kind, __ATOMIC_ACQUIRE) != FD_TOOLS || !f->queue) continue;
+    post(f, &g, sizeof g, UVM_EVENT_TYPE_GPU_FAULT);
+    post(f, &fatal, sizeof fatal, UVM_EVENT_TYPE_FATAL_FAULT);
+  }
+  pthread_mutex_unlock(&nvhcq_mock.lock);
+}
+
+static const char *uvm_name(int kind, unsigned long cmd) {
+  if (kind == FD_TOOLS)
+    return cmd == UVM_TOOLS_INIT_EVENT_TRACKER           ? "UVM_TOOLS_INIT_EVENT_TRACKER"
+           : cmd == UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS  ? "UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS"
+           : cmd == UVM_TOOLS_SET_NOTIFICATION_THRESHOLD ? "UVM_TOOLS_SET_NOTIFICATION_THRESHOLD"
+                                                         : "UVM_TOOLS_UNKNOWN";
+  static const struct {
+    unsigned long cmd;
+    const char *name;
+  } names[] = {{UVM_INITIALIZE, "UVM_INITIALIZE"},
+               {UVM_MM_INITIALIZE, "UVM_MM_INITIALIZE"},
+               {UVM_REGISTER_GPU, "UVM_REGISTER_GPU"},
+               {UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU"},
+               {UVM_REGISTER_GPU_VASPACE, "UVM_REGISTER_GPU_VASPACE"},
+               {UVM_UNREGISTER_GPU_VASPACE, "UVM_UNREGISTER_GPU_VASPACE"},
+               {UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL"},
+               {UVM_UNREGISTER_CHANNEL, "UVM_UNREGISTER_CHANNEL"},
+               {UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE"},
+               {UVM_MAP_EXTERNAL_ALLOCATION, "UVM_MAP_EXTERNAL_ALLOCATION"},
+               {UVM_FREE, "UVM_FREE"}};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (names[i].cmd == cmd) return names[i].name;
+  return "UVM_UNKNOWN";
+}
+
+/* An injected failure: NV_ERR_NO_MEMORY in the call's status (every UVM call has one). */
+static int fail_uvm(int kind, unsigned long cmd, void *arg) {
+  size_t at = kind == FD_TOOLS
+                  ? (cmd == UVM_TOOLS_INIT_EVENT_TRACKER
+                         ? offsetof(UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS, rmStatus)
+                     : cmd == UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS
+                         ? offsetof(UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS, rmStatus)
+                         : offsetof(UVM_TOOLS_SET_NOTIFICATION_THRESHOLD_PARAMS, rmStatus))
+                  : status_offset(cmd);
+  if (!at && cmd != UVM_MM_INITIALIZE) return -EINVAL;
+  if (cmd == UVM_MM_INITIALIZE) at = offsetof(UVM_MM_INITIALIZE_PARAMS, rmStatus);
+  uint32_t s = MOCK_ERR_NO_MEMORY;
+  memcpy((char *)arg + at, &s, sizeof s);
+  return 0;
+}
+
+int mock_uvm_ioctl(int fd, int kind, unsigned long cmd, void *arg) {
+  if (mock_fail_now(uvm_name(kind, cmd))) return fail_uvm(kind, cmd, arg);
+  if (kind == FD_TOOLS) return tools_ioctl(&nvhcq_mock.fds[fd - MOCK_FD_BASE], cmd, arg);
   if (cmd == UVM_MM_INITIALIZE) { /* as the real driver answers nvhcq's second fd */
     ((UVM_MM_INITIALIZE_PARAMS *)arg)->rmStatus = MOCK_ERR_INVALID_ARGUMENT;
     return 0;

@@ -19,16 +19,18 @@ static inline int on_mock(void) {
   return mock && *mock && strcmp(mock, "0") != 0;
 }
 
+/* Skips the calling test on the mock GPU, saying why it needs real hardware. */
+#define SKIP_ON_MOCK(why)                                                                          \
+  do {                                                                                             \
+    if (on_mock()) TEST_SKIP("on the mock GPU: " why);                                             \
+  } while (0)
+
 static inline int have_gpu(void) {
   return access("/dev/nvidiactl", F_OK) == 0 || on_mock();
 }
 
 /* Opens device 0 if it is not open yet; 1 (with a failed check) if it cannot be opened. */
 static inline int open_device(void) {
-  /* The mock runs no kernels yet: a test that launched one leaves the device faulted, and the
-   * next test gets it recovered. */
-  if (dev && on_mock() && nvhcq_device_cpu_wait_idle(dev) == NVHCQ_ERROR_GPU_FAULT)
-    nvhcq_device_recover(dev);
   if (!dev && nvhcq_device_open(0, &dev)) {
     TEST_CHECK_MSG(0, "open: %s", nvhcq_last_error());
     return 1;
@@ -42,6 +44,13 @@ static inline int setup(void) {
   nvhcq_device_info info = {.struct_size = sizeof info};
   nvhcq_device_query_info(dev, &info);
   const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
+#ifdef NVHCQ_TEST_CUBIN_DEFAULT
+  if (!dir) dir = NVHCQ_TEST_CUBIN_DEFAULT; /* where this build put them */
+#endif
+#ifdef NVHCQ_TEST_PTX_FILE
+  /* The mock runs the cubin's kernels from their PTX, built beside it. */
+  if (on_mock()) setenv("NVHCQ_MOCK_PTX", NVHCQ_TEST_PTX_FILE, 0);
+#endif
   char path[512];
   snprintf(path, sizeof path, "%s/device_kernels_%s.cubin", dir ? dir : ".", info.arch);
   if (nvhcq_module_load_file(dev, path, &mod)) {

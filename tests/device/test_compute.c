@@ -108,8 +108,22 @@ static void reduce_free(reduce_case *r) {
   nvhcq_buffer_destroy(r->in), nvhcq_buffer_destroy(r->out), free(r->want);
 }
 
+/* The shared-memory figures below are Hopper's and Blackwell's (228 KiB an SM, 227 a block). */
+static int hopper_shared(void) {
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  nvhcq_device_query_info(dev, &info);
+  return !strcmp(info.arch, "sm_90") || !strcmp(info.arch, "sm_100");
+}
+
+#define NEED_HOPPER_SHARED()                                                                       \
+  do {                                                                                             \
+    if (!hopper_shared())                                                                          \
+      TEST_SKIP("its figures are Hopper's and Blackwell's shared memory (228 KiB an SM)");         \
+  } while (0)
+
 static void t_dynamic_shared_over_48k(void) {
   NEED_GPU();
+  NEED_HOPPER_SHARED();
   const int ints = 200 * 1024 / 4, blocks = 8; /* 200 KiB of dynamic shared memory */
   reduce_case r = reduce_setup(ints, blocks, 1);
   long long got[8];
@@ -129,6 +143,7 @@ static void t_dynamic_shared_over_48k(void) {
 /* The occupancy report, the carveout preference and launches under each preference. */
 static void t_occupancy_and_carveout(void) {
   NEED_GPU();
+  NEED_HOPPER_SHARED();
   nvhcq_kernel *k = kernel("reduce_dynamic");
   nvhcq_occupancy o = {.struct_size = sizeof o};
   TEST_CHECK(nvhcq_kernel_query_occupancy(k, DIM(256, 1, 1), 100 << 10, &o) == NVHCQ_SUCCESS);
@@ -384,13 +399,21 @@ static void t_launch_checks(void) {
 static void t_wrong_arch(void) {
   NEED_GPU();
   const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
+#ifdef NVHCQ_TEST_CUBIN_DEFAULT
+  if (!dir) dir = NVHCQ_TEST_CUBIN_DEFAULT;
+#endif
+  /* A cubin of another architecture: sm_80's, or on an sm_8x GPU (which runs sm_80 code) sm_90's.
+   */
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  nvhcq_device_query_info(dev, &info);
+  const char *other = strncmp(info.arch, "sm_8", 4) ? "sm_80" : "sm_90";
   char path[512];
-  snprintf(path, sizeof path, "%s/device_kernels_sm_80.cubin", dir ? dir : ".");
-  if (access(path, F_OK) != 0) TEST_SKIP("no sm_80 cubin built");
+  snprintf(path, sizeof path, "%s/device_kernels_%s.cubin", dir ? dir : ".", other);
+  if (access(path, F_OK) != 0) TEST_SKIP("no cubin for another architecture built");
   nvhcq_module *m = NULL;
   nvhcq_status s = nvhcq_module_load_file(dev, path, &m);
   TEST_CHECK(s == NVHCQ_ERROR_INVALID_IMAGE && m == NULL);
-  printf("  sm_80 cubin says: %s\n", nvhcq_last_error());
+  printf("  %s cubin says: %s\n", other, nvhcq_last_error());
 }
 
 static void t_teardown(void) {

@@ -88,6 +88,7 @@ static void t_wgmma_sm90a(void) {
   nvhcq_device_info info = {.struct_size = sizeof info};
   nvhcq_device_query_info(dev, &info);
   if (strcmp(info.arch, "sm_90")) TEST_SKIP("wgmma needs a Hopper GPU");
+  SKIP_ON_MOCK("wgmma (the tensor cores) is not in the PTX interpreter");
   const char *dir = getenv("NVHCQ_TEST_SOURCE_DIR");
   char path[512];
   snprintf(path, sizeof path, "%s/wgmma.cu", dir ? dir : "tests/device");

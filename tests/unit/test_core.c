@@ -231,7 +231,8 @@ static ssize_t mock_read_text(const char *path, char *buf, size_t size) {
 }
 
 static void t_mock_no_driver(void) {
-  nvhcq_door_ops ops = {mock_open_none, mock_close, mock_ioctl, mmap, munmap, mock_read_text};
+  nvhcq_door_ops ops = {mock_open_none, mock_close,     mock_ioctl, mmap,
+                        munmap,         mock_read_text, NULL,       NULL};
   nvhcq_door_set_ops(&ops);
   int count = -1;
   nvhcq_device *dev = (nvhcq_device *)1;
@@ -242,7 +243,8 @@ static void t_mock_no_driver(void) {
 }
 
 static void t_mock_unknown_branch(void) {
-  nvhcq_door_ops ops = {mock_open, mock_close, mock_ioctl, mmap, munmap, mock_read_text};
+  nvhcq_door_ops ops = {mock_open, mock_close,     mock_ioctl, mmap,
+                        munmap,    mock_read_text, NULL,       NULL};
   nvhcq_door_set_ops(&ops);
   nvhcq_device *dev = NULL;
   nvhcq_status s = nvhcq_device_open(0, &dev);

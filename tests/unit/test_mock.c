@@ -54,9 +54,9 @@ static void close_mock(nvhcq_device *dev) {
   TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
   TEST_CHECK(nvhcq_device_close_wait(NULL) == NVHCQ_SUCCESS);
   nvhcq_mock_counts c = nvhcq_mock_live();
-  TEST_CHECK_MSG(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0,
-                 "live after close: %u objects, %u fds, %u channels, %u ranges", c.objects, c.fds,
-                 c.channels, c.ranges);
+  TEST_CHECK_MSG(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0 && c.modules == 0,
+                 "live after close: %u objects, %u fds, %u channels, %u ranges, %u modules",
+                 c.objects, c.fds, c.channels, c.ranges, c.modules);
   nvhcq_mock_uninstall();
 }
 
@@ -224,6 +224,11 @@ static int record_grid(const nvhcq_mock_grid *g) {
   return 0;
 }
 
+static int refuse_grid(const nvhcq_mock_grid *g) {
+  snprintf(g->error, g->error_size, "grid refused by test_mock");
+  return -1;
+}
+
 static void t_qmd_launch(void) {
   NEED_MOCK_DEVICE(dev);
   nvhcq_buffer *a, *b;
@@ -237,10 +242,22 @@ static void t_qmd_launch(void) {
     TEST_CHECK(seen.qmd_version == 4 && seen.grid[0] == 132 * 128 && seen.block[0] == 512);
     TEST_CHECK(seen.program_address != 0 && seen.cbank0_address != 0 && seen.cbank0_bytes > 0);
     TEST_CHECK(seen.shared_window == 0x729400000000ull && seen.local_window == 0x729300000000ull);
-    /* Without a runner the grid faults the channel with a clear report, and recovery works. */
+    /* The default runner does the built-in copy (src/mock/kernels.c). */
+    uint8_t *pattern = malloc(1 << 20), *back = malloc(1 << 20);
+    fill(pattern, 1 << 20, 5);
+    TEST_CHECK(nvhcq_buffer_write(a, 0, pattern, 1 << 20) == NVHCQ_SUCCESS);
+    TEST_CHECK_MSG(nvhcq_buffer_copy(b, 0, a, 0, 1 << 20) == NVHCQ_SUCCESS, "%s",
+                   nvhcq_last_error());
+    TEST_CHECK(nvhcq_buffer_read(back, b, 0, 1 << 20) == NVHCQ_SUCCESS);
+    TEST_CHECK(memcmp(back, pattern, 1 << 20) == 0);
+    free(pattern);
+    free(back);
+    /* A grid that fails stops the channel with a clear report, and recovery works. */
+    nvhcq_mock_set_grid_hook(refuse_grid);
     nvhcq_status s = nvhcq_buffer_copy(b, 0, a, 0, 1 << 20);
+    nvhcq_mock_set_grid_hook(NULL);
     TEST_CHECK_MSG(s == NVHCQ_ERROR_GPU_FAULT && strstr(nvhcq_last_error(), "Xid 13") &&
-                       strstr(nvhcq_last_error(), "no kernel execution"),
+                       strstr(nvhcq_last_error(), "grid refused"),
                    "%s: %s", nvhcq_status_name(s), nvhcq_last_error());
     TEST_CHECK_MSG(nvhcq_device_recover(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   }
@@ -489,7 +506,32 @@ static void t_rm_only_mapping(void) {
   close_mock(dev);
 }
 
-TEST_MAIN(TEST(t_h200_profile), TEST(t_copies_every_kind), TEST(t_cross_queue_wait),
-          TEST(t_recorded_replay), TEST(t_qmd_launch), TEST(t_malformed_stream),
-          TEST(t_driver_checks), TEST(t_command_processor_direct),
+/* NVHCQ_MOCK_GPU picks the GPU: each profile's architecture, SMs and classes, and a copy on it. */
+static void t_other_profiles(void) {
+  static const struct {
+    const char *key, *arch;
+    uint32_t sms, compute, copy;
+  } want[] = {{"a100", "sm_80", 108, 0xc6c0, 0xc6b5},
+              {"rtx4090", "sm_89", 128, 0xc9c0, 0xc7b5},
+              {"b200", "sm_100", 148, 0xcdc0, 0xc9b5}};
+  if (!device_address_space)
+    TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");
+  for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+    setenv("NVHCQ_MOCK_GPU", want[i].key, 1);
+    NEED_MOCK_DEVICE(dev);
+    nvhcq_device_info info = {.struct_size = sizeof info};
+    TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
+    TEST_CHECK_MSG(!strcmp(info.arch, want[i].arch) && info.sm_count == want[i].sms &&
+                       info.compute_class == want[i].compute && info.copy_class == want[i].copy,
+                   "%s: %s, %u SMs, compute 0x%x, copy 0x%x", want[i].key, info.arch, info.sm_count,
+                   info.compute_class, info.copy_class);
+    round_trip(dev, 100000, 3, NVHCQ_MEMORY_DEVICE, NVHCQ_MEMORY_HOST);
+    close_mock(dev);
+  }
+  unsetenv("NVHCQ_MOCK_GPU");
+}
+
+TEST_MAIN(TEST(t_h200_profile), TEST(t_other_profiles), TEST(t_copies_every_kind),
+          TEST(t_cross_queue_wait), TEST(t_recorded_replay), TEST(t_qmd_launch),
+          TEST(t_malformed_stream), TEST(t_driver_checks), TEST(t_command_processor_direct),
           TEST(t_close_leaves_slow_calls_behind), TEST(t_rm_only_mapping))

@@ -129,18 +129,32 @@ static uint64_t atom_value(const ptx_insn *in, uint64_t old, uint64_t v, uint64_
   }
 }
 
-/* atom d, [a], b (, c); red [a], b: read-modify-write (one CPU thread runs at a time). */
+/* Replaces *p by f(*p) atomically (the mock runs grids of several channels at once, and the CPU
+ * may touch the same memory); returns the old value. p is aligned to size (checked). */
+static uint64_t rmw(const ptx_insn *in, unsigned char *p, unsigned size, uint64_t v, uint64_t v2) {
+  if (size == 4) {
+    uint32_t old = __atomic_load_n((uint32_t *)p, __ATOMIC_RELAXED), r;
+    do r = (uint32_t)atom_value(in, old, v, v2);
+    while (!__atomic_compare_exchange_n((uint32_t *)p, &old, r, 1, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_RELAXED));
+    return old;
+  }
+  uint64_t old = __atomic_load_n((uint64_t *)p, __ATOMIC_RELAXED), r;
+  do r = atom_value(in, old, v, v2);
+  while (
+      !__atomic_compare_exchange_n((uint64_t *)p, &old, r, 1, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED));
+  return old;
+}
+
+/* atom d, [a], b (, c); red [a], b: read-modify-write. */
 static void atom(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
   int first = in->op == OP_ATOM ? 1 : 0;
   unsigned size = TYPE_SIZE(in->type);
   if (!in->sub || in->vec || (size != 4 && size != 8)) return unsupported(b, t, in, "atomic form");
   unsigned char *p = ptx_address(b, t, in, &in->ops[first], size, 1);
   if (!p) return;
-  uint64_t old = 0;
-  memcpy(&old, p, size);
   uint64_t v = RD(first + 1, in->type), v2 = in->nops > first + 2 ? RD(first + 2, in->type) : 0;
-  uint64_t r = atom_value(in, old, v, v2);
-  memcpy(p, &r, size);
+  uint64_t old = rmw(in, p, size, v, v2);
   if (first) set(t, in, 0, old, size);
 }
 
@@ -215,6 +229,11 @@ void ptx_run_thread(ptx_block *b, ptx_thread *t) {
     t->clock++;
     if (b->cfg->max_instructions && ++b->steps > b->cfg->max_instructions) {
       ptx_fault(b, t, in, NVHCQ_PTX_FAULT_TIMEOUT, 0, 0, "instruction budget exhausted");
+      return;
+    }
+    if (b->cfg->cancel && (++b->polls & 4095) == 0 &&
+        __atomic_load_n(b->cfg->cancel, __ATOMIC_ACQUIRE)) {
+      ptx_fault(b, t, in, NVHCQ_PTX_FAULT_TIMEOUT, 0, 0, "stopped while running");
       return;
     }
     if (in->pred >= 0 && (t->regs[in->pred] & 1) == in->pred_neg) {

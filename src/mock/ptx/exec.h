@@ -29,6 +29,7 @@ typedef struct ptx_block {
   nvhcq_ptx_fault *fault;
   nvhcq_ptx_status status;
   uint64_t steps; /* instructions run in the launch, against cfg->max_instructions */
+  uint64_t polls; /* instructions since the launch began, for cfg->cancel */
 } ptx_block;
 
 /* Runs one thread until it waits (barrier, warp collective), exits or faults. */

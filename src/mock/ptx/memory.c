@@ -129,6 +129,15 @@ static void *global_ptr(ptx_block *b, uint64_t a, size_t size, int write) {
   return m->translate(m->user, a, size, write);
 }
 
+/* .const: the module's own, or a placed variable in global memory (read only). */
+static void *const_ptr(ptx_block *b, uint64_t a, size_t size, int write) {
+  if (write) return NULL;
+  void *p = module_var(b->k->module, SP_CONST, a, size);
+  const nvhcq_ptx_memory *m = b->cfg->memory;
+  if (p || !m || !m->translate) return p;
+  return m->translate(m->user, a, size, 0);
+}
+
 static void *window(unsigned char *base, size_t limit, uint64_t a, size_t size) {
   if (a > limit || size > limit - a) return NULL;
   return base + a;
@@ -146,7 +155,7 @@ static void *space_ptr(ptx_block *b, ptx_thread *t, uint8_t space, uint64_t a, s
   case SP_PARAM:
     return write ? NULL : window(b->params, b->k->params_size, a, size);
   case SP_CONST:
-    return write ? NULL : module_var(b->k->module, SP_CONST, a, size);
+    return const_ptr(b, a, size, write);
   default:
     if (a >= PTX_LOCAL_WINDOW) return space_ptr(b, t, SP_LOCAL, a - PTX_LOCAL_WINDOW, size, write);
     if (a >= PTX_SHARED_WINDOW)

@@ -134,7 +134,14 @@ static int parse_decl(ptx_parser *p, decl *d) {
   d->count = 1;
   for (;;) {
     const char *t = ptx_next(p);
-    if (strcmp(t, ".align") == 0) {
+    if (strcmp(t, ".ptr") == 0) {
+      /* A pointer parameter's pointee (.ptr [.space] [.align N]): a hint, nothing to lay out. */
+      if (ptx_space_of(ptx_peek(p))) ptx_next(p);
+      int64_t a = 0;
+      if (strcmp(ptx_peek(p), ".align") == 0 &&
+          (ptx_next(p), ptx_parse_int(p, ptx_next(p), &a) || a <= 0))
+        return ptx_fail(p, "bad .ptr .align");
+    } else if (strcmp(t, ".align") == 0) {
       int64_t a = 0;
       if (ptx_parse_int(p, ptx_next(p), &a) || a <= 0) return ptx_fail(p, "bad .align");
       d->align = (size_t)a;

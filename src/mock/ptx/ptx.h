@@ -76,6 +76,12 @@ size_t nvhcq_ptx_kernel_static_shared(const nvhcq_ptx_kernel *kernel);
 nvhcq_ptx_status nvhcq_ptx_variable_find(const nvhcq_ptx_module *module, const char *name,
                                          void **address, size_t *size);
 
+/* Moves a module-scope .global or .const variable to `address` in global memory, where a loader
+ * put its storage (the mock: where nvhcq uploaded the cubin's). Kernels then reach it there,
+ * through the launch's translate, and nvhcq_ptx_variable_find no longer finds it. */
+nvhcq_ptx_status nvhcq_ptx_variable_place(nvhcq_ptx_module *module, const char *name,
+                                          uint64_t address);
+
 typedef struct nvhcq_ptx_launch_config {
   uint32_t grid[3], block[3];
   size_t dynamic_shared_bytes;
@@ -83,6 +89,9 @@ typedef struct nvhcq_ptx_launch_config {
   size_t params_size;
   const nvhcq_ptx_memory *memory; /* NULL: flat mode */
   uint64_t max_instructions;      /* per launch, all threads together; 0: no limit */
+  /* Read every few thousand instructions when given: nonzero ends the launch with
+   * NVHCQ_PTX_FAULT_TIMEOUT (the mock's channel was stopped while its kernel ran). */
+  const int *cancel;
 } nvhcq_ptx_launch_config;
 
 /* Runs the kernel to completion: blocks one after another, the threads of a block cooperatively
