@@ -74,3 +74,8 @@ extern "C" __global__ void params_aligned(char c, const __grid_constant__ blob12
   if (i < 32) out[i] = b.w[i];
   if (i == 0) out[32] = (unsigned)(unsigned char)c, out[33] = (unsigned)x;
 }
+
+// At most 4 blocks per cluster (__launch_bounds__'s third value): a larger cluster is refused.
+extern "C" __global__ void __launch_bounds__(128, 1, 4) cluster_bounded(unsigned *out) {
+  if (threadIdx.x == 0) out[blockIdx.x] = blockIdx.x;
+}

@@ -15,6 +15,9 @@ static int need_cluster_module(void) {
   nvhcq_device_query_info(dev, &info);
   if (strcmp(info.arch, "sm_90")) return -1;
   const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
+#ifdef NVHCQ_TEST_CUBIN_DEFAULT
+  if (!dir) dir = NVHCQ_TEST_CUBIN_DEFAULT; /* where this build put them */
+#endif
   char path[512];
   snprintf(path, sizeof path, "%s/cluster_sm_90.cubin", dir ? dir : ".");
   if (nvhcq_module_load_file(dev, path, &cl_mod)) {
@@ -24,12 +27,23 @@ static int need_cluster_module(void) {
   return 0;
 }
 
-#define NEED_CLUSTERS()                                                                            \
+/* The module only: for checks that refuse launches before anything runs (the mock too). */
+#define NEED_CLUSTER_MODULE()                                                                      \
   do {                                                                                             \
     NEED_DEVICE();                                                                                 \
     int r_ = need_cluster_module();                                                                \
     if (r_ < 0) TEST_SKIP("clusters need an sm_90 GPU (the cluster kernels are built for it)");    \
     if (r_) return;                                                                                \
+  } while (0)
+
+/* The module, and kernels that run: the mock's PTX interpreter has no %cluster_* registers and
+ * no distributed shared memory. */
+#define NEED_CLUSTERS()                                                                            \
+  do {                                                                                             \
+    if (on_mock())                                                                                 \
+      TEST_SKIP("the mock GPU runs no cluster kernels (no %cluster_* registers, "                  \
+                "no distributed shared memory in its PTX interpreter)");                           \
+    NEED_CLUSTER_MODULE();                                                                         \
   } while (0)
 
 typedef struct view {
@@ -207,7 +221,7 @@ static void test_distributed_shared_memory(void) {
 }
 
 static void test_cluster_refusals(void) {
-  NEED_CLUSTERS();
+  NEED_CLUSTER_MODULE();
   nvhcq_kernel *k = cl_kernel("cluster_any");
   if (!k) return;
   uint64_t a = 0;
@@ -228,6 +242,22 @@ static void test_cluster_refusals(void) {
   c.cluster_policy = 0, c.struct_size = 8;
   TEST_CHECK(nvhcq_queue_launch_ex(q, k, &c, &a, sizeof a) == NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(strstr(nvhcq_last_error(), "struct_size"));
+  /* A cluster larger than the kernel's __launch_bounds__ allows, and the largest it allows. */
+  nvhcq_kernel *bounded = cl_kernel("cluster_bounded");
+  nvhcq_kernel_info info = {.struct_size = sizeof info};
+  TEST_CHECK(bounded && nvhcq_kernel_query_info(bounded, &info) == 0);
+  TEST_CHECK(info.max_cluster_blocks == 4);
+  c.struct_size = sizeof c;
+  c.cluster = (nvhcq_dim3){8, 1, 1}, c.grid = (nvhcq_dim3){16, 1, 1},
+  c.block = (nvhcq_dim3){128, 1, 1};
+  TEST_CHECK(nvhcq_queue_launch_ex(q, bounded, &c, &a, sizeof a) == NVHCQ_ERROR_LAUNCH_CHECK);
+  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "exceeds the 4 its __launch_bounds__ allow"), "%s",
+                 nvhcq_last_error());
+  /* A cluster shape on a kernel compiled for another. */
+  nvhcq_kernel *fixed = cl_kernel("cluster_fixed2");
+  c.cluster = (nvhcq_dim3){4, 1, 1};
+  TEST_CHECK(nvhcq_queue_launch_ex(q, fixed, &c, &a, sizeof a) == NVHCQ_ERROR_LAUNCH_CHECK);
+  TEST_CHECK(strstr(nvhcq_last_error(), "was compiled for clusters of (2,1,1)"));
   /* Nothing was recorded: the queue still submits and completes empty. */
   TEST_CHECK(nvhcq_queue_submit(q) == 0);
   TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, 5000) == 0);
@@ -237,7 +267,7 @@ static void test_cluster_refusals(void) {
 /* Co-resident clusters; printed beside the shape so the H200 run can be set against libcuda's
  * cuOccupancyMaxActiveClusters (bench/qmd_probe.c --cluster prints libcuda's). */
 static void test_max_clusters(void) {
-  NEED_CLUSTERS();
+  NEED_CLUSTER_MODULE();
   nvhcq_kernel *k = cl_kernel("cluster_big_shared");
   if (!k) return;
   TEST_CHECK(nvhcq_kernel_set_attribute(k, NVHCQ_KERNEL_NON_PORTABLE_CLUSTER, 1) == 0);
