@@ -437,7 +437,7 @@ nvhcq_status nvhcq_kernel_query_max_clusters(const nvhcq_kernel *k,
   /* libcuda's count on the H200 never has more than 8 blocks of a cluster launch per SM (its
    * cuOccupancyMaxActiveClusters gives 1056 one-block clusters where 16 blocks fit each of the
    * 132 SMs): taken over, so that clusters of 1 and 2 match it exactly. For larger clusters
-   * libcuda counts up to 8 % fewer than this per-GPC count (bench/qmd_probe.c --cluster prints
+   * libcuda counts up to 15 % fewer than this per-GPC count (bench/qmd_probe.c --cluster prints
    * its figures; the closing note of issue 13 has the table). */
   uint32_t per_sm = blocks_per_sm(cs, k, config->block, config->dynamic_shared), total = 0;
   if (per_sm > 8) per_sm = 8;
