@@ -57,7 +57,9 @@ static void t_cuda_c(void) {
              NVHCQ_SUCCESS);
   double t3 = test_now_ms();
   printf("  CUDA C module: %.1f ms compiled, %.2f ms from the cache\n", t1 - t0, t3 - t2);
-  TEST_CHECK(t3 - t2 < t1 - t0);
+  /* The cache is checked by what it holds, not by time (a loaded machine makes either slow). */
+  TEST_CHECK_MSG(system("test -n \"$(ls -A /tmp/nvhcq-jit-test/nvhcq 2>/dev/null)\"") == 0,
+                 "nothing was cached in /tmp/nvhcq-jit-test/nvhcq");
   int data[256];
   for (int i = 0; i < 256; i++) data[i] = i - 100;
   TEST_CHECK(run_int_kernel(m, "square", data, 256, 1) == 0);
