@@ -73,7 +73,8 @@ static void mapa(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
   if (in->space != SP_SHARED) {
     base = PTX_SHARED_WINDOW;
     if (a < PTX_SHARED_WINDOW || a >= PTX_LOCAL_WINDOW) {
-      ptx_fault(b, t, in, NVHCQ_PTX_FAULT_ADDRESS, a, 0, "mapa of a generic address outside shared memory");
+      ptx_fault(b, t, in, NVHCQ_PTX_FAULT_ADDRESS, a, 0,
+                "mapa of a generic address outside shared memory");
       return;
     }
   }
@@ -238,7 +239,8 @@ static bool step_control(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
 
 static bool is_control(uint8_t op) {
   return op == OP_BRA || op == OP_RET || op == OP_EXIT || op == OP_TRAP || op == OP_BAR ||
-         op == OP_SHFL || op == OP_VOTE || op == OP_REDUX || op == OP_NOP || op == OP_WARPSYNC || op == OP_CARRIVE || op == OP_CWAIT;
+         op == OP_SHFL || op == OP_VOTE || op == OP_REDUX || op == OP_NOP || op == OP_WARPSYNC ||
+         op == OP_CARRIVE || op == OP_CWAIT;
 }
 
 static bool is_memory(uint8_t op) {
