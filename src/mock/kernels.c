@@ -333,10 +333,8 @@ static int run_kernel(const nvhcq_mock_grid *g, const mock_module *m, const mock
   if (!k->ptx) return fail(g, MOCK_XID_GR, k->code, "kernel %s: %s", k->name, m->missing);
   uint8_t *moved = NULL;
   if (relayout_params(g, k, params_size, &moved))
-    return fail(g, MOCK_XID_MMU, g->cbank0_address,
-                "kernel %s: its parameters in constant bank 0 "
-                "are unmapped%s",
-                k->name, "");
+    return fail(g, MOCK_XID_MMU, g->cbank0_address, "kernel %s: its parameters in bank 0 %s",
+                k->name, "reach past the mapping");
   nvhcq_ptx_memory memory = {translate, NULL};
   nvhcq_ptx_launch_config c = {
       .params = moved ? moved : params,
