@@ -203,6 +203,15 @@ static uint64_t pair(nvhcq_qmd_version v, const uint32_t *q, nvhcq_qmd_field lo,
   return plain ? plain : (field(v, q, lo_s) | field(v, q, hi_s) << 32) << s;
 }
 
+/* A grid of clusters (V04, V05): the QMD's grid counts clusters; g's counts blocks. */
+static void read_cluster(nvhcq_qmd_version v, const uint32_t *q, nvhcq_mock_grid *g) {
+  if (v == NVHCQ_QMD_V03 || field(v, q, NVHCQ_QMD_QMD_TYPE) != NVHCQ_QMD_TYPE_GRID_GPC_CGA) return;
+  g->cluster[0] = (uint32_t)field(v, q, NVHCQ_QMD_GPC_CGA_WIDTH);
+  g->cluster[1] = (uint32_t)field(v, q, NVHCQ_QMD_GPC_CGA_HEIGHT);
+  g->cluster[2] = (uint32_t)field(v, q, NVHCQ_QMD_GPC_CGA_DEPTH);
+  for (int i = 0; i < 3; i++) g->grid[i] *= g->cluster[i];
+}
+
 static void read_grid(nvhcq_qmd_version v, const uint32_t *q, nvhcq_mock_grid *g) {
   g->qmd_version = v;
   g->program_address =
@@ -213,6 +222,7 @@ static void read_grid(nvhcq_qmd_version v, const uint32_t *q, nvhcq_mock_grid *g
   g->grid[2] = (uint32_t)field(v, q, NVHCQ_QMD_GRID_DEPTH);
   for (int i = 0; i < 3; i++)
     g->block[i] = (uint32_t)field(v, q, (nvhcq_qmd_field)(NVHCQ_QMD_CTA_THREAD_DIMENSION0 + i));
+  read_cluster(v, q, g);
   g->shared_bytes = (uint32_t)(field(v, q, NVHCQ_QMD_SHARED_MEMORY_SIZE) |
                                field(v, q, NVHCQ_QMD_SHARED_MEMORY_SIZE_SHIFTED7) << 7);
   g->local_low_bytes =

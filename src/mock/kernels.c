@@ -23,6 +23,9 @@ typedef struct mock_kernel {
   uint32_t static_shared;      /* what nvhcq counts into the QMD's shared size before dynamic */
   const nvhcq_ptx_kernel *ptx; /* NULL: no PTX (why in the module's missing) */
   int builtin_copy;
+  /* The cubin's parameter offsets by ordinal (from param_offset): ptxas aligns a parameter to
+   * its address in bank 0, the PTX's layout to the parameter block's start. */
+  uint32_t *param_at, param_count;
 } mock_kernel;
 
 typedef struct mock_module {
@@ -112,6 +115,17 @@ static void place_variables(mock_module *m, const nvhcq_cubin *c) {
     nvhcq_ptx_variable_place(m->ptx, c->globals[i].name, m->gpu_address + c->globals[i].offset);
 }
 
+static int copy_param_table(mock_kernel *k, const nvhcq_cubin_kernel *ck) {
+  if (!ck->param_count) return 0;
+  k->param_at = calloc(ck->param_count, sizeof *k->param_at);
+  if (!k->param_at) return -1;
+  k->param_count = ck->param_count;
+  for (uint32_t i = 0; i < ck->param_count; i++)
+    if (ck->params[i].ordinal < ck->param_count)
+      k->param_at[ck->params[i].ordinal] = ck->params[i].offset;
+  return 0;
+}
+
 static int fill_kernels(mock_module *m, const nvhcq_cubin *c) {
   m->kernels = calloc(c->kernel_count ? c->kernel_count : 1, sizeof *m->kernels);
   if (!m->kernels) return -1;
@@ -125,6 +139,7 @@ static int fill_kernels(mock_module *m, const nvhcq_cubin *c) {
     k->param_offset = ck->param_offset;
     k->static_shared = ck->shared_size ? ck->shared_size : NVHCQ_RESERVED_SHARED;
     k->builtin_copy = strcmp(ck->name, BUILTIN_COPY) == 0;
+    if (copy_param_table(k, ck)) return -1;
     if (m->ptx && !k->builtin_copy && nvhcq_ptx_kernel_find(m->ptx, ck->name, &k->ptx))
       snprintf(m->missing, sizeof m->missing, "its module's PTX has no kernel of that name");
   }
@@ -132,7 +147,10 @@ static int fill_kernels(mock_module *m, const nvhcq_cubin *c) {
 }
 
 static void module_free(mock_module *m) {
-  for (uint32_t i = 0; i < m->nkernels; i++) free(m->kernels[i].name);
+  for (uint32_t i = 0; i < m->nkernels; i++) {
+    free(m->kernels[i].name);
+    free(m->kernels[i].param_at);
+  }
   free(m->kernels);
   nvhcq_ptx_module_free(m->ptx);
   free(m);
@@ -283,6 +301,27 @@ static int ptx_fault_to_grid(const nvhcq_mock_grid *g, const mock_kernel *k,
   return -1;
 }
 
+/* Where the cubin's table puts a parameter elsewhere than the PTX's layout (a 64-byte aligned
+ * __grid_constant__), *out gets the parameters moved to the PTX's offsets (to free). */
+static int relayout_params(const nvhcq_mock_grid *g, const mock_kernel *k, size_t size,
+                           uint8_t **out) {
+  size_t n = nvhcq_ptx_kernel_param_count(k->ptx), same = 0;
+  nvhcq_ptx_param p;
+  for (size_t i = 0; i < n && n == k->param_count; i++)
+    same += nvhcq_ptx_kernel_param(k->ptx, i, &p) == 0 && p.offset == k->param_at[i];
+  if (n != k->param_count || same == n) return 0;
+  *out = calloc(size + 1, 1);
+  if (!*out) return 0; /* the PTX's layout then, as before */
+  for (size_t i = 0; i < n; i++) {
+    nvhcq_ptx_kernel_param(k->ptx, i, &p);
+    const void *from = nvhcq_mock_gpu_pointer(g->cbank0_address + k->param_offset + k->param_at[i],
+                                              p.size ? p.size : 1);
+    if (!from) return free(*out), *out = NULL, -1;
+    memcpy(*out + p.offset, from, p.size);
+  }
+  return 0;
+}
+
 static int run_kernel(const nvhcq_mock_grid *g, const mock_module *m, const mock_kernel *k) {
   size_t params_size = k->ptx ? nvhcq_ptx_kernel_params_size(k->ptx) : 24;
   const uint8_t *params =
@@ -292,9 +331,13 @@ static int run_kernel(const nvhcq_mock_grid *g, const mock_module *m, const mock
                 k->name, "");
   if (k->builtin_copy) return builtin_copy(g, params);
   if (!k->ptx) return fail(g, MOCK_XID_GR, k->code, "kernel %s: %s", k->name, m->missing);
+  uint8_t *moved = NULL;
+  if (relayout_params(g, k, params_size, &moved))
+    return fail(g, MOCK_XID_MMU, g->cbank0_address, "kernel %s: its parameters in bank 0 %s",
+                k->name, "reach past the mapping");
   nvhcq_ptx_memory memory = {translate, NULL};
   nvhcq_ptx_launch_config c = {
-      .params = params,
+      .params = moved ? moved : params,
       .params_size = params_size,
       .memory = &memory,
       .cancel = g->stop,
@@ -303,8 +346,10 @@ static int run_kernel(const nvhcq_mock_grid *g, const mock_module *m, const mock
   };
   memcpy(c.grid, g->grid, sizeof c.grid);
   memcpy(c.block, g->block, sizeof c.block);
+  memcpy(c.cluster, g->cluster, sizeof c.cluster);
   nvhcq_ptx_fault f;
   nvhcq_ptx_status s = nvhcq_ptx_launch(k->ptx, &c, &f);
+  free(moved);
   if (s == NVHCQ_PTX_OK) return 0;
   if (s == NVHCQ_PTX_FAULT || s == NVHCQ_PTX_UNSUPPORTED) return ptx_fault_to_grid(g, k, &f);
   return fail(g, MOCK_XID_GR, k->code, "kernel %s: the interpreter refused the launch (%s)",

@@ -20,7 +20,8 @@ typedef struct nvhcq_mock_grid {
   uint64_t qmd_address;
   uint32_t qmd_version; /* 3, 4 or 5 */
   uint64_t program_address;
-  uint32_t grid[3], block[3];
+  uint32_t grid[3], block[3]; /* grid: in blocks (a cluster launch's QMD counts clusters) */
+  uint32_t cluster[3];        /* blocks per cluster (QMD_TYPE GRID_GPC_CGA); 0s: none */
   uint32_t shared_bytes;
   uint32_t local_low_bytes, local_high_bytes;
   uint64_t cbank0_address;

@@ -45,9 +45,10 @@ typedef struct launch {
 #define DIM(x, y, z)                                                                               \
   { (x), (y), (z) }
 
-/* Lays the arguments out at the kernel's parameter offsets and launches it. */
-static nvhcq_ptx_status run(const nvhcq_ptx_module *m, const char *name, launch *l, int nargs,
-                            const void *const *args) {
+/* Lays the arguments out at the kernel's parameter offsets and launches it, in clusters of
+ * `cluster` blocks when given. */
+static nvhcq_ptx_status run_in(const nvhcq_ptx_module *m, const char *name, launch *l,
+                               const uint32_t *cluster, int nargs, const void *const *args) {
   const nvhcq_ptx_kernel *k;
   if (nvhcq_ptx_kernel_find(m, name, &k) != NVHCQ_PTX_OK) return NVHCQ_PTX_NOT_FOUND;
   unsigned char params[256] = {0};
@@ -64,10 +65,16 @@ static nvhcq_ptx_status run(const nvhcq_ptx_module *m, const char *name, launch 
                                .max_instructions = l->max_instructions};
   memcpy(c.grid, l->grid, sizeof c.grid);
   memcpy(c.block, l->block, sizeof c.block);
+  if (cluster) memcpy(c.cluster, cluster, sizeof c.cluster);
   nvhcq_ptx_status st = nvhcq_ptx_launch(k, &c, &l->fault);
   if (st != NVHCQ_PTX_OK)
     fprintf(stderr, "  %s: line %d: %s\n", name, l->fault.line, l->fault.what);
   return st;
+}
+
+static nvhcq_ptx_status run(const nvhcq_ptx_module *m, const char *name, launch *l, int nargs,
+                            const void *const *args) {
+  return run_in(m, name, l, NULL, nargs, args);
 }
 
 #define ARGS(...)                                                                                  \
@@ -365,6 +372,80 @@ static void test_softmax_rows(void) {
   nvhcq_ptx_module_free(m);
 }
 
+/* tests/device/cluster.cu's kernels: every block's view of its cluster, and blocks writing into
+ * each other's shared memory between cluster barriers. */
+static void test_cluster_kernels(void) {
+  nvhcq_ptx_module *m = load("cluster.ptx");
+  static uint32_t view[48][14], out[16 * 256];
+  uint32_t *pv = &view[0][0], *po = out, shift = 3;
+  launch l = {DIM(4, 6, 2), DIM(32, 1, 1), 0, NULL, {0}, 0};
+  TEST_CHECK(m && run_in(m, "cluster_any", &l, (uint32_t[]){2, 3, 1}, ARGS(&pv)) == NVHCQ_PTX_OK);
+  unsigned wrong = 0;
+  for (uint32_t b = 0; b < 48; b++) {
+    uint32_t x = b % 4, y = b / 4 % 6, z = b / 24,
+             want[14] = {
+                 x % 2 + 2 * (y % 3), 6, x / 2, y / 3, z, 2, 2, 2, 2, 3, 1, x % 2, y % 3, 0};
+    for (int i = 0; i < 14; i++) wrong += view[b][i] != want[i];
+  }
+  TEST_CHECK_MSG(wrong == 0, "%u wrong fields", wrong);
+  launch d = {DIM(16, 1, 1), DIM(96, 1, 1), 0, NULL, {0}, 0};
+  const uint32_t eight[3] = {8, 1, 1};
+  TEST_CHECK(m && run_in(m, "cluster_dsmem", &d, eight, ARGS(&po, &shift)) == NVHCQ_PTX_OK);
+  wrong = 0;
+  for (uint32_t b = 0; b < 16; b++)
+    for (uint32_t i = 0; i < 256; i++)
+      wrong += out[b * 256 + i] != (b - b % 8 + (b + 5) % 8) * 1000 + i;
+  TEST_CHECK_MSG(wrong == 0, "%u words wrong", wrong);
+  /* A grid that is not a whole number of clusters is refused. */
+  d.grid[0] = 12;
+  TEST_CHECK(m && run_in(m, "cluster_dsmem", &d, eight, ARGS(&po, &shift)) == NVHCQ_PTX_INVALID);
+  nvhcq_ptx_module_free(m);
+}
+
+/* shared::cluster addresses (mapa's 32-bit form), the barrier's ordering variants, a wait no one
+ * arrives at, and a rank outside the cluster. */
+static const char cluster_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".entry ring(.param .u64 out)\n{\n.reg .b32 %r<8>;\n.reg .b64 %rd<4>;\n"
+    ".shared .align 4 .b8 slot[4];\nld.param.u64 %rd1, [out];\n"
+    "mov.u32 %r1, %cluster_ctarank;\nmov.u32 %r2, %cluster_nctarank;\nadd.u32 %r3, %r1, 1;\n"
+    "rem.u32 %r3, %r3, %r2;\nmov.u32 %r4, slot;\nmapa.shared::cluster.u32 %r5, %r4, %r3;\n"
+    "barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.aligned;\n"
+    "st.shared::cluster.u32 [%r5], %r1;\nbarrier.cluster.arrive.release.aligned;\n"
+    "barrier.cluster.wait.acquire.aligned;\nld.shared::cta.u32 %r6, [slot];\n"
+    "mov.u32 %r7, %ctaid.x;\nmul.wide.u32 %rd2, %r7, 4;\nadd.s64 %rd3, %rd1, %rd2;\n"
+    "st.global.u32 [%rd3], %r6;\nret;\n}\n"
+    ".entry stuck()\n{\nbarrier.cluster.wait;\nret;\n}\n"
+    ".entry far(.param .u32 r)\n{\n.reg .b32 %r<4>;\n.shared .align 4 .b8 s[4];\n"
+    "ld.param.u32 %r1, [r];\nmov.u32 %r2, s;\nmapa.shared::cluster.u32 %r3, %r2, %r1;\n"
+    "st.shared::cluster.u32 [%r3], %r1;\nret;\n}\n";
+
+static void test_cluster_forms(void) {
+  nvhcq_ptx_module *m = NULL;
+  char err[256] = "";
+  TEST_CHECK_MSG(nvhcq_ptx_module_load(cluster_ptx, strlen(cluster_ptx), &m, err, sizeof err) ==
+                     NVHCQ_PTX_OK,
+                 "%s", err);
+  if (!m) return;
+  static uint32_t out[12];
+  uint32_t *po = out;
+  launch l = {DIM(12, 1, 1), DIM(1, 1, 1), 0, NULL, {0}, 0};
+  TEST_CHECK(run_in(m, "ring", &l, (uint32_t[]){4, 1, 1}, ARGS(&po)) == NVHCQ_PTX_OK);
+  unsigned wrong = 0;
+  for (uint32_t b = 0; b < 12; b++) wrong += out[b] != (b % 4 + 3) % 4;
+  TEST_CHECK_MSG(wrong == 0, "%u wrong", wrong);
+  launch s = {DIM(2, 1, 1), DIM(32, 1, 1), 0, NULL, {0}, 0};
+  const uint32_t two[3] = {2, 1, 1};
+  TEST_CHECK(run_in(m, "stuck", &s, two, 0, NULL) == NVHCQ_PTX_FAULT);
+  TEST_CHECK(s.fault.kind == NVHCQ_PTX_FAULT_DEADLOCK);
+  uint32_t rank = 3;
+  TEST_CHECK(run_in(m, "far", &s, two, ARGS(&rank)) == NVHCQ_PTX_FAULT);
+  TEST_CHECK(s.fault.kind == NVHCQ_PTX_FAULT_ADDRESS && strstr(s.fault.what, "rank"));
+  rank = 1;
+  TEST_CHECK(run_in(m, "far", &s, two, ARGS(&rank)) == NVHCQ_PTX_OK);
+  nvhcq_ptx_module_free(m);
+}
+
 static void test_parse_errors(void) {
   static const char *const bad[] = {
       ".version 8.0\n.target sm_90\n.address_size 64\n.func f()\n{\nret;\n}\n",
@@ -394,4 +475,5 @@ TEST_MAIN(TEST(test_empty), TEST(test_vector_add), TEST(test_atomic_increment),
           TEST(test_reduce_dynamic), TEST(test_local_16k), TEST(test_index_3d),
           TEST(test_use_globals), TEST(test_struct_args), TEST(test_int_kernels), TEST(test_copy16),
           TEST(test_fma_loop), TEST(test_order_step), TEST(test_spin), TEST(test_faults),
-          TEST(test_ew_add), TEST(test_softmax_rows), TEST(test_parse_errors))
+          TEST(test_ew_add), TEST(test_softmax_rows), TEST(test_cluster_kernels),
+          TEST(test_cluster_forms), TEST(test_parse_errors))

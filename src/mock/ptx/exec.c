@@ -66,6 +66,26 @@ static void cvta(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
   set(t, in, 0, in->flags & F_TO ? a - base : a + base, TYPE_SIZE(in->type));
 }
 
+/* mapa d, a, rank: the same variable in the shared memory of the cluster's block `rank`. The
+ * generic form maps generic addresses (a non-shared one faults: PTX leaves it undefined). */
+static void mapa(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
+  uint64_t a = RD(1, in->type), rank = RD(2, PTX_TYPE(TK_U, 4)) & 0xffffffffu, base = 0;
+  if (in->space != SP_SHARED) {
+    base = PTX_SHARED_WINDOW;
+    if (a < PTX_SHARED_WINDOW || a >= PTX_LOCAL_WINDOW) {
+      ptx_fault(b, t, in, NVHCQ_PTX_FAULT_ADDRESS, a, 0,
+                "mapa of a generic address outside shared memory");
+      return;
+    }
+  }
+  uint64_t offset = (a - base) & ((1u << PTX_CLUSTER_SHIFT) - 1);
+  if (rank >= b->cluster->count) {
+    ptx_fault(b, t, in, NVHCQ_PTX_FAULT_ADDRESS, a, 0, "mapa to a rank outside the cluster");
+    return;
+  }
+  set(t, in, 0, base + ((rank + 1) << PTX_CLUSTER_SHIFT | offset), TYPE_SIZE(in->type));
+}
+
 static void setp(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
   bool r = ptx_compare(in, RD(1, in->type), RD(2, in->type));
   set(t, in, 0, r, 1);
@@ -173,6 +193,8 @@ static void step_memory(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
     return cvt(b, t, in);
   case OP_CVTA:
     return cvta(b, t, in);
+  case OP_MAPA:
+    return mapa(b, t, in);
   case OP_SETP:
     return setp(b, t, in);
   default: /* selp */
@@ -197,6 +219,13 @@ static bool step_control(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
   case OP_BAR:
     t->state = TS_BAR;
     return true;
+  case OP_CARRIVE:
+    t->arrived++;
+    t->pc++;
+    return false;
+  case OP_CWAIT:
+    t->state = TS_CWAIT; /* the launch lets it on once the whole cluster arrived */
+    return true;
   case OP_SHFL:
   case OP_VOTE:
   case OP_REDUX:
@@ -210,12 +239,13 @@ static bool step_control(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
 
 static bool is_control(uint8_t op) {
   return op == OP_BRA || op == OP_RET || op == OP_EXIT || op == OP_TRAP || op == OP_BAR ||
-         op == OP_SHFL || op == OP_VOTE || op == OP_REDUX || op == OP_NOP || op == OP_WARPSYNC;
+         op == OP_SHFL || op == OP_VOTE || op == OP_REDUX || op == OP_NOP || op == OP_WARPSYNC ||
+         op == OP_CARRIVE || op == OP_CWAIT;
 }
 
 static bool is_memory(uint8_t op) {
   return op == OP_LD || op == OP_ST || op == OP_ATOM || op == OP_RED || op == OP_MOV ||
-         op == OP_CVT || op == OP_CVTA || op == OP_SETP || op == OP_SELP;
+         op == OP_CVT || op == OP_CVTA || op == OP_SETP || op == OP_SELP || op == OP_MAPA;
 }
 
 void ptx_run_thread(ptx_block *b, ptx_thread *t) {
@@ -227,11 +257,11 @@ void ptx_run_thread(ptx_block *b, ptx_thread *t) {
     }
     const ptx_insn *in = &k->insns[t->pc];
     t->clock++;
-    if (b->cfg->max_instructions && ++b->steps > b->cfg->max_instructions) {
+    if (b->cfg->max_instructions && ++b->cluster->steps > b->cfg->max_instructions) {
       ptx_fault(b, t, in, NVHCQ_PTX_FAULT_TIMEOUT, 0, 0, "instruction budget exhausted");
       return;
     }
-    if (b->cfg->cancel && (++b->polls & 4095) == 0 &&
+    if (b->cfg->cancel && (++b->cluster->polls & 4095) == 0 &&
         __atomic_load_n(b->cfg->cancel, __ATOMIC_ACQUIRE)) {
       ptx_fault(b, t, in, NVHCQ_PTX_FAULT_TIMEOUT, 0, 0, "stopped while running");
       return;

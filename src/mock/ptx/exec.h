@@ -7,8 +7,13 @@
 /* Generic addresses of shared and local memory (cvta): windows far from host addresses. */
 #define PTX_SHARED_WINDOW (1ull << 62)
 #define PTX_LOCAL_WINDOW  ((1ull << 62) + (1ull << 40))
+/* A shared::cluster address: (rank + 1) << 24 | offset names another block's shared memory; an
+ * address below 1 << 24 is the block's own (so shared::cta addresses are cluster addresses too,
+ * as in PTX). 32 bits, like the hardware's, so mapa.shared::cluster.u32 holds one. */
+#define PTX_CLUSTER_SHIFT 24
+#define PTX_CLUSTER_MAX   32 /* blocks in a cluster the interpreter takes */
 
-enum ptx_thread_state { TS_RUN, TS_BAR, TS_WARP, TS_DONE };
+enum ptx_thread_state { TS_RUN, TS_BAR, TS_WARP, TS_CWAIT, TS_DONE };
 
 typedef struct ptx_thread {
   uint64_t *regs;
@@ -16,21 +21,31 @@ typedef struct ptx_thread {
   uint32_t tid[3], linear, pc;
   uint8_t state;
   uint64_t clock;
+  uint32_t arrived, waited; /* barrier.cluster.arrive and .wait passed */
 } ptx_thread;
 
-typedef struct ptx_block {
+typedef struct ptx_block ptx_block;
+
+/* The blocks that run together: a cluster (a launch without one: a cluster of one block). */
+typedef struct ptx_cluster {
+  ptx_block *blocks; /* by rank */
+  uint32_t count, dim[3], id[3];
+  uint64_t steps; /* instructions run in the launch, against cfg->max_instructions */
+  uint64_t polls; /* instructions since the launch began, for cfg->cancel */
+} ptx_cluster;
+
+struct ptx_block {
   const nvhcq_ptx_kernel *k;
   const nvhcq_ptx_launch_config *cfg;
   unsigned char *shared, *params;
   size_t shared_size, dynamic_base;
-  uint32_t ctaid[3];
+  uint32_t ctaid[3], rank, cluster_ctaid[3];
+  ptx_cluster *cluster;
   ptx_thread *threads;
   uint32_t nthreads;
   nvhcq_ptx_fault *fault;
   nvhcq_ptx_status status;
-  uint64_t steps; /* instructions run in the launch, against cfg->max_instructions */
-  uint64_t polls; /* instructions since the launch began, for cfg->cancel */
-} ptx_block;
+};
 
 /* Runs one thread until it waits (barrier, warp collective), exits or faults. */
 void ptx_run_thread(ptx_block *b, ptx_thread *t);

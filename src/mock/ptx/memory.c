@@ -9,7 +9,7 @@ void ptx_fault(ptx_block *b, const ptx_thread *t, const ptx_insn *in, nvhcq_ptx_
                uint64_t address, int write, const char *what) {
   if (b->status != NVHCQ_PTX_OK) return;
   b->status = kind == NVHCQ_PTX_FAULT_UNSUPPORTED ? NVHCQ_PTX_UNSUPPORTED : NVHCQ_PTX_FAULT;
-  if (!b->fault) return;
+  if (!b->fault || b->fault->kind != NVHCQ_PTX_FAULT_NONE) return; /* a cluster peer's was first */
   nvhcq_ptx_fault *f = b->fault;
   f->kind = kind;
   f->address = address;
@@ -24,6 +24,26 @@ static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t cluster_special(const ptx_block *b, const ptx_operand *o) {
+  const ptx_cluster *cl = b->cluster;
+  switch (o->reg) {
+  case SR_CLUSTER_CTARANK:
+    return b->rank;
+  case SR_CLUSTER_NCTARANK:
+    return cl->count;
+  case SR_CLUSTERID:
+    return cl->id[o->component];
+  case SR_NCLUSTERID:
+    return b->cfg->grid[o->component] / cl->dim[o->component];
+  case SR_CLUSTER_CTAID:
+    return b->cluster_ctaid[o->component];
+  case SR_CLUSTER_NCTAID:
+    return cl->dim[o->component];
+  default: /* %is_explicit_cluster */
+    return b->cfg->cluster[0] != 0;
+  }
 }
 
 static uint64_t special(const ptx_block *b, const ptx_thread *t, const ptx_operand *o) {
@@ -64,8 +84,10 @@ static uint64_t special(const ptx_block *b, const ptx_thread *t, const ptx_opera
     return (uint32_t) ~((1u << lane) - 1);
   case SR_DYN_SMEM:
     return c->dynamic_shared_bytes;
-  default:
+  case SR_TOTAL_SMEM:
     return b->shared_size;
+  default:
+    return cluster_special(b, o);
   }
 }
 
@@ -143,13 +165,24 @@ static void *window(unsigned char *base, size_t limit, uint64_t a, size_t size) 
   return base + a;
 }
 
+/* A shared::cluster address (exec.h): the block's own shared memory, or a cluster peer's. */
+static void *shared_ptr(ptx_block *b, uint64_t a, size_t size) {
+  uint64_t rank = a >> PTX_CLUSTER_SHIFT;
+  if (rank) {
+    if (rank > b->cluster->count) return NULL;
+    b = &b->cluster->blocks[rank - 1];
+    a &= (1u << PTX_CLUSTER_SHIFT) - 1;
+  }
+  return window(b->shared, b->shared_size, a, size);
+}
+
 static void *space_ptr(ptx_block *b, ptx_thread *t, uint8_t space, uint64_t a, size_t size,
                        int write) {
   switch (space) {
   case SP_GLOBAL:
     return global_ptr(b, a, size, write);
   case SP_SHARED:
-    return window(b->shared, b->shared_size, a, size);
+    return shared_ptr(b, a, size);
   case SP_LOCAL:
     return window(t->local, b->k->local_size, a, size);
   case SP_PARAM:

@@ -393,12 +393,14 @@ static int resolve_labels(ptx_parser *p, nvhcq_ptx_kernel *k) {
 
 static int parse_body(ptx_parser *p, nvhcq_ptx_kernel *k) {
   if (ptx_expect(p, "{")) return -1;
+  int depth = 0; /* nested scopes: their registers are kernel-wide here */
   while (!p->failed) {
     const char *t = ptx_peek(p);
     if (!t[0]) return ptx_fail(p, "unterminated kernel body");
-    if (strcmp(t, "}") == 0) return ptx_next(p), resolve_labels(p, k);
+    if (strcmp(t, "}") == 0 && depth == 0) return ptx_next(p), resolve_labels(p, k);
     if (strcmp(t, "{") == 0 || strcmp(t, "}") == 0) {
-      ptx_next(p); /* nested scopes: registers are kernel-wide here */
+      depth += t[0] == '{' ? 1 : -1;
+      ptx_next(p);
       continue;
     }
     if (body_statement(p, k)) return -1;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* barrier.cluster's two forms have no entry: cluster_barrier parses them. */
 static const char *const op_names[OP_COUNT] = {
     [OP_ADD] = "add",   [OP_SUB] = "sub",     [OP_MUL] = "mul",     [OP_MAD] = "mad",
     [OP_FMA] = "fma",   [OP_DIV] = "div",     [OP_REM] = "rem",     [OP_MIN] = "min",
@@ -17,7 +18,8 @@ static const char *const op_names[OP_COUNT] = {
     [OP_RCP] = "rcp",   [OP_SQRT] = "sqrt",   [OP_RSQRT] = "rsqrt", [OP_SIN] = "sin",
     [OP_COS] = "cos",   [OP_RET] = "ret",     [OP_EXIT] = "exit",   [OP_TRAP] = "trap",
     [OP_BRA] = "bra",   [OP_NOP] = "membar",  [OP_POPC] = "popc",   [OP_CLZ] = "clz",
-    [OP_BREV] = "brev", [OP_CNOT] = "cnot",   [OP_TANH] = "tanh",   [OP_WARPSYNC] = "bar.warp"};
+    [OP_BREV] = "brev", [OP_CNOT] = "cnot",   [OP_TANH] = "tanh",   [OP_WARPSYNC] = "bar.warp",
+    [OP_MAPA] = "mapa"};
 
 static const char *const sub_names[] = {
     [CMP_EQ] = "eq",   [CMP_NE] = "ne",    [CMP_LT] = "lt",    [CMP_LE] = "le",
@@ -83,6 +85,8 @@ static int modifier(ptx_parser *p, ptx_insn *in, const char *m) {
       in->type = t;
   } else if ((s = sub_for(in, m)) != 0) {
     in->sub = (uint8_t)s;
+  } else if (strcmp(m, "shared::cta") == 0 || strcmp(m, "shared::cluster") == 0) {
+    in->space = SP_SHARED; /* a block's own shared addresses are also cluster addresses */
   } else if (ptx_space_of(dotted)) {
     in->space = ptx_space_of(dotted);
   } else if (strcmp(m, "v2") == 0 || strcmp(m, "v4") == 0) {
@@ -96,12 +100,28 @@ static int modifier(ptx_parser *p, ptx_insn *in, const char *m) {
   return 0;
 }
 
+/* barrier.cluster.arrive / .wait, with ordering (.release, .relaxed, .acquire) and .aligned. */
+static int cluster_barrier(ptx_parser *p, ptx_insn *in, char *rest, const char *word) {
+  for (int first = 1; rest && *rest; first = 0) {
+    char *m = rest;
+    rest = strchr(m, '.');
+    if (rest) *rest++ = 0;
+    if (first && strcmp(m, "arrive") == 0) in->op = OP_CARRIVE;
+    if (first && strcmp(m, "wait") == 0) in->op = OP_CWAIT;
+    if (!in->op || (!first && !FIND(ignored, m)))
+      return ptx_fail(p, "unsupported barrier form '%s'", word);
+  }
+  return in->op ? 0 : ptx_fail(p, "unsupported barrier form '%s'", word);
+}
+
 /* "ld.global.v4.f32": the operation, then its modifiers. */
 static int parse_opcode(ptx_parser *p, ptx_insn *in, const char *word) {
   char buf[128];
   snprintf(buf, sizeof buf, "%s", word);
   char *rest = strchr(buf, '.');
   if (rest) *rest++ = 0;
+  if (strcmp(buf, "barrier") == 0 && rest && strncmp(rest, "cluster.", 8) == 0)
+    return cluster_barrier(p, in, rest + 8, word);
   if (strcmp(buf, "barrier") == 0) snprintf(buf, sizeof buf, "bar");
   if (strcmp(buf, "fence") == 0 || strcmp(buf, "nanosleep") == 0)
     snprintf(buf, sizeof buf, "membar");
@@ -157,7 +177,14 @@ static const struct {
                 {"%lanemask_gt", SR_LANEMASK_GT},
                 {"%lanemask_ge", SR_LANEMASK_GE},
                 {"%dynamic_smem_size", SR_DYN_SMEM},
-                {"%total_smem_size", SR_TOTAL_SMEM}};
+                {"%total_smem_size", SR_TOTAL_SMEM},
+                {"%cluster_ctarank", SR_CLUSTER_CTARANK},
+                {"%cluster_nctarank", SR_CLUSTER_NCTARANK},
+                {"%clusterid", SR_CLUSTERID},
+                {"%nclusterid", SR_NCLUSTERID},
+                {"%cluster_ctaid", SR_CLUSTER_CTAID},
+                {"%cluster_nctaid", SR_CLUSTER_NCTAID},
+                {"%is_explicit_cluster", SR_IS_EXPLICIT_CLUSTER}};
 
 static bool special_reg(const char *name, ptx_operand *o) {
   char buf[64];

@@ -83,7 +83,10 @@ nvhcq_ptx_status nvhcq_ptx_variable_place(nvhcq_ptx_module *module, const char *
                                           uint64_t address);
 
 typedef struct nvhcq_ptx_launch_config {
-  uint32_t grid[3], block[3];
+  uint32_t grid[3], block[3]; /* grid: in blocks, also in a cluster launch */
+  /* Blocks per cluster (all 0: no cluster; each block is a cluster of one). The grid is a whole
+   * number of clusters; a cluster's blocks run together, clusters one after another. */
+  uint32_t cluster[3];
   size_t dynamic_shared_bytes;
   const void *params;
   size_t params_size;
@@ -94,8 +97,9 @@ typedef struct nvhcq_ptx_launch_config {
   const int *cancel;
 } nvhcq_ptx_launch_config;
 
-/* Runs the kernel to completion: blocks one after another, the threads of a block cooperatively
- * (each runs until a barrier or warp collective, then the others catch up). On
+/* Runs the kernel to completion: clusters (or blocks) one after another, the threads of a
+ * cluster's blocks cooperatively (each runs until a barrier or warp collective, then the others
+ * catch up). On
  * NVHCQ_PTX_FAULT or NVHCQ_PTX_UNSUPPORTED, *fault (if given) says where. */
 nvhcq_ptx_status nvhcq_ptx_launch(const nvhcq_ptx_kernel *kernel,
                                   const nvhcq_ptx_launch_config *config, nvhcq_ptx_fault *fault);

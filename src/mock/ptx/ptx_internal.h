@@ -64,6 +64,9 @@ enum ptx_op {
   OP_CNOT,
   OP_TANH,
   OP_WARPSYNC,
+  OP_CARRIVE, /* barrier.cluster.arrive */
+  OP_CWAIT,   /* barrier.cluster.wait */
+  OP_MAPA,
   OP_COUNT
 };
 
@@ -133,7 +136,14 @@ enum ptx_special {
   SR_LANEMASK_GT,
   SR_LANEMASK_GE,
   SR_DYN_SMEM,
-  SR_TOTAL_SMEM
+  SR_TOTAL_SMEM,
+  SR_CLUSTER_CTARANK,
+  SR_CLUSTER_NCTARANK,
+  SR_CLUSTERID,
+  SR_NCLUSTERID,
+  SR_CLUSTER_CTAID,
+  SR_CLUSTER_NCTAID,
+  SR_IS_EXPLICIT_CLUSTER
 };
 
 /* A symbol an instruction names: its state space and address there. */
