@@ -24,7 +24,9 @@ uint64_t mock_now_ns(void) {
 
 static int kind_for_path(const char *path) {
   if (!strcmp(path, "/dev/nvidiactl")) return FD_CTL;
-  if (!strcmp(path, "/dev/nvidia0")) return FD_GPU;
+  unsigned minor;
+  char end;
+  if (sscanf(path, "/dev/nvidia%u%c", &minor, &end) == 1 && minor < nvhcq_mock.gpus) return FD_GPU;
   if (!strcmp(path, "/dev/nvidia-uvm")) return FD_UVM;
   if (!strcmp(path, "/dev/nvidia-uvm-tools")) return FD_TOOLS;
   return FD_FREE;

@@ -11,6 +11,7 @@
 #define MOCK_FD_BASE     0x40000
 #define MOCK_MAX_FDS     4096
 #define MOCK_SUBCHANNELS 8
+#define MOCK_MAX_GPUS    8
 
 enum { FD_FREE, FD_CTL, FD_GPU, FD_UVM, FD_TOOLS };
 
@@ -46,6 +47,7 @@ typedef struct mock_obj {
   uint64_t va;      /* virtual memory objects: the GPU address their range starts at */
   int mapped;       /* and whether memory is mapped into it */
   uint32_t flags;   /* address spaces: their allocation flags */
+  uint32_t gpu;     /* the GPU (probe index) of the device object it is under */
 } mock_obj;
 
 typedef struct mock_fd {
@@ -61,6 +63,7 @@ typedef struct mock_fd {
 
 /* A UVM external range and the memory mapped into it. */
 typedef struct mock_range {
+  int space; /* the UVM fd whose address space holds it; -1 for RM's own mappings */
   uint64_t base, length;
   uint8_t *host; /* NULL until mapped */
   const struct mock_obj *obj;
@@ -75,7 +78,8 @@ typedef struct mock_state {
   mock_range *ranges;
   uint32_t nranges, cap_ranges;
   uint32_t next_handle, next_token, channels;
-  uint64_t vidmem_used;
+  uint32_t gpus; /* GPUs probed: NVHCQ_MOCK_GPUS, 1 to MOCK_MAX_GPUS */
+  uint64_t vidmem_used[MOCK_MAX_GPUS];
 } mock_state;
 
 extern mock_state nvhcq_mock;
@@ -115,7 +119,14 @@ int mock_is_gpfifo_class(uint32_t c);
 /* ---- controls (control.c) ---- */
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params);
 extern const uint8_t nvhcq_mock_uuid[16];
-#define MOCK_GPU_ID  0x1800u
+/* GPU i's UUID: GPU 0's with i added to the last byte. */
+void mock_uuid_of(uint32_t gpu, uint8_t out[16]);
+/* The GPU a UUID names, or -1. */
+int mock_gpu_of_uuid(const uint8_t *uuid);
+/* GPU i's RM id (its PCI bus 0x18 + i shifted as RM's ids are) and back (-1 if none). */
+#define MOCK_GPU_ID      0x1800u
+#define MOCK_GPU_ID_OF(i) (MOCK_GPU_ID + ((uint32_t)(i) << 8))
+int mock_gpu_of_id(uint32_t gpu_id);
 #define MOCK_FB_KIB  (mock_gpu->fb_kib)
 #define MOCK_VERSION "580.95.05"
 

@@ -10,23 +10,27 @@
 #include "mock/internal.h"
 #include "mock/mock.h"
 
-static mock_range *range_at(uint64_t base) {
+/* Each UVM fd is an address space of its own (a peer's buffer is mapped into another GPU's at the
+ * same address); RM's own mappings are space -1. The command processor translates through all of
+ * them: the mock does not keep a GPU out of memory that is only mapped for another. */
+static mock_range *range_at(int space, uint64_t base) {
   for (uint32_t i = 0; i < nvhcq_mock.nranges; i++)
-    if (nvhcq_mock.ranges[i].base == base) return &nvhcq_mock.ranges[i];
+    if (nvhcq_mock.ranges[i].base == base && nvhcq_mock.ranges[i].space == space)
+      return &nvhcq_mock.ranges[i];
   return NULL;
 }
 
-static int overlaps(uint64_t base, uint64_t length) {
+static int overlaps(int space, uint64_t base, uint64_t length) {
   for (uint32_t i = 0; i < nvhcq_mock.nranges; i++) {
     const mock_range *r = &nvhcq_mock.ranges[i];
-    if (base < r->base + r->length && r->base < base + length) return 1;
+    if (r->space == space && base < r->base + r->length && r->base < base + length) return 1;
   }
   return 0;
 }
 
-static uint32_t create_range(const UVM_CREATE_EXTERNAL_RANGE_PARAMS *p) {
+static uint32_t create_range(int space, const UVM_CREATE_EXTERNAL_RANGE_PARAMS *p) {
   if (!p->length || ((p->base | p->length) & 0xfff)) return MOCK_ERR_INVALID_ADDRESS;
-  if (overlaps(p->base, p->length)) return MOCK_ERR_INVALID_ADDRESS;
+  if (overlaps(space, p->base, p->length)) return MOCK_ERR_INVALID_ADDRESS;
   if (nvhcq_mock.nranges == nvhcq_mock.cap_ranges) {
     uint32_t cap = nvhcq_mock.cap_ranges ? nvhcq_mock.cap_ranges * 2 : 64;
     mock_range *grown = realloc(nvhcq_mock.ranges, cap * sizeof *grown);
@@ -34,16 +38,18 @@ static uint32_t create_range(const UVM_CREATE_EXTERNAL_RANGE_PARAMS *p) {
     nvhcq_mock.ranges = grown;
     nvhcq_mock.cap_ranges = cap;
   }
-  nvhcq_mock.ranges[nvhcq_mock.nranges++] = (mock_range){.base = p->base, .length = p->length};
+  nvhcq_mock.ranges[nvhcq_mock.nranges++] =
+      (mock_range){.space = space, .base = p->base, .length = p->length};
   return MOCK_NV_OK;
 }
 
-static uint32_t map_external(const UVM_MAP_EXTERNAL_ALLOCATION_PARAMS *p) {
-  mock_range *r = range_at(p->base);
+static uint32_t map_external(int space, const UVM_MAP_EXTERNAL_ALLOCATION_PARAMS *p) {
+  mock_range *r = range_at(space, p->base);
   if (!r || p->length > r->length || !p->length) return MOCK_ERR_INVALID_ADDRESS;
-  if (p->gpuAttributesCount != 1 ||
-      memcmp(p->perGpuAttributes[0].gpuUuid.uuid, nvhcq_mock_uuid, 16))
+  if (!p->gpuAttributesCount || p->gpuAttributesCount > MOCK_MAX_GPUS)
     return MOCK_ERR_INVALID_ARGUMENT;
+  for (uint32_t i = 0; i < p->gpuAttributesCount; i++)
+    if (mock_gpu_of_uuid(p->perGpuAttributes[i].gpuUuid.uuid) < 0) return MOCK_ERR_INVALID_ARGUMENT;
   if (mock_fd_kind(p->rmCtrlFd) != FD_CTL) return MOCK_ERR_INVALID_ARGUMENT;
   mock_obj *o = mock_find(p->hClient, p->hMemory);
   if (!o || !o->backing) return MOCK_ERR_INVALID_OBJECT_HANDLE;
@@ -54,8 +60,8 @@ static uint32_t map_external(const UVM_MAP_EXTERNAL_ALLOCATION_PARAMS *p) {
   return MOCK_NV_OK;
 }
 
-static uint32_t free_range(uint64_t base) {
-  mock_range *r = range_at(base);
+static uint32_t free_range(int space, uint64_t base) {
+  mock_range *r = range_at(space, base);
   if (!r) return MOCK_ERR_INVALID_ADDRESS;
   *r = nvhcq_mock.ranges[--nvhcq_mock.nranges];
   return MOCK_NV_OK;
@@ -64,9 +70,9 @@ static uint32_t free_range(uint64_t base) {
 uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory) {
   pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
   UVM_CREATE_EXTERNAL_RANGE_PARAMS p = {.base = base, .length = length};
-  uint32_t s = create_range(&p);
+  uint32_t s = create_range(-1, &p);
   if (!s) {
-    mock_range *r = range_at(base);
+    mock_range *r = range_at(-1, base);
     r->host = memory->backing;
     r->obj = memory;
     r->length = length < memory->size ? length : memory->size;
@@ -77,7 +83,7 @@ uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory) 
 
 uint32_t mock_range_unmap(uint64_t base) {
   pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
-  uint32_t s = free_range(base);
+  uint32_t s = free_range(-1, base);
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
   return s;
 }
@@ -106,7 +112,13 @@ void *nvhcq_mock_gpu_pointer(uint64_t va, uint64_t len) {
 
 /* Calls that only need their arguments to make sense. */
 static uint32_t check_uuid(const uint8_t *uuid) {
-  return memcmp(uuid, nvhcq_mock_uuid, 16) ? MOCK_ERR_GPU_UUID_NOT_FOUND : MOCK_NV_OK;
+  return mock_gpu_of_uuid(uuid) < 0 ? MOCK_ERR_GPU_UUID_NOT_FOUND : MOCK_NV_OK;
+}
+
+static uint32_t enable_peer(const UVM_ENABLE_PEER_ACCESS_PARAMS *p) {
+  int a = mock_gpu_of_uuid(p->gpuUuidA.uuid), b = mock_gpu_of_uuid(p->gpuUuidB.uuid);
+  if (a < 0 || b < 0) return MOCK_ERR_GPU_UUID_NOT_FOUND;
+  return a == b ? MOCK_ERR_INVALID_ARGUMENT : MOCK_NV_OK;
 }
 
 static uint32_t check_handle(const uint8_t *uuid, int fd, uint32_t client, uint32_t handle) {
@@ -117,20 +129,20 @@ static uint32_t check_handle(const uint8_t *uuid, int fd, uint32_t client, uint3
   return mock_find(client, handle) ? MOCK_NV_OK : MOCK_ERR_INVALID_OBJECT_HANDLE;
 }
 
-static uint32_t uvm_va_call(unsigned long cmd, void *arg) {
+static uint32_t uvm_va_call(int space, unsigned long cmd, void *arg) {
   switch (cmd) {
   case UVM_CREATE_EXTERNAL_RANGE:
-    return create_range(arg);
+    return create_range(space, arg);
   case UVM_MAP_EXTERNAL_ALLOCATION:
-    return map_external(arg);
+    return map_external(space, arg);
   case UVM_FREE:
-    return free_range(*(const uint64_t *)arg);
+    return free_range(space, *(const uint64_t *)arg);
   default:
     return MOCK_ERR_NOT_SUPPORTED;
   }
 }
 
-static uint32_t uvm_call(unsigned long cmd, void *arg) {
+static uint32_t uvm_call(int space, unsigned long cmd, void *arg) {
   switch (cmd) {
   case UVM_INITIALIZE:
     return MOCK_NV_OK;
@@ -138,6 +150,9 @@ static uint32_t uvm_call(unsigned long cmd, void *arg) {
     return check_uuid(((UVM_REGISTER_GPU_PARAMS *)arg)->gpu_uuid.uuid);
   case UVM_UNREGISTER_GPU:
     return check_uuid(((UVM_UNREGISTER_GPU_PARAMS *)arg)->gpu_uuid.uuid);
+  case UVM_ENABLE_PEER_ACCESS:
+  case UVM_DISABLE_PEER_ACCESS:
+    return enable_peer(arg);
   case UVM_UNREGISTER_GPU_VASPACE:
     return check_uuid(((UVM_UNREGISTER_GPU_VASPACE_PARAMS *)arg)->gpuUuid.uuid);
   case UVM_REGISTER_GPU_VASPACE: {
@@ -156,7 +171,7 @@ static uint32_t uvm_call(unsigned long cmd, void *arg) {
     break;
   }
   pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
-  uint32_t s = uvm_va_call(cmd, arg);
+  uint32_t s = uvm_va_call(space, cmd, arg);
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
   return s;
 }
@@ -172,6 +187,9 @@ static size_t status_offset(unsigned long cmd) {
     return offsetof(UVM_REGISTER_GPU_PARAMS, rmStatus);
   case UVM_UNREGISTER_GPU:
     return offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus);
+  case UVM_ENABLE_PEER_ACCESS:
+  case UVM_DISABLE_PEER_ACCESS:
+    return offsetof(UVM_ENABLE_PEER_ACCESS_PARAMS, rmStatus);
   case UVM_REGISTER_GPU_VASPACE:
     return offsetof(UVM_REGISTER_GPU_VASPACE_PARAMS, rmStatus);
   case UVM_UNREGISTER_GPU_VASPACE:
@@ -315,6 +333,8 @@ static const char *uvm_name(int kind, unsigned long cmd) {
                {UVM_MM_INITIALIZE, "UVM_MM_INITIALIZE"},
                {UVM_REGISTER_GPU, "UVM_REGISTER_GPU"},
                {UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU"},
+               {UVM_ENABLE_PEER_ACCESS, "UVM_ENABLE_PEER_ACCESS"},
+               {UVM_DISABLE_PEER_ACCESS, "UVM_DISABLE_PEER_ACCESS"},
                {UVM_REGISTER_GPU_VASPACE, "UVM_REGISTER_GPU_VASPACE"},
                {UVM_UNREGISTER_GPU_VASPACE, "UVM_UNREGISTER_GPU_VASPACE"},
                {UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL"},
@@ -354,7 +374,7 @@ int mock_uvm_ioctl(int fd, int kind, unsigned long cmd, void *arg) {
   if (!at) return -EINVAL;
   if (cmd == UVM_UNREGISTER_GPU) wait_while_held(); /* outside the mock's lock */
   pthread_mutex_lock(&nvhcq_mock.lock);
-  uint32_t s = uvm_call(cmd, arg);
+  uint32_t s = uvm_call(fd, cmd, arg);
   pthread_mutex_unlock(&nvhcq_mock.lock);
   memcpy((char *)arg + at, &s, sizeof s);
   return 0;
