@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 
 #include "core/context.h"
 #include "core/device.h"
+#include "core/peer.h"
 #include "core/timeline.h"
 #include "driver/door.h"
 #include "driver/release.h"
@@ -346,6 +348,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
         nvhcq_visible_list() ? "; check NVHCQ_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES" : "");
   const nv_ioctl_card_info_t *card = &cards[visible[index]];
   dev->minor = card->minor_number;
+  dev->gpu_id = card->gpu_id;
   nvhcq_release_join(dev->minor); /* an earlier close of this GPU finishes first */
   dev->info.pci_domain = card->domain;
   dev->info.pci_bus = card->bus;
@@ -401,6 +404,43 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   return NVHCQ_SUCCESS;
 }
 
+/* The UUID of visible GPU `index`, read from a device opened for it (the card list has none). */
+static nvhcq_status uuid_matches(int index, const char *uuid, int *match) {
+  nvhcq_device *dev;
+  NVHCQ_TRY(nvhcq_device_open(index, &dev));
+  size_t n = strlen(uuid);
+  *match = n >= 5 && strncasecmp(dev->info.uuid_string, uuid, n) == 0;
+  return nvhcq_device_close(dev);
+}
+
+nvhcq_status nvhcq_device_open_uuid(const char *uuid, nvhcq_device **out) {
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_open_uuid: out is NULL");
+  *out = NULL;
+  if (!uuid || strncasecmp(uuid, "GPU-", 4) != 0)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_device_open_uuid: \"%s\" is not a GPU UUID; give it as nvidia-smi -L "
+                      "writes it (GPU-xxxxxxxx-xxxx-...) or a prefix of that",
+                      uuid ? uuid : "(null)");
+  int count, found = -1;
+  NVHCQ_TRY(nvhcq_device_count(&count));
+  for (int i = 0; i < count; i++) {
+    int match = 0;
+    NVHCQ_TRY(uuid_matches(i, uuid, &match));
+    if (match && found >= 0)
+      return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                        "nvhcq_device_open_uuid: \"%s\" names GPUs %d and %d; give more of the "
+                        "UUID",
+                        uuid, found, i);
+    if (match) found = i;
+  }
+  if (found < 0)
+    return nvhcq_fail(NVHCQ_ERROR_NO_DEVICE,
+                      "no visible GPU has UUID %s (%d GPU%s visible); list them with nvidia-smi -L "
+                      "and check NVHCQ_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES",
+                      uuid, count, count == 1 ? " is" : "s are");
+  return nvhcq_device_open(found, out);
+}
+
 /* The doorbell mapping goes now; UVM's unregistrations, the client (freeing the root client frees
  * every object under it), the driver's fds and the ranges UVM held go on a background thread,
  * unless the caller waits. */
@@ -426,6 +466,7 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
                        : NVHCQ_SUCCESS;
   char saved[2048];
   snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
+  nvhcq_peer_device_closing(dev); /* its mappings of other devices' memory, theirs of its */
   nvhcq_profile_device_closing(dev); /* reads the times of what ran, writes NVHCQ_PROFILE's trace */
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
   if (dev->broken) nvhcq_context_stop_compute(dev);

@@ -20,6 +20,7 @@
 
 struct mock_channel {
   pthread_t thread;
+  uint32_t client; /* the RM client it was made in: whose UVM space hears its faults */
   int started, stop, faulted;
   uint64_t *ring;
   uint32_t entries, token, engine_type;
@@ -273,7 +274,7 @@ static int run_qmd(mock_channel *ch, nvhcq_qmd_version v, uint64_t at, const uin
     /* A grid cut short because the channel is being stopped is no fault of its own. */
     if (__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) return -1;
     fprintf(stderr, "nvhcq mock: %s\n", error[0] ? error : "the grid failed");
-    if (xid == MOCK_XID_MMU) mock_uvm_report_fault(fault_address, sm.write, 1);
+    if (xid == MOCK_XID_MMU) mock_uvm_report_fault(ch->client, fault_address, sm.write, 1);
     ch->sm_error = (NV83DE_SM_ERROR_STATE_REGISTERS){.hwwGlobalEsr = sm.global_error,
                                                      .hwwWarpEsr = sm.warp_error,
                                                      .hwwWarpEsrPc = (uint32_t)sm.pc,
@@ -395,6 +396,7 @@ uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, ui
   mock_channel *ch = calloc(1, sizeof *ch);
   if (!ch) return MOCK_ERR_NO_MEMORY;
   ch->ring = ring;
+  ch->client = obj->client;
   ch->entries = p->gpFifoEntries;
   ch->userd = (uint32_t *)(userd->backing + p->userdOffset[0]);
   ch->notifier = err->backing;

@@ -51,6 +51,8 @@ static int mock_open(const char *path, int flags) {
       nvhcq_mock.fds[i].queue = NULL;
       nvhcq_mock.fds[i].control = NULL;
       nvhcq_mock.fds[i].events = 0;
+      nvhcq_mock.fds[i].client = 0;
+      nvhcq_mock.fds[i].space = -1;
       __atomic_store_n(&nvhcq_mock.fds[i].kind, kind, __ATOMIC_RELEASE);
       fd = MOCK_FD_BASE + i;
     }

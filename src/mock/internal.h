@@ -59,6 +59,8 @@ typedef struct mock_fd {
   uint32_t queue_entries;
   UVM_TOOLS_EVENT_CONTROL *control;
   uint64_t events;
+  uint32_t client; /* UVM fds: the RM client whose VA space was registered with it */
+  int space;       /* tools fds: the UVM fd they track */
 } mock_fd;
 
 /* A UVM external range and the memory mapped into it. */
@@ -96,9 +98,10 @@ void mock_ranges_drop(const mock_obj *obj);
 uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory);
 uint32_t mock_range_unmap(uint64_t base);
 
-/* Reports a fatal fault of the SMs (clientType 1) or of a copy engine or the host (2) to every
- * tools fd that enabled fault events, as UVM does before the channel is stopped. */
-void mock_uvm_report_fault(uint64_t address, int write, int client_type);
+/* Reports a fatal fault of the SMs (clientType 1) or of a copy engine or the host (2) in a channel
+ * of `rm_client` to the tools fds that enabled fault events and track the UVM fd that client's
+ * address space is registered with, as UVM does before the channel is stopped. */
+void mock_uvm_report_fault(uint32_t rm_client, uint64_t address, int write, int client_type);
 
 /* ---- the GPU it is (profile.c) ---- */
 typedef struct mock_profile {

@@ -157,7 +157,9 @@ static uint32_t uvm_call(int space, unsigned long cmd, void *arg) {
     return check_uuid(((UVM_UNREGISTER_GPU_VASPACE_PARAMS *)arg)->gpuUuid.uuid);
   case UVM_REGISTER_GPU_VASPACE: {
     UVM_REGISTER_GPU_VASPACE_PARAMS *p = arg;
-    return check_handle(p->gpuUuid.uuid, p->rmCtrlFd, p->hClient, p->hVaSpace);
+    uint32_t s = check_handle(p->gpuUuid.uuid, p->rmCtrlFd, p->hClient, p->hVaSpace);
+    if (!s) nvhcq_mock.fds[space - MOCK_FD_BASE].client = p->hClient;
+    return s;
   }
   case UVM_REGISTER_CHANNEL: {
     UVM_REGISTER_CHANNEL_PARAMS *p = arg;
@@ -221,6 +223,7 @@ static int tools_ioctl(mock_fd *f, unsigned long cmd, void *arg) {
       f->queue = (uint8_t *)(uintptr_t)p->queueBuffer;
       f->queue_entries = (uint32_t)p->queueBufferSize;
       f->control = (UVM_TOOLS_EVENT_CONTROL *)(uintptr_t)p->controlBuffer;
+      f->space = p->uvmFd;
       pthread_mutex_unlock(&nvhcq_mock.lock);
     }
     return 0;
@@ -295,7 +298,15 @@ static uint64_t monotonic_raw_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void mock_uvm_report_fault(uint64_t address, int write, int client_type) {
+/* Whether the tools fd tracks the UVM space `rm_client`'s VA space was registered with. */
+static int tracks(const mock_fd *f, uint32_t rm_client) {
+  int at = f->space - MOCK_FD_BASE;
+  if (at < 0 || at >= MOCK_MAX_FDS) return 0;
+  const mock_fd *uvm = &nvhcq_mock.fds[at];
+  return uvm->kind == FD_UVM && (!uvm->client || uvm->client == rm_client);
+}
+
+void mock_uvm_report_fault(uint32_t rm_client, uint64_t address, int write, int client_type) {
   uint64_t now = monotonic_raw_ns();
   /* UVM's numbering: fault type 1 is the hardware's 0 (no page directory entry), accesses count
    * from 1 in the hardware's order (read 0, write 1). */
@@ -314,6 +325,7 @@ void mock_uvm_report_fault(uint64_t address, int write, int client_type) {
   for (int i = 0; i < MOCK_MAX_FDS; i++) {
     mock_fd *f = &nvhcq_mock.fds[i];
     if (__atomic_load_n(&f->kind, __ATOMIC_ACQUIRE) != FD_TOOLS || !f->queue) continue;
+    if (!tracks(f, rm_client)) continue;
     post(f, &g, sizeof g, UVM_EVENT_TYPE_GPU_FAULT);
     post(f, &fatal, sizeof fatal, UVM_EVENT_TYPE_FATAL_FAULT);
   }
