@@ -204,13 +204,16 @@ static void t_copies_peer(void) {
   fill(in, sizeof in, 9);
   nvhcq_buffer *a = make(0, sizeof in);
   nvhcq_queue *q = NULL;
+  nvhcq_signal *done = NULL;
   TEST_CHECK(nvhcq_queue_create(gpu[0], NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
-  if (a && early && q) {
+  TEST_CHECK(nvhcq_signal_create(gpu[0], 0, &done) == NVHCQ_SUCCESS);
+  if (a && early && q && done) {
     TEST_CHECK(nvhcq_buffer_write(a, 0, in, sizeof in) == NVHCQ_SUCCESS);
     TEST_CHECK(nvhcq_queue_copy(q, nvhcq_buffer_gpu_address(early), nvhcq_buffer_gpu_address(a),
                                 sizeof in) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_signal(q, done, 1) == NVHCQ_SUCCESS);
     TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
-    TEST_CHECK_MSG(nvhcq_queue_cpu_wait_idle(q, 0) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    TEST_CHECK_MSG(nvhcq_signal_cpu_wait(done, 1, 0) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
     TEST_CHECK(nvhcq_buffer_read(out, early, 0, sizeof out) == NVHCQ_SUCCESS);
     size_t first = 0;
     while (first < sizeof in && in[first] == out[first]) first++;
@@ -218,6 +221,7 @@ static void t_copies_peer(void) {
                    first < sizeof in ? out[first] : 0, first < sizeof in ? in[first] : 0);
   }
   nvhcq_queue_destroy(q);
+  nvhcq_signal_destroy(done);
   nvhcq_buffer_destroy(a);
   nvhcq_buffer_destroy(early);
   close_both();
