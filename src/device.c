@@ -466,7 +466,7 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
                        : NVHCQ_SUCCESS;
   char saved[2048];
   snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
-  nvhcq_peer_device_closing(dev); /* its mappings of other devices' memory, theirs of its */
+  nvhcq_peer_device_closing(dev);    /* its mappings of other devices' memory, theirs of its */
   nvhcq_profile_device_closing(dev); /* reads the times of what ran, writes NVHCQ_PROFILE's trace */
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
   if (dev->broken) nvhcq_context_stop_compute(dev);

@@ -207,7 +207,7 @@ static nvhcq_status copy_between_devices(nvhcq_buffer *dst, size_t dst_offset, n
   uint64_t d = dst->gpu_address + dst_offset, s = src->gpu_address + src_offset;
   nvhcq_device *by = nvhcq_peer_enabled(dst->dev, src->dev)   ? dst->dev
                      : nvhcq_peer_enabled(src->dev, dst->dev) ? src->dev
-                                                               : NULL;
+                                                              : NULL;
   if (!by) return copy_bounced(dst, dst_offset, src, src_offset, size);
   NVHCQ_TRY(nvhcq_device_cpu_wait_idle(by == dst->dev ? src->dev : dst->dev));
   return copy_sync(by, d, s, size, ON_DEVICE);

@@ -127,7 +127,7 @@ void mock_uuid_of(uint32_t gpu, uint8_t out[16]);
 /* The GPU a UUID names, or -1. */
 int mock_gpu_of_uuid(const uint8_t *uuid);
 /* GPU i's RM id (its PCI bus 0x18 + i shifted as RM's ids are) and back (-1 if none). */
-#define MOCK_GPU_ID      0x1800u
+#define MOCK_GPU_ID       0x1800u
 #define MOCK_GPU_ID_OF(i) (MOCK_GPU_ID + ((uint32_t)(i) << 8))
 int mock_gpu_of_id(uint32_t gpu_id);
 #define MOCK_FB_KIB  (mock_gpu->fb_kib)

@@ -33,6 +33,19 @@ static int gpu_count(void) {
     if (open_both()) return;                                                                       \
   } while (0)
 
+/* Peer mappings and other GPUs' signals go through UVM: NVHCQ_UVM=off refuses them, as the
+ * cases that need them check first (and then skip). */
+#define NEED_UVM()                                                                                 \
+  do {                                                                                             \
+    const char *uvm_ = getenv("NVHCQ_UVM");                                                        \
+    if (uvm_ && !strcmp(uvm_, "off")) {                                                            \
+      nvhcq_device_enable_peer(gpu[0], gpu[1]);                                                    \
+      TEST_CHECK(strstr(nvhcq_last_error(), "unset NVHCQ_UVM=off") != NULL);                       \
+      close_both();                                                                                \
+      TEST_SKIP("NVHCQ_UVM=off: peer access and other GPUs' signals need UVM");                    \
+    }                                                                                              \
+  } while (0)
+
 static int open_one(int i) {
   if (gpu[i]) return 0;
   if (nvhcq_device_open(i, &gpu[i])) {
@@ -42,7 +55,9 @@ static int open_one(int i) {
   return 0;
 }
 
-static int open_both(void) { return open_one(0) || open_one(1); }
+static int open_both(void) {
+  return open_one(0) || open_one(1);
+}
 
 static void close_one(int i) {
   if (mods[i]) TEST_CHECK(nvhcq_module_unload(mods[i]) == NVHCQ_SUCCESS);
@@ -185,9 +200,12 @@ static void t_copies_staged(void) {
 /* With peer access both ways, also buffers made before the enable. */
 static void t_copies_peer(void) {
   NEED_TWO_GPUS();
+  NEED_UVM();
   int can = 0;
   TEST_CHECK(nvhcq_device_can_access_peer(gpu[0], gpu[1], &can) == NVHCQ_SUCCESS);
   if (!can) {
+    TEST_CHECK(nvhcq_device_enable_peer(gpu[0], gpu[1]) == NVHCQ_ERROR_UNSUPPORTED);
+    TEST_CHECK(strstr(nvhcq_last_error(), "stage through host memory") != NULL);
     close_both();
     TEST_SKIP("the driver reports no P2P path between GPU 0 and 1 (staged copies ran above)");
   }
@@ -266,6 +284,7 @@ struct affine_args {
 /* A kernel on GPU 1 updates GPU 0's buffer in place: x = 3x + 1. */
 static void t_kernel_on_peer_memory(void) {
   NEED_TWO_GPUS();
+  NEED_UVM();
   int can = 0;
   TEST_CHECK(nvhcq_device_can_access_peer(gpu[1], gpu[0], &can) == NVHCQ_SUCCESS);
   if (!can) {
@@ -298,6 +317,7 @@ static void t_kernel_on_peer_memory(void) {
 /* GPU 1's queue waits on the GPU for a signal GPU 0's queue releases after its kernel. */
 static void t_signal_across(void) {
   NEED_TWO_GPUS();
+  NEED_UVM();
   enum { N = 256 };
   int32_t x[N], y[N];
   for (int i = 0; i < N; i++) x[i] = i;
@@ -410,6 +430,7 @@ static nvhcq_status replay(pipeline *p, uint64_t i) {
 
 static void t_pipeline_replayed(void) {
   NEED_TWO_GPUS();
+  NEED_UVM();
   int can = 0;
   TEST_CHECK(nvhcq_device_can_access_peer(gpu[1], gpu[0], &can) == NVHCQ_SUCCESS);
   if (!can) {
@@ -471,8 +492,8 @@ static void t_fault_stays(void) {
   if (b) {
     TEST_CHECK(nvhcq_buffer_write(b, 0, x, sizeof x) == NVHCQ_SUCCESS);
     struct affine_args args = {nvhcq_buffer_gpu_address(b), 1, 5, N};
-    TEST_CHECK_MSG(nvhcq_kernel_launch_cpu_wait(k, (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){N, 1, 1},
-                                                0, &args, sizeof args, NULL) == NVHCQ_SUCCESS,
+    TEST_CHECK_MSG(nvhcq_kernel_launch_cpu_wait(k, (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){N, 1, 1}, 0,
+                                                &args, sizeof args, NULL) == NVHCQ_SUCCESS,
                    "GPU 1 after GPU 0's fault: %s", nvhcq_last_error());
     TEST_CHECK(nvhcq_buffer_read(y, b, 0, sizeof y) == NVHCQ_SUCCESS);
     TEST_CHECK(y[0] == 5 && y[N - 1] == N + 4);
