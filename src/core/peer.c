@@ -81,15 +81,40 @@ static nvhcq_status register_gpu(nvhcq_device *dev, const nvhcq_device *other) {
   return NVHCQ_SUCCESS;
 }
 
+static void unregister_gpu(nvhcq_device *dev, const uint8_t *uuid) {
+  UVM_UNREGISTER_GPU_PARAMS g;
+  memset(&g, 0, sizeof g);
+  memcpy(g.gpu_uuid.uuid, uuid, 16);
+  (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU (peer)", &g,
+                        offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus));
+}
+
 static void unregister_gpus(nvhcq_device *dev) {
-  for (uint32_t i = 0; i < dev->registered_count; i++) {
-    UVM_UNREGISTER_GPU_PARAMS g;
-    memset(&g, 0, sizeof g);
-    memcpy(g.gpu_uuid.uuid, dev->registered[i], 16);
-    (void)!nvhcq_uvm_call(&dev->rm, UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU (peer)", &g,
-                          offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus));
-  }
+  for (uint32_t i = 0; i < dev->registered_count; i++) unregister_gpu(dev, dev->registered[i]);
   dev->registered_count = 0;
+}
+
+/* Peer access from dev to owner ends in dev's space (UVM refuses to enable it twice, as a later
+ * enable with owner's GPU opened again would). */
+static void disable_peer(nvhcq_device *dev, const nvhcq_device *owner) {
+  UVM_ENABLE_PEER_ACCESS_PARAMS p;
+  memset(&p, 0, sizeof p);
+  memcpy(p.gpuUuidA.uuid, dev->info.uuid, 16);
+  memcpy(p.gpuUuidB.uuid, owner->info.uuid, 16);
+  (void)!nvhcq_uvm_call(&dev->rm, UVM_DISABLE_PEER_ACCESS, "UVM_DISABLE_PEER_ACCESS", &p,
+                        offsetof(UVM_ENABLE_PEER_ACCESS_PARAMS, rmStatus));
+}
+
+/* owner's GPU leaves dev's space once nothing of it is mapped there. */
+static void forget_gpu(nvhcq_device *dev, const nvhcq_device *owner) {
+  for (uint32_t i = 0; i < dev->registered_count; i++)
+    if (!memcmp(dev->registered[i], owner->info.uuid, 16)) {
+      unregister_gpu(dev, owner->info.uuid);
+      memmove(dev->registered[i], dev->registered[i + 1],
+              (dev->registered_count - i - 1) * sizeof dev->registered[0]);
+      dev->registered_count--;
+      return;
+    }
 }
 
 /* Owner's memory object `handle` at [base, +length) of dev's address space, for dev's GPU. */
@@ -212,7 +237,9 @@ void nvhcq_peer_device_closing(nvhcq_device *dev) {
     nvhcq_device *d = dev->accessors[i];
     if (d) {
       drop_imports(d, NULL, dev, 1);
+      if (slot_of(d->peers, dev) >= 0) disable_peer(d, dev);
       remove_from(d->peers, dev);
+      forget_gpu(d, dev);
     }
     if (dev->peers[i]) remove_from(dev->peers[i]->accessors, dev);
   }

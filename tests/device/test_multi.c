@@ -245,6 +245,36 @@ static void t_copies_peer(void) {
   close_both();
 }
 
+/* GPU 1 closes while GPU 0 maps its buffers; opened again, access is enabled again and works. */
+static void t_peer_outlives_close(void) {
+  NEED_TWO_GPUS();
+  NEED_UVM();
+  int can = 0;
+  TEST_CHECK(nvhcq_device_can_access_peer(gpu[0], gpu[1], &can) == NVHCQ_SUCCESS);
+  if (!can) {
+    close_both();
+    TEST_SKIP("the driver reports no P2P path between GPU 0 and 1");
+  }
+  for (int round = 0; round < 2; round++) {
+    TEST_CHECK_MSG(nvhcq_device_enable_peer(gpu[0], gpu[1]) == NVHCQ_SUCCESS, "round %d: %s", round,
+                   nvhcq_last_error());
+    uint8_t in[8192], out[8192];
+    fill(in, sizeof in, (uint32_t)round);
+    nvhcq_buffer *a = make(0, sizeof in), *b = make(1, sizeof in);
+    if (a && b) {
+      TEST_CHECK(nvhcq_buffer_write(b, 0, in, sizeof in) == NVHCQ_SUCCESS);
+      TEST_CHECK(nvhcq_buffer_copy(a, 0, b, 0, sizeof in) == NVHCQ_SUCCESS);
+      TEST_CHECK(nvhcq_buffer_read(out, a, 0, sizeof out) == NVHCQ_SUCCESS);
+      TEST_CHECK(memcmp(in, out, sizeof in) == 0);
+    }
+    nvhcq_buffer_destroy(a);
+    (void)b; /* left to GPU 1's close, with GPU 0's mapping of it */
+    close_one(1);
+    if (open_one(1)) break;
+  }
+  close_both();
+}
+
 /* 4 GiB each way on the copy engine (a real GPU pair: the mock has no memory for it). */
 static void t_copy_4gib(void) {
   if (on_mock()) TEST_SKIP("on the mock GPU: 4 GiB copies need two real GPUs' memory");
@@ -512,6 +542,7 @@ static void t_fault_stays(void) {
 
 TEST_MAIN({"t_two_devices", t_two_devices}, {"t_independent_close", t_independent_close},
           {"t_copies_staged", t_copies_staged}, {"t_copies_peer", t_copies_peer},
-          {"t_copy_4gib", t_copy_4gib}, {"t_kernel_on_peer_memory", t_kernel_on_peer_memory},
+          {"t_peer_outlives_close", t_peer_outlives_close}, {"t_copy_4gib", t_copy_4gib},
+          {"t_kernel_on_peer_memory", t_kernel_on_peer_memory},
           {"t_signal_across", t_signal_across}, {"t_pipeline_replayed", t_pipeline_replayed},
           {"t_fault_stays", t_fault_stays})
