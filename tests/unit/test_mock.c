@@ -549,6 +549,13 @@ static void t_two_gpus(void) {
   if (!d[0] || !d[1]) return;
   TEST_CHECK(d[0]->info.uuid[15] + 1 == d[1]->info.uuid[15] && d[1]->info.pci_bus == 0x19);
   TEST_CHECK(d[0]->minor == 0 && d[1]->minor == 1 && d[1]->gpu_id == 0x1900);
+  /* Looking a UUID up leaves nothing behind in the driver. */
+  nvhcq_mock_counts before = nvhcq_mock_live();
+  nvhcq_device *none = NULL;
+  TEST_CHECK(nvhcq_device_open_uuid("GPU-6d6f636b-4832-3030-0011-2233445566ff", &none) ==
+             NVHCQ_ERROR_NO_DEVICE);
+  nvhcq_mock_counts after = nvhcq_mock_live();
+  TEST_CHECK(after.objects == before.objects && after.fds == before.fds);
   uint32_t ranges = nvhcq_mock_live().ranges;
   nvhcq_buffer *b = NULL, *a = NULL;
   TEST_CHECK(nvhcq_buffer_create(d[1], 3 << 20, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
