@@ -21,6 +21,7 @@
 struct mock_channel {
   pthread_t thread;
   uint32_t client; /* the RM client it was made in: whose UVM space hears its faults */
+  int space;       /* the address space its work translates through (mock_thread_space) */
   int started, stop, faulted;
   uint64_t *ring;
   uint32_t entries, token, engine_type;
@@ -362,6 +363,7 @@ static int run_entry(mock_channel *ch, uint64_t entry) {
 
 static void *channel_main(void *arg) {
   mock_channel *ch = arg;
+  mock_thread_space = ch->space;
   unsigned idle = 0;
   while (!__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) {
     uint32_t get = __atomic_load_n(&ch->userd[GP_GET_IDX], __ATOMIC_ACQUIRE);
@@ -397,6 +399,7 @@ uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, ui
   if (!ch) return MOCK_ERR_NO_MEMORY;
   ch->ring = ring;
   ch->client = obj->client;
+  ch->space = mock_space_of_client(obj->client);
   ch->entries = p->gpFifoEntries;
   ch->userd = (uint32_t *)(userd->backing + p->userdOffset[0]);
   ch->notifier = err->backing;

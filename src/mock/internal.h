@@ -92,6 +92,15 @@ int mock_rm_ioctl(unsigned nr, void *arg, unsigned size);
 int mock_fd_kind(int fd);
 
 /* ---- UVM (uvm.c) ---- */
+/* The address space the calling thread's GPU work translates through (nvhcq_mock_gpu_pointer):
+ * MOCK_SPACE_ALL for host-side callers (the default) and for channels of a client whose VA space
+ * no UVM fd registered (NVHCQ_UVM=off, bare-driver tests), else the UVM fd of the channel's client
+ * (that space's ranges and RM's). A GPU of nvhcq's thus faults on memory mapped only for another,
+ * as a real one does. */
+#define MOCK_SPACE_ALL (-0x7fffffff)
+extern _Thread_local int mock_thread_space;
+/* The UVM fd that `client`'s VA space was registered with, or MOCK_SPACE_ALL. */
+int mock_space_of_client(uint32_t client);
 int mock_uvm_ioctl(int fd, int kind, unsigned long cmd, void *arg);
 void mock_ranges_drop(const mock_obj *obj);
 /* RM's own mappings (NV_ESC_RM_MAP_MEMORY_DMA) enter the same table as UVM's ranges. */

@@ -11,8 +11,8 @@
 #include "mock/mock.h"
 
 /* Each UVM fd is an address space of its own (a peer's buffer is mapped into another GPU's at the
- * same address); RM's own mappings are space -1. The command processor translates through all of
- * them: the mock does not keep a GPU out of memory that is only mapped for another. */
+ * same address); RM's own mappings are space -1. A command processor translates through its own
+ * UVM space and RM's (mock_thread_space); RM's are shared by every client. */
 static mock_range *range_at(int space, uint64_t base) {
   for (uint32_t i = 0; i < nvhcq_mock.nranges; i++)
     if (nvhcq_mock.ranges[i].base == base && nvhcq_mock.ranges[i].space == space)
@@ -98,11 +98,22 @@ void mock_ranges_drop(const mock_obj *obj) {
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
 }
 
+_Thread_local int mock_thread_space = MOCK_SPACE_ALL;
+
+int mock_space_of_client(uint32_t client) {
+  for (int i = 0; i < MOCK_MAX_FDS; i++)
+    if (nvhcq_mock.fds[i].kind == FD_UVM && nvhcq_mock.fds[i].client == client)
+      return MOCK_FD_BASE + i;
+  return MOCK_SPACE_ALL;
+}
+
 void *nvhcq_mock_gpu_pointer(uint64_t va, uint64_t len) {
   void *at = NULL;
+  int space = mock_thread_space;
   pthread_rwlock_rdlock(&nvhcq_mock.va_lock);
   for (uint32_t i = 0; i < nvhcq_mock.nranges && !at; i++) {
     const mock_range *r = &nvhcq_mock.ranges[i];
+    if (space != MOCK_SPACE_ALL && r->space != -1 && r->space != space) continue;
     if (r->host && va >= r->base && va - r->base + len <= r->length && len <= r->length)
       at = r->host + (va - r->base);
   }

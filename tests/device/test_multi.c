@@ -245,6 +245,44 @@ static void t_copies_peer(void) {
   close_both();
 }
 
+/* Without peer access a GPU has no mapping of the other's buffer: a queue copy on GPU 0 from
+ * GPU 1's buffer faults at that address on GPU 0 only (nvhcq_buffer_copy stages instead). */
+static void t_no_peer_no_mapping(void) {
+  const char *uvm = getenv("NVHCQ_UVM");
+  if (on_mock() && uvm && !strcmp(uvm, "off"))
+    TEST_SKIP("on the mock GPU with NVHCQ_UVM=off: its RM mappings are shared by every client");
+  NEED_TWO_GPUS();
+  nvhcq_buffer *a = make(0, 4096), *b = make(1, 4096);
+  nvhcq_queue *q = NULL;
+  nvhcq_signal *done = NULL;
+  TEST_CHECK(nvhcq_queue_create(gpu[0], NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(gpu[0], 0, &done) == NVHCQ_SUCCESS);
+  if (a && b && q && done) {
+    TEST_CHECK(nvhcq_queue_copy(q, nvhcq_buffer_gpu_address(a), nvhcq_buffer_gpu_address(b),
+                                4096) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_signal(q, done, 1) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+    nvhcq_status s = nvhcq_signal_cpu_wait(done, 1, 0);
+    TEST_CHECK_MSG(s == NVHCQ_ERROR_GPU_FAULT, "gave %d: %s", s, nvhcq_last_error());
+    char where[32];
+    snprintf(where, sizeof where, "0x%llx", (unsigned long long)nvhcq_buffer_gpu_address(b));
+    TEST_CHECK_MSG(strstr(nvhcq_last_error(), where) != NULL, "%s not in: %s", where,
+                   nvhcq_last_error());
+    uint8_t in[4096], out[4096];
+    fill(in, sizeof in, 11);
+    TEST_CHECK(nvhcq_buffer_write(b, 0, in, sizeof in) == NVHCQ_SUCCESS); /* GPU 1 unharmed */
+    TEST_CHECK(nvhcq_device_recover(gpu[0]) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_buffer_copy(a, 0, b, 0, sizeof in) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_buffer_read(out, a, 0, sizeof out) == NVHCQ_SUCCESS);
+    TEST_CHECK(memcmp(in, out, sizeof in) == 0);
+  }
+  nvhcq_queue_destroy(q);
+  nvhcq_signal_destroy(done);
+  nvhcq_buffer_destroy(a);
+  nvhcq_buffer_destroy(b);
+  close_both();
+}
+
 /* GPU 1 closes while GPU 0 maps its buffers; opened again, access is enabled again and works. */
 static void t_peer_outlives_close(void) {
   NEED_TWO_GPUS();
@@ -542,6 +580,7 @@ static void t_fault_stays(void) {
 
 TEST_MAIN({"t_two_devices", t_two_devices}, {"t_independent_close", t_independent_close},
           {"t_copies_staged", t_copies_staged}, {"t_copies_peer", t_copies_peer},
+          {"t_no_peer_no_mapping", t_no_peer_no_mapping},
           {"t_peer_outlives_close", t_peer_outlives_close}, {"t_copy_4gib", t_copy_4gib},
           {"t_kernel_on_peer_memory", t_kernel_on_peer_memory},
           {"t_signal_across", t_signal_across}, {"t_pipeline_replayed", t_pipeline_replayed},
