@@ -121,10 +121,27 @@ typedef struct nvhcq_device_info {
   uint32_t reserved2;        /* 0 */
 } nvhcq_device_info;
 
-/* Number of GPUs visible to this process, after CUDA_VISIBLE_DEVICES and NVHCQ_VISIBLE_DEVICES. */
+/* Number of GPUs visible to this process, after CUDA_VISIBLE_DEVICES and NVHCQ_VISIBLE_DEVICES.
+ * Visible order: the driver's probe order (PCI order, as /dev/nvidiaN and nvidia-smi number them)
+ * unless a visible-devices list reorders it; that list names indexes or "GPU-" UUIDs (prefixes
+ * allowed) and ends at its first invalid or repeated entry, as CUDA's does. */
 NVHCQ_API nvhcq_status nvhcq_device_count(int *count);
-/* Opens visible GPU `index`: driver client, address space, a compute and a copy channel. */
+/* Opens visible GPU `index`: driver client, address space, a compute and a copy channel. Each open
+ * is a device of its own: several GPUs (or one GPU twice) may be open at once, each with its own
+ * channels, memory and faults. */
 NVHCQ_API nvhcq_status nvhcq_device_open(int index, nvhcq_device **out);
+/* Opens the visible GPU whose UUID is `uuid`: "GPU-xxxxxxxx-..." as nvhcq_device_info.uuid_string
+ * and nvidia-smi -L write it, or a unique prefix of it. */
+NVHCQ_API nvhcq_status nvhcq_device_open_uuid(const char *uuid, nvhcq_device **out);
+/* *can = 1 if kernels and copies on `a` can read and write `b`'s device memory directly (the
+ * driver reports a P2P path between the two GPUs: NVLink or PCIe, reads and writes). */
+NVHCQ_API nvhcq_status nvhcq_device_can_access_peer(nvhcq_device *a, nvhcq_device *b, int *can);
+/* Maps `b`'s buffers, those made so far and later, into `a`'s address space at their own
+ * addresses, so that kernels and copies on `a` use them directly; cross-device
+ * nvhcq_buffer_copy then runs on the copy engine. Needs UVM (not NVHCQ_UVM=off) and a P2P path.
+ * One direction: enable (b, a) too for both. Use neither device from another thread meanwhile.
+ * Lasts until either device closes; a buffer of b destroyed while a still uses it is an error. */
+NVHCQ_API nvhcq_status nvhcq_device_enable_peer(nvhcq_device *a, nvhcq_device *b);
 /* Waits for outstanding work (bounded by the timeout), releases the memory and channels, and
  * leaves the slow driver calls (UVM's unregistration, freeing the client, closing the fds) to a
  * background thread, joined by the next open of the same GPU, nvhcq_device_close_wait or the

@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 
 #include "core/context.h"
 #include "core/device.h"
+#include "core/peer.h"
 #include "core/timeline.h"
 #include "driver/door.h"
 #include "driver/release.h"
@@ -346,6 +348,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
         nvhcq_visible_list() ? "; check NVHCQ_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES" : "");
   const nv_ioctl_card_info_t *card = &cards[visible[index]];
   dev->minor = card->minor_number;
+  dev->gpu_id = card->gpu_id;
   nvhcq_release_join(dev->minor); /* an earlier close of this GPU finishes first */
   dev->info.pci_domain = card->domain;
   dev->info.pci_bus = card->bus;
@@ -401,6 +404,74 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   return NVHCQ_SUCCESS;
 }
 
+/* A card's UUID string, from a client of its own that holds only the device and subdevice (the
+ * card list has no UUIDs; a full open would also register the GPU with UVM and make channels). */
+static nvhcq_status probe_uuid(int fd_ctl, const nv_ioctl_card_info_t *card, char *out, size_t n) {
+  nvhcq_rm rm = {.fd_ctl = fd_ctl, .fd_uvm = -1};
+  int fd_gpu = -1;
+  uint32_t h_device = 0, h_subdevice = 0;
+  NVHCQ_TRY(nvhcq_rm_alloc(&rm, 0, NV01_ROOT_CLIENT, NULL, 0, &rm.root));
+  nvhcq_status s = nvhcq_open_gpu(fd_ctl, card->minor_number, &fd_gpu);
+  NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS id = {.gpuId = card->gpu_id};
+  if (!s) s = nvhcq_rm_control(&rm, rm.root, NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, &id, sizeof id);
+  NV0080_ALLOC_PARAMETERS dp = {.deviceId = id.deviceInstance, .hClientShare = rm.root};
+  if (!s) s = nvhcq_rm_alloc(&rm, rm.root, NV01_DEVICE_0, &dp, sizeof dp, &h_device);
+  NV2080_ALLOC_PARAMETERS sp = {0};
+  if (!s) s = nvhcq_rm_alloc(&rm, h_device, NV20_SUBDEVICE_0, &sp, sizeof sp, &h_subdevice);
+  NV2080_CTRL_GPU_GET_GID_INFO_PARAMS gid;
+  memset(&gid, 0, sizeof gid);
+  gid.flags = NV2080_GPU_CMD_GPU_GET_GID_FLAGS_BINARY;
+  gid.length = 16;
+  if (!s)
+    s = nvhcq_rm_control(&rm, h_subdevice, NV2080_CTRL_CMD_GPU_GET_GID_INFO, &gid, sizeof gid);
+  if (!s) format_uuid(out, n, gid.data);
+  nvhcq_rm_free(&rm, 0, rm.root); /* everything under it goes too */
+  if (fd_gpu >= 0) nvhcq_door->close(fd_gpu);
+  return s;
+}
+
+/* The visible GPU whose UUID `uuid` is or begins (-1: none). */
+static nvhcq_status find_uuid(const char *uuid, int *found, int *count) {
+  int fd;
+  NVHCQ_TRY(nvhcq_open_ctl(&fd));
+  static nv_ioctl_card_info_t cards[NV_MAX_CARDS];
+  int visible[NV_MAX_CARDS];
+  nvhcq_status s = nvhcq_list_cards(fd, cards, visible, count);
+  size_t n = strlen(uuid);
+  *found = -1;
+  for (int i = 0; i < *count && !s; i++) {
+    char text[48] = "";
+    s = probe_uuid(fd, &cards[visible[i]], text, sizeof text);
+    if (s || strncasecmp(text, uuid, n) != 0) continue;
+    if (*found >= 0)
+      s = nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                     "nvhcq_device_open_uuid: \"%s\" names GPUs %d and %d; give more of the UUID",
+                     uuid, *found, i);
+    *found = i;
+  }
+  nvhcq_door->close(fd);
+  return s;
+}
+
+nvhcq_status nvhcq_device_open_uuid(const char *uuid, nvhcq_device **out) {
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_open_uuid: out is NULL");
+  *out = NULL;
+  if (!uuid || strncasecmp(uuid, "GPU-", 4) != 0)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_device_open_uuid: \"%s\" is not a GPU UUID; give it as nvidia-smi -L "
+                      "writes it (GPU-xxxxxxxx-xxxx-...) or a prefix of that",
+                      uuid ? uuid : "(null)");
+  nvhcq_mock_install_from_env();
+  int count = 0, found = -1;
+  NVHCQ_TRY(find_uuid(uuid, &found, &count));
+  if (found < 0)
+    return nvhcq_fail(NVHCQ_ERROR_NO_DEVICE,
+                      "no visible GPU has UUID %s (%d GPU%s visible); list them with nvidia-smi -L "
+                      "and check NVHCQ_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES",
+                      uuid, count, count == 1 ? " is" : "s are");
+  return nvhcq_device_open(found, out);
+}
+
 /* The doorbell mapping goes now; UVM's unregistrations, the client (freeing the root client frees
  * every object under it), the driver's fds and the ranges UVM held go on a background thread,
  * unless the caller waits. */
@@ -426,6 +497,7 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
                        : NVHCQ_SUCCESS;
   char saved[2048];
   snprintf(saved, sizeof saved, "%s", nvhcq_last_error());
+  nvhcq_peer_device_closing(dev);    /* its mappings of other devices' memory, theirs of its */
   nvhcq_profile_device_closing(dev); /* reads the times of what ran, writes NVHCQ_PROFILE's trace */
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
   if (dev->broken) nvhcq_context_stop_compute(dev);

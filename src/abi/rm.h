@@ -72,6 +72,7 @@ enum {
 enum {
   NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2 = 0x13e,
   NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2 = 0x205,
+  NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX = 0x13a,
   NV0080_CTRL_CMD_GPU_GET_CLASSLIST = 0x800201,
   NV2080_CTRL_CMD_GPU_GET_NAME_STRING = 0x20800110,
   NV2080_CTRL_CMD_GPU_GET_GID_INFO = 0x2080014a,
@@ -349,6 +350,29 @@ typedef struct {
       numaId;
 } NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS;
 NVHCQ_ASSERT_LAYOUT(NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS, 32);
+
+/* NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX: the P2P capabilities of every pair (A[i], B[j]) of
+ * RM GPU ids (grpBCount 0: A against itself), with the copy engines best for each direction. Its
+ * arrays are fixed (8 GPUs a group), unlike GET_P2P_CAPS_V2's, which grew between branches. */
+#define NV0000_CTRL_SYSTEM_MAX_P2P_GROUP_GPUS 8
+typedef struct {
+  uint32_t grpACount, grpBCount;
+  uint32_t gpuIdGrpA[NV0000_CTRL_SYSTEM_MAX_P2P_GROUP_GPUS];
+  uint32_t gpuIdGrpB[NV0000_CTRL_SYSTEM_MAX_P2P_GROUP_GPUS];
+  uint32_t p2pCaps[8][8];
+  uint32_t a2bOptimalReadCes[8][8], a2bOptimalWriteCes[8][8];
+  uint32_t b2aOptimalReadCes[8][8], b2aOptimalWriteCes[8][8];
+} NV0000_CTRL_SYSTEM_GET_P2P_CAPS_MATRIX_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_MATRIX_PARAMS, 1352);
+/* p2pCaps bits (NV0000_CTRL_SYSTEM_GET_P2P_CAPS_*_SUPPORTED). */
+#define NV0000_P2P_CAP_WRITES   (1u << 0)
+#define NV0000_P2P_CAP_READS    (1u << 1)
+#define NV0000_P2P_CAP_PROP     (1u << 2)
+#define NV0000_P2P_CAP_NVLINK   (1u << 3)
+#define NV0000_P2P_CAP_ATOMICS  (1u << 4)
+#define NV0000_P2P_CAP_LOOPBACK (1u << 5)
+#define NV0000_P2P_CAP_PCI      (1u << 6)
+#define NV0000_P2P_CAP_C2C      (1u << 12)
 
 typedef struct {
   uint32_t numClasses, pad;

@@ -12,6 +12,8 @@ enum {
   UVM_UNREGISTER_GPU_VASPACE = 26,
   UVM_REGISTER_CHANNEL = 27,
   UVM_UNREGISTER_CHANNEL = 28,
+  UVM_ENABLE_PEER_ACCESS = 29,
+  UVM_DISABLE_PEER_ACCESS = 30,
   UVM_MAP_EXTERNAL_ALLOCATION = 33,
   UVM_FREE = 34,
   UVM_REGISTER_GPU = 37,
@@ -46,6 +48,14 @@ typedef struct {
   int32_t numaNodeId, rmCtrlFd;
   uint32_t hClient, hSmcPartRef, rmStatus;
 } UVM_REGISTER_GPU_PARAMS;
+
+/* UVM_ENABLE_PEER_ACCESS / UVM_DISABLE_PEER_ACCESS: two GPUs registered in the same UVM address
+ * space may then map each other's memory. */
+typedef struct {
+  nvhcq_uuid gpuUuidA, gpuUuidB;
+  uint32_t rmStatus;
+} UVM_ENABLE_PEER_ACCESS_PARAMS;
+NVHCQ_ASSERT_LAYOUT(UVM_ENABLE_PEER_ACCESS_PARAMS, 36);
 NVHCQ_ASSERT_LAYOUT(UVM_REGISTER_GPU_PARAMS, 40);
 NVHCQ_ASSERT_OFFSET(UVM_REGISTER_GPU_PARAMS, rmCtrlFd, 24);
 

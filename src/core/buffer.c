@@ -1,6 +1,7 @@
 /* The buffer calls of the API: nvhcq_buffer_create, nvhcq_buffer_destroy (which releases the
  * memory once the GPU has passed the work queued before it, without waiting) and the accessors. */
 #include "core/device.h"
+#include "core/peer.h"
 #include "util/abi.h"
 
 nvhcq_status nvhcq_buffer_create(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
@@ -10,7 +11,14 @@ nvhcq_status nvhcq_buffer_create(nvhcq_device *dev, size_t size, nvhcq_memory_ki
   if ((unsigned)kind > NVHCQ_MEMORY_HOST_UNCACHED)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "nvhcq_buffer_create: memory kind %d is unknown", kind);
-  return nvhcq_memory_alloc(dev, size, kind, NULL, out);
+  NVHCQ_TRY(nvhcq_memory_alloc(dev, size, kind, NULL, out));
+  nvhcq_status s = nvhcq_peer_buffer_created(*out);
+  if (s) {
+    nvhcq_peer_buffer_released(*out);
+    nvhcq_memory_free(*out);
+    *out = NULL;
+  }
+  return s;
 }
 
 nvhcq_status nvhcq_buffer_destroy(nvhcq_buffer *buf) {

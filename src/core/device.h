@@ -17,6 +17,9 @@
 
 #define NVHCQ_DEVICE_MAGIC 0x6e766476u /* "nvdv" */
 
+/* The most other devices one device maps the memory of or is mapped by. */
+#define NVHCQ_MAX_PEERS 16
+
 /* The classes chosen for a GPU from its class list. */
 typedef struct nvhcq_classes {
   uint32_t usermode, gpfifo, compute, copy;
@@ -80,6 +83,18 @@ struct nvhcq_device {
   nvhcq_kernel *copy_kernel; /* NULL when the build has none for this GPU */
   int builtin_tried;
   struct nvhcq_profile_device *profile; /* the timeline profiler's part, made on first use */
+
+  /* Several GPUs (peer.c, under its one lock): the RM id of this GPU, its user buffers, the
+   * devices whose memory this one maps (peer access it enabled), the devices that map this one's
+   * memory, other GPUs registered in this device's UVM address space and the other devices' buffers
+   * mapped into it. */
+  uint32_t gpu_id;
+  nvhcq_buffer *buffers;
+  nvhcq_device *peers[NVHCQ_MAX_PEERS];
+  nvhcq_device *accessors[NVHCQ_MAX_PEERS];
+  uint8_t registered[NVHCQ_MAX_PEERS][16];
+  uint32_t registered_count;
+  struct nvhcq_import *imports;
 };
 
 /* Refuses NULL, foreign and closed device handles. */

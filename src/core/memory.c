@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "core/device.h"
+#include "core/peer.h"
 #include "driver/door.h"
 #include "util/align.h"
 
@@ -203,6 +204,7 @@ static void unmap_from_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
 /* Undoes whatever of an allocation was done, in reverse order. */
 static void release(nvhcq_buffer *b, int gpu_mapped) {
   nvhcq_device *dev = b->dev;
+  nvhcq_peer_buffer_released(b); /* other devices' mappings of it go first */
   if (gpu_mapped) unmap_from_gpu(dev, b);
   if (b->host_pointer) nvhcq_door->munmap(b->host_pointer, b->mapped_size);
   if (b->handle) nvhcq_rm_free(&dev->rm, dev->h_device, b->handle);

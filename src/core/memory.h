@@ -22,6 +22,8 @@ struct nvhcq_buffer {
   uint32_t h_virtual; /* its range of GPU addresses, in an RM-only address space; 0 with UVM */
   int map_fd;         /* the fd the CPU mapping was made through, or -1 */
   int low;            /* address from the CPU-visible range */
+  int user;           /* made by nvhcq_buffer_create: mapped into the devices with peer access */
+  nvhcq_buffer *prev, *next; /* the device's user buffers (peer.c, under its lock) */
 };
 
 /* NVOS33 flags for CPU mappings the CPU only writes in bulk (command and argument rings):

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/device.h"
+#include "core/peer.h"
 #include "core/timeline.h"
 #include "exec/module.h"
 #include "exec/builtin.h"
@@ -180,15 +181,49 @@ static nvhcq_status buffer_read(void *dst, nvhcq_buffer *src, size_t src_offset,
   return download_staged(dev, dst, src->gpu_address + src_offset, size);
 }
 
+#define PEER_BOUNCE_BYTES (32u << 20)
+
+/* Between two devices without peer access: down into host memory from one, up from there into the
+ * other, a bounce buffer at a time (each half pipelines through its device's pinned staging). */
+static nvhcq_status copy_bounced(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
+                                 size_t src_offset, size_t size) {
+  size_t chunk = size < PEER_BOUNCE_BYTES ? size : PEER_BOUNCE_BYTES;
+  void *bounce = malloc(chunk);
+  if (!bounce) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  nvhcq_status s = NVHCQ_SUCCESS;
+  for (size_t at = 0; at < size && !s; at += chunk) {
+    size_t n = size - at < chunk ? size - at : chunk;
+    s = download_staged(src->dev, bounce, src->gpu_address + src_offset + at, n);
+    if (!s) s = upload_staged(dst->dev, dst->gpu_address + dst_offset + at, bounce, n);
+  }
+  free(bounce);
+  return s;
+}
+
+/* Between two devices: on the copy engine of the one that maps the other's buffer (peer access
+ * enabled), once the other has finished what was queued before; otherwise through host memory. */
+static nvhcq_status copy_between_devices(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
+                                         size_t src_offset, size_t size) {
+  uint64_t d = dst->gpu_address + dst_offset, s = src->gpu_address + src_offset;
+  nvhcq_device *by = nvhcq_peer_enabled(dst->dev, src->dev)   ? dst->dev
+                     : nvhcq_peer_enabled(src->dev, dst->dev) ? src->dev
+                                                              : NULL;
+  if (!by) return copy_bounced(dst, dst_offset, src, src_offset, size);
+  NVHCQ_TRY(nvhcq_device_cpu_wait_idle(by == dst->dev ? src->dev : dst->dev));
+  return copy_sync(by, d, s, size, ON_DEVICE);
+}
+
 static nvhcq_status buffer_copy(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
                                 size_t src_offset, size_t size) {
   NVHCQ_TRY(check_range(dst, dst_offset, size, "nvhcq_buffer_copy destination"));
   NVHCQ_TRY(check_range(src, src_offset, size, "nvhcq_buffer_copy source"));
-  if (dst->dev != src->dev)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "nvhcq_buffer_copy: source is on GPU %d, destination on GPU %d",
-                      src->dev->index, dst->dev->index);
   if (size == 0) return NVHCQ_SUCCESS;
+  if (dst->dev != src->dev) {
+    nvhcq_status st = copy_between_devices(dst, dst_offset, src, src_offset, size);
+    return st ? nvhcq_fail_context(st, "nvhcq_buffer_copy from GPU %d to GPU %d", src->dev->index,
+                                   dst->dev->index)
+              : st;
+  }
   uint64_t d = dst->gpu_address + dst_offset, s = src->gpu_address + src_offset;
   nvhcq_kernel *k;
   if (use_copy_kernel(dst, src, d, s, size) && (k = copy_kernel(dst->dev)))

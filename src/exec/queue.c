@@ -1,6 +1,7 @@
 /* Eager queues: creating, resetting and destroying them, recording waits, signals and copies,
  * and submitting them to their channel. */
 #include "exec/queue.h"
+#include "core/peer.h"
 #include "exec/profile.h"
 #include "util/handle.h"
 #include "util/abi.h"
@@ -15,12 +16,16 @@ nvhcq_status nvhcq_queue_check(const nvhcq_queue *q) {
   return nvhcq_handle_check(q, NVHCQ_QUEUE_MAGIC, "queue", NULL);
 }
 
+/* Another device's signal: its signal page (host memory) is mapped into the queue's device once,
+ * at the address it has on its own, and the queue waits on or releases it there. */
 static nvhcq_status check_signal_for(const nvhcq_queue *q, const nvhcq_signal *sig) {
   NVHCQ_TRY(nvhcq_signal_check(sig));
-  if (sig->dev != q->dev)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "signal belongs to GPU %d but the queue to GPU %d", sig->dev->index,
-                      q->dev->index);
+  if (sig->dev != q->dev) {
+    nvhcq_status s = nvhcq_peer_import_signals(q->dev, sig->dev);
+    if (s)
+      return nvhcq_fail_context(s, "a queue of GPU %d using a signal of GPU %d", q->dev->index,
+                                sig->dev->index);
+  }
   return NVHCQ_SUCCESS;
 }
 

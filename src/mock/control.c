@@ -1,11 +1,32 @@
 /* The mock's RM controls: the profile's facts (build version, classes, GR and FB facts, identity,
  * copy engines) and the channel controls nvhcq makes, each with its parameter size checked. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "mock/internal.h"
 
 const uint8_t nvhcq_mock_uuid[16] = {0x6d, 0x6f, 0x63, 0x6b, 0x48, 0x32, 0x30, 0x30,
                                      0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77};
+
+void mock_uuid_of(uint32_t gpu, uint8_t out[16]) {
+  memcpy(out, nvhcq_mock_uuid, 16);
+  out[15] = (uint8_t)(out[15] + gpu);
+}
+
+int mock_gpu_of_uuid(const uint8_t *uuid) {
+  uint8_t u[16];
+  for (uint32_t i = 0; i < nvhcq_mock.gpus; i++) {
+    mock_uuid_of(i, u);
+    if (!memcmp(u, uuid, 16)) return (int)i;
+  }
+  return -1;
+}
+
+int mock_gpu_of_id(uint32_t gpu_id) {
+  for (uint32_t i = 0; i < nvhcq_mock.gpus; i++)
+    if (MOCK_GPU_ID_OF(i) == gpu_id) return (int)i;
+  return -1;
+}
 
 /* The classes the profile's driver lists (Hopper's lists Ampere's GPFIFO class too). */
 static uint32_t classes(uint32_t *out) {
@@ -40,8 +61,8 @@ static uint32_t gr_info(uint32_t index) {
   }
 }
 
-static uint32_t fb_info(uint32_t index) {
-  uint64_t free_kib = MOCK_FB_KIB - (nvhcq_mock.vidmem_used >> 10);
+static uint32_t fb_info(uint32_t gpu, uint32_t index) {
+  uint64_t free_kib = MOCK_FB_KIB - (nvhcq_mock.vidmem_used[gpu] >> 10);
   switch (index) {
   case NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE:
   case NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE:
@@ -77,16 +98,16 @@ static uint32_t gr_get_info(NV2080_CTRL_GR_GET_INFO_PARAMS *p) {
   return MOCK_NV_OK;
 }
 
-static uint32_t fb_get_info(NV2080_CTRL_FB_GET_INFO_V2_PARAMS *p) {
+static uint32_t fb_get_info(uint32_t gpu, NV2080_CTRL_FB_GET_INFO_V2_PARAMS *p) {
   if (p->fbInfoListSize > 128) return MOCK_ERR_INVALID_ARGUMENT;
   for (uint32_t i = 0; i < p->fbInfoListSize; i++)
-    p->fbInfoList[i].data = fb_info(p->fbInfoList[i].index);
+    p->fbInfoList[i].data = fb_info(gpu, p->fbInfoList[i].index);
   return MOCK_NV_OK;
 }
 
-static uint32_t gid_info(NV2080_CTRL_GPU_GET_GID_INFO_PARAMS *p) {
+static uint32_t gid_info(uint32_t gpu, NV2080_CTRL_GPU_GET_GID_INFO_PARAMS *p) {
   if (p->flags != NV2080_GPU_CMD_GPU_GET_GID_FLAGS_BINARY) return MOCK_ERR_NOT_SUPPORTED;
-  memcpy(p->data, nvhcq_mock_uuid, 16);
+  mock_uuid_of(gpu, p->data);
   p->length = 16;
   return MOCK_NV_OK;
 }
@@ -170,12 +191,39 @@ static uint32_t params_size(uint32_t cmd) {
     return sizeof(NV2080_CTRL_CE_GET_CE_PCE_MASK_PARAMS);
   case NV2080_CTRL_CMD_CE_GET_ALL_CAPS:
     return sizeof(NV2080_CTRL_CE_GET_ALL_CAPS_PARAMS);
+  case NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX:
+    return sizeof(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_MATRIX_PARAMS);
   default:
     return 0;
   }
 }
 
-static uint32_t gpu_control(uint32_t cmd, void *params) {
+/* Every pair of mock GPUs is linked as two H200s of an HGX board are (NVLink, reads, writes,
+ * atomics); a GPU with itself has loopback. NVHCQ_MOCK_P2P=0 leaves the pairs without a path. */
+static uint32_t p2p_matrix(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_MATRIX_PARAMS *p) {
+  if (!p->grpACount || p->grpACount > NV0000_CTRL_SYSTEM_MAX_P2P_GROUP_GPUS ||
+      p->grpBCount > NV0000_CTRL_SYSTEM_MAX_P2P_GROUP_GPUS)
+    return MOCK_ERR_INVALID_ARGUMENT;
+  const char *env = getenv("NVHCQ_MOCK_P2P");
+  int linked = !env || strcmp(env, "0");
+  uint32_t nb = p->grpBCount ? p->grpBCount : p->grpACount;
+  const uint32_t *b = p->grpBCount ? p->gpuIdGrpB : p->gpuIdGrpA;
+  for (uint32_t i = 0; i < p->grpACount; i++)
+    for (uint32_t j = 0; j < nb; j++) {
+      int x = mock_gpu_of_id(p->gpuIdGrpA[i]), y = mock_gpu_of_id(b[j]);
+      if (x < 0 || y < 0) return MOCK_ERR_INVALID_ARGUMENT;
+      uint32_t caps = x == y ? NV0000_P2P_CAP_LOOPBACK : 0;
+      if (x != y && linked)
+        caps = NV0000_P2P_CAP_READS | NV0000_P2P_CAP_WRITES | NV0000_P2P_CAP_NVLINK |
+               NV0000_P2P_CAP_ATOMICS;
+      p->p2pCaps[i][j] = caps;
+      p->a2bOptimalReadCes[i][j] = p->a2bOptimalWriteCes[i][j] = caps ? 0x4 : 0;
+      p->b2aOptimalReadCes[i][j] = p->b2aOptimalWriteCes[i][j] = caps ? 0x4 : 0;
+    }
+  return MOCK_NV_OK;
+}
+
+static uint32_t gpu_control(uint32_t gpu, uint32_t cmd, void *params) {
   switch (cmd) {
   case NV0000_CTRL_CMD_SYSTEM_GET_BUILD_VERSION_V2:
     strcpy(((NV0000_CTRL_SYSTEM_GET_BUILD_VERSION_V2_PARAMS *)params)->driverVersionBuffer,
@@ -183,8 +231,10 @@ static uint32_t gpu_control(uint32_t cmd, void *params) {
     return MOCK_NV_OK;
   case NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2: {
     NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS *p = params;
-    if (p->gpuId != MOCK_GPU_ID) return MOCK_ERR_INVALID_ARGUMENT;
-    p->deviceInstance = p->subDeviceInstance = 0;
+    int i = mock_gpu_of_id(p->gpuId);
+    if (i < 0) return MOCK_ERR_INVALID_ARGUMENT;
+    p->deviceInstance = (uint32_t)i;
+    p->subDeviceInstance = 0;
     return MOCK_NV_OK;
   }
   case NV0080_CTRL_CMD_GPU_GET_CLASSLIST:
@@ -194,11 +244,11 @@ static uint32_t gpu_control(uint32_t cmd, void *params) {
            mock_gpu->name);
     return MOCK_NV_OK;
   case NV2080_CTRL_CMD_GPU_GET_GID_INFO:
-    return gid_info(params);
+    return gid_info(gpu, params);
   case NV2080_CTRL_CMD_GR_GET_INFO:
     return gr_get_info(params);
   case NV2080_CTRL_CMD_FB_GET_INFO_V2:
-    return fb_get_info(params);
+    return fb_get_info(gpu, params);
   case NV2080_CTRL_CMD_GR_GET_GPC_MASK:
     ((NV2080_CTRL_GR_GET_GPC_MASK_PARAMS *)params)->gpcMask = (1u << mock_gpu->gpcs) - 1;
     return MOCK_NV_OK;
@@ -209,6 +259,8 @@ static uint32_t gpu_control(uint32_t cmd, void *params) {
   }
   case NV2080_CTRL_CMD_CE_GET_ALL_CAPS:
     return ce_caps(params);
+  case NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX:
+    return p2p_matrix(params);
   case NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK:
     return ce_pce_mask(params);
   default:
@@ -234,7 +286,8 @@ static uint32_t sm_error_states(uint32_t client,
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
   mock_obj *client = mock_find(p->hClient, p->hClient);
   if (!client || client->hclass != NV01_ROOT_CLIENT) return MOCK_ERR_INVALID_CLIENT;
-  if (!mock_find(p->hClient, p->hObject)) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  mock_obj *target = mock_find(p->hClient, p->hObject);
+  if (!target) return MOCK_ERR_INVALID_OBJECT_HANDLE;
   uint32_t want = params_size(p->cmd);
   if (!want) return MOCK_ERR_NOT_SUPPORTED;
   /* The name string is 68 bytes from 595 on; the FB list holds 57 entries on 570. */
@@ -253,5 +306,5 @@ uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
   if ((p->cmd >> 16) == 0x906f || (p->cmd >> 16) == 0xc36f ||
       p->cmd == NVA06F_CTRL_CMD_GPFIFO_SCHEDULE)
     return channel_control(p, params);
-  return gpu_control(p->cmd, params);
+  return gpu_control(target->gpu, p->cmd, params);
 }

@@ -20,6 +20,8 @@
 
 struct mock_channel {
   pthread_t thread;
+  uint32_t client; /* the RM client it was made in: whose UVM space hears its faults */
+  int space;       /* the address space its work translates through (mock_thread_space) */
   int started, stop, faulted;
   uint64_t *ring;
   uint32_t entries, token, engine_type;
@@ -283,7 +285,7 @@ static int run_qmd(mock_channel *ch, nvhcq_qmd_version v, uint64_t at, const uin
     /* A grid cut short because the channel is being stopped is no fault of its own. */
     if (__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) return -1;
     fprintf(stderr, "nvhcq mock: %s\n", error[0] ? error : "the grid failed");
-    if (xid == MOCK_XID_MMU) mock_uvm_report_fault(fault_address, sm.write, 1);
+    if (xid == MOCK_XID_MMU) mock_uvm_report_fault(ch->client, fault_address, sm.write, 1);
     ch->sm_error = (NV83DE_SM_ERROR_STATE_REGISTERS){.hwwGlobalEsr = sm.global_error,
                                                      .hwwWarpEsr = sm.warp_error,
                                                      .hwwWarpEsrPc = (uint32_t)sm.pc,
@@ -371,6 +373,7 @@ static int run_entry(mock_channel *ch, uint64_t entry) {
 
 static void *channel_main(void *arg) {
   mock_channel *ch = arg;
+  mock_thread_space = ch->space;
   unsigned idle = 0;
   while (!__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) {
     uint32_t get = __atomic_load_n(&ch->userd[GP_GET_IDX], __ATOMIC_ACQUIRE);
@@ -405,6 +408,8 @@ uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, ui
   mock_channel *ch = calloc(1, sizeof *ch);
   if (!ch) return MOCK_ERR_NO_MEMORY;
   ch->ring = ring;
+  ch->client = obj->client;
+  ch->space = mock_space_of_client(obj->client);
   ch->entries = p->gpFifoEntries;
   ch->userd = (uint32_t *)(userd->backing + p->userdOffset[0]);
   ch->notifier = err->backing;

@@ -24,7 +24,9 @@ uint64_t mock_now_ns(void) {
 
 static int kind_for_path(const char *path) {
   if (!strcmp(path, "/dev/nvidiactl")) return FD_CTL;
-  if (!strcmp(path, "/dev/nvidia0")) return FD_GPU;
+  unsigned minor;
+  char end;
+  if (sscanf(path, "/dev/nvidia%u%c", &minor, &end) == 1 && minor < nvhcq_mock.gpus) return FD_GPU;
   if (!strcmp(path, "/dev/nvidia-uvm")) return FD_UVM;
   if (!strcmp(path, "/dev/nvidia-uvm-tools")) return FD_TOOLS;
   return FD_FREE;
@@ -49,6 +51,8 @@ static int mock_open(const char *path, int flags) {
       nvhcq_mock.fds[i].queue = NULL;
       nvhcq_mock.fds[i].control = NULL;
       nvhcq_mock.fds[i].events = 0;
+      nvhcq_mock.fds[i].client = 0;
+      nvhcq_mock.fds[i].space = -1;
       __atomic_store_n(&nvhcq_mock.fds[i].kind, kind, __ATOMIC_RELEASE);
       fd = MOCK_FD_BASE + i;
     }

@@ -11,6 +11,7 @@
 #define MOCK_FD_BASE     0x40000
 #define MOCK_MAX_FDS     4096
 #define MOCK_SUBCHANNELS 8
+#define MOCK_MAX_GPUS    8
 
 enum { FD_FREE, FD_CTL, FD_GPU, FD_UVM, FD_TOOLS };
 
@@ -46,6 +47,7 @@ typedef struct mock_obj {
   uint64_t va;      /* virtual memory objects: the GPU address their range starts at */
   int mapped;       /* and whether memory is mapped into it */
   uint32_t flags;   /* address spaces: their allocation flags */
+  uint32_t gpu;     /* the GPU (probe index) of the device object it is under */
 } mock_obj;
 
 typedef struct mock_fd {
@@ -57,10 +59,13 @@ typedef struct mock_fd {
   uint32_t queue_entries;
   UVM_TOOLS_EVENT_CONTROL *control;
   uint64_t events;
+  uint32_t client; /* UVM fds: the RM client whose VA space was registered with it */
+  int space;       /* tools fds: the UVM fd they track */
 } mock_fd;
 
 /* A UVM external range and the memory mapped into it. */
 typedef struct mock_range {
+  int space; /* the UVM fd whose address space holds it; -1 for RM's own mappings */
   uint64_t base, length;
   uint8_t *host; /* NULL until mapped */
   const struct mock_obj *obj;
@@ -75,7 +80,8 @@ typedef struct mock_state {
   mock_range *ranges;
   uint32_t nranges, cap_ranges;
   uint32_t next_handle, next_token, channels;
-  uint64_t vidmem_used;
+  uint32_t gpus; /* GPUs probed: NVHCQ_MOCK_GPUS, 1 to MOCK_MAX_GPUS */
+  uint64_t vidmem_used[MOCK_MAX_GPUS];
 } mock_state;
 
 extern mock_state nvhcq_mock;
@@ -86,15 +92,25 @@ int mock_rm_ioctl(unsigned nr, void *arg, unsigned size);
 int mock_fd_kind(int fd);
 
 /* ---- UVM (uvm.c) ---- */
+/* The address space the calling thread's GPU work translates through (nvhcq_mock_gpu_pointer):
+ * MOCK_SPACE_ALL for host-side callers (the default) and for channels of a client whose VA space
+ * no UVM fd registered (NVHCQ_UVM=off, bare-driver tests), else the UVM fd of the channel's client
+ * (that space's ranges and RM's). A GPU of nvhcq's thus faults on memory mapped only for another,
+ * as a real one does. */
+#define MOCK_SPACE_ALL (-0x7fffffff)
+extern _Thread_local int mock_thread_space;
+/* The UVM fd that `client`'s VA space was registered with, or MOCK_SPACE_ALL. */
+int mock_space_of_client(uint32_t client);
 int mock_uvm_ioctl(int fd, int kind, unsigned long cmd, void *arg);
 void mock_ranges_drop(const mock_obj *obj);
 /* RM's own mappings (NV_ESC_RM_MAP_MEMORY_DMA) enter the same table as UVM's ranges. */
 uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory);
 uint32_t mock_range_unmap(uint64_t base);
 
-/* Reports a fatal fault of the SMs (clientType 1) or of a copy engine or the host (2) to every
- * tools fd that enabled fault events, as UVM does before the channel is stopped. */
-void mock_uvm_report_fault(uint64_t address, int write, int client_type);
+/* Reports a fatal fault of the SMs (clientType 1) or of a copy engine or the host (2) in a channel
+ * of `rm_client` to the tools fds that enabled fault events and track the UVM fd that client's
+ * address space is registered with, as UVM does before the channel is stopped. */
+void mock_uvm_report_fault(uint32_t rm_client, uint64_t address, int write, int client_type);
 
 /* ---- the GPU it is (profile.c) ---- */
 typedef struct mock_profile {
@@ -115,7 +131,14 @@ int mock_is_gpfifo_class(uint32_t c);
 /* ---- controls (control.c) ---- */
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params);
 extern const uint8_t nvhcq_mock_uuid[16];
-#define MOCK_GPU_ID  0x1800u
+/* GPU i's UUID: GPU 0's with i added to the last byte. */
+void mock_uuid_of(uint32_t gpu, uint8_t out[16]);
+/* The GPU a UUID names, or -1. */
+int mock_gpu_of_uuid(const uint8_t *uuid);
+/* GPU i's RM id (its PCI bus 0x18 + i shifted as RM's ids are) and back (-1 if none). */
+#define MOCK_GPU_ID       0x1800u
+#define MOCK_GPU_ID_OF(i) (MOCK_GPU_ID + ((uint32_t)(i) << 8))
+int mock_gpu_of_id(uint32_t gpu_id);
 #define MOCK_FB_KIB  (mock_gpu->fb_kib)
 #define MOCK_VERSION "580.95.05"
 

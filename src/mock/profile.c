@@ -1,5 +1,6 @@
 /* The GPUs the mock can be (NVHCQ_MOCK_GPU=a100|rtx4090|h200|b200, the H200 by default): each
- * one's name, PCI id, SM version and layout, memory and the classes its driver offers. */
+ * one's name, PCI id, SM version and layout, memory and the classes its driver offers; and how
+ * many of them it probes (NVHCQ_MOCK_GPUS, 1 by default). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,20 @@ static const mock_profile profiles[] = {
 
 const mock_profile *mock_gpu = &profiles[0];
 
+/* NVHCQ_MOCK_GPUS=n: n identical GPUs, each with its own UUID, PCI bus and memory. */
+static void select_gpu_count(void) {
+  const char *env = getenv("NVHCQ_MOCK_GPUS");
+  long n = env && *env ? strtol(env, NULL, 10) : 1;
+  if (n < 1 || n > MOCK_MAX_GPUS) {
+    fprintf(stderr, "nvhcq mock: NVHCQ_MOCK_GPUS=%s is not 1..%d; one GPU it is\n", env,
+            MOCK_MAX_GPUS);
+    n = 1;
+  }
+  nvhcq_mock.gpus = (uint32_t)n;
+}
+
 int mock_profile_select(void) {
+  select_gpu_count();
   const char *want = getenv("NVHCQ_MOCK_GPU");
   if (!want || !*want) want = "h200";
   for (size_t i = 0; i < sizeof profiles / sizeof profiles[0]; i++)

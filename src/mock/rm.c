@@ -26,8 +26,13 @@ static mock_obj *add_obj(uint32_t client, uint32_t handle, uint32_t parent, uint
   }
   mock_obj *o = calloc(1, sizeof *o);
   if (!o) return NULL;
-  *o = (mock_obj){
-      .client = client, .handle = handle, .parent = parent, .hclass = hclass, .memfd = -1};
+  const mock_obj *up = parent ? mock_find(client, parent) : NULL;
+  *o = (mock_obj){.client = client,
+                  .handle = handle,
+                  .parent = parent,
+                  .hclass = hclass,
+                  .memfd = -1,
+                  .gpu = up ? up->gpu : 0};
   nvhcq_mock.objs[nvhcq_mock.nobjs++] = o;
   return o;
 }
@@ -53,7 +58,7 @@ static void release_obj(mock_obj *o) {
     if (nvhcq_mock.fds[i].map == o) nvhcq_mock.fds[i].map = NULL;
   if (o->backing && !o->pinned) munmap(o->backing, o->size);
   if (o->memfd >= 0) close(o->memfd);
-  if (o->vidmem) nvhcq_mock.vidmem_used -= o->size;
+  if (o->vidmem) nvhcq_mock.vidmem_used[o->gpu] -= o->size;
   free(o);
 }
 
@@ -132,11 +137,11 @@ static int known_class(uint32_t c) {
 static uint32_t alloc_memory(mock_obj *o, NV_MEMORY_ALLOCATION_PARAMS *m) {
   if (m->size == 0) return MOCK_ERR_INVALID_ARGUMENT;
   o->vidmem = o->hclass == NV01_MEMORY_LOCAL_USER;
-  if (o->vidmem && nvhcq_mock.vidmem_used + m->size > (MOCK_FB_KIB << 10))
+  if (o->vidmem && nvhcq_mock.vidmem_used[o->gpu] + m->size > (MOCK_FB_KIB << 10))
     return MOCK_ERR_NO_MEMORY;
   uint32_t s = give_backing(o, m->size);
   if (s) return s;
-  if (o->vidmem) nvhcq_mock.vidmem_used += m->size;
+  if (o->vidmem) nvhcq_mock.vidmem_used[o->gpu] += m->size;
   m->limit = m->size - 1;
   return MOCK_NV_OK;
 }
@@ -160,6 +165,13 @@ static uint32_t alloc_virtual(mock_obj *o, NV_MEMORY_ALLOCATION_PARAMS *m) {
 static uint32_t init_obj(mock_obj *o, void *params) {
   mock_obj *parent = mock_find(o->client, o->parent);
   uint32_t c = o->hclass;
+  if (c == NV01_DEVICE_0) {
+    /* The device instance GET_ID_INFO_V2 gave: which probed GPU the device is. */
+    uint32_t id = ((const NV0080_ALLOC_PARAMETERS *)params)->deviceId;
+    if (id >= nvhcq_mock.gpus) return MOCK_ERR_INVALID_ARGUMENT;
+    o->gpu = id;
+    return MOCK_NV_OK;
+  }
   if (c == NV01_MEMORY_SYSTEM || c == NV01_MEMORY_LOCAL_USER) return alloc_memory(o, params);
   if (c == NV50_MEMORY_VIRTUAL) return alloc_virtual(o, params);
   if (c == FERMI_VASPACE_A) {
@@ -263,16 +275,19 @@ static uint32_t rm_unmap_dma(const NVOS47_PARAMETERS *p) {
   return mock_range_unmap(v->va);
 }
 
+/* GPU i sits on PCI bus 0x18 + i as /dev/nvidia<i>. */
 static void card_info(nv_ioctl_card_info_t *cards) {
   memset(cards, 0, sizeof *cards * NV_MAX_CARDS);
-  cards[0] = (nv_ioctl_card_info_t){.valid = 1,
-                                    .bus = 0x18,
-                                    .vendor_id = 0x10de,
-                                    .device_id = mock_gpu->device_id,
-                                    .gpu_id = MOCK_GPU_ID,
-                                    .fb_size = MOCK_FB_KIB << 10,
-                                    .minor_number = 0};
-  memcpy(cards[0].dev_name, "mock", 5);
+  for (uint32_t i = 0; i < nvhcq_mock.gpus; i++) {
+    cards[i] = (nv_ioctl_card_info_t){.valid = 1,
+                                      .bus = (uint8_t)(0x18 + i),
+                                      .vendor_id = 0x10de,
+                                      .device_id = mock_gpu->device_id,
+                                      .gpu_id = MOCK_GPU_ID_OF(i),
+                                      .fb_size = MOCK_FB_KIB << 10,
+                                      .minor_number = i};
+    memcpy(cards[i].dev_name, "mock", 5);
+  }
 }
 
 #define WANT(type)                                                                                 \

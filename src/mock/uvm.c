@@ -10,23 +10,27 @@
 #include "mock/internal.h"
 #include "mock/mock.h"
 
-static mock_range *range_at(uint64_t base) {
+/* Each UVM fd is an address space of its own (a peer's buffer is mapped into another GPU's at the
+ * same address); RM's own mappings are space -1. A command processor translates through its own
+ * UVM space and RM's (mock_thread_space); RM's are shared by every client. */
+static mock_range *range_at(int space, uint64_t base) {
   for (uint32_t i = 0; i < nvhcq_mock.nranges; i++)
-    if (nvhcq_mock.ranges[i].base == base) return &nvhcq_mock.ranges[i];
+    if (nvhcq_mock.ranges[i].base == base && nvhcq_mock.ranges[i].space == space)
+      return &nvhcq_mock.ranges[i];
   return NULL;
 }
 
-static int overlaps(uint64_t base, uint64_t length) {
+static int overlaps(int space, uint64_t base, uint64_t length) {
   for (uint32_t i = 0; i < nvhcq_mock.nranges; i++) {
     const mock_range *r = &nvhcq_mock.ranges[i];
-    if (base < r->base + r->length && r->base < base + length) return 1;
+    if (r->space == space && base < r->base + r->length && r->base < base + length) return 1;
   }
   return 0;
 }
 
-static uint32_t create_range(const UVM_CREATE_EXTERNAL_RANGE_PARAMS *p) {
+static uint32_t create_range(int space, const UVM_CREATE_EXTERNAL_RANGE_PARAMS *p) {
   if (!p->length || ((p->base | p->length) & 0xfff)) return MOCK_ERR_INVALID_ADDRESS;
-  if (overlaps(p->base, p->length)) return MOCK_ERR_INVALID_ADDRESS;
+  if (overlaps(space, p->base, p->length)) return MOCK_ERR_INVALID_ADDRESS;
   if (nvhcq_mock.nranges == nvhcq_mock.cap_ranges) {
     uint32_t cap = nvhcq_mock.cap_ranges ? nvhcq_mock.cap_ranges * 2 : 64;
     mock_range *grown = realloc(nvhcq_mock.ranges, cap * sizeof *grown);
@@ -34,16 +38,18 @@ static uint32_t create_range(const UVM_CREATE_EXTERNAL_RANGE_PARAMS *p) {
     nvhcq_mock.ranges = grown;
     nvhcq_mock.cap_ranges = cap;
   }
-  nvhcq_mock.ranges[nvhcq_mock.nranges++] = (mock_range){.base = p->base, .length = p->length};
+  nvhcq_mock.ranges[nvhcq_mock.nranges++] =
+      (mock_range){.space = space, .base = p->base, .length = p->length};
   return MOCK_NV_OK;
 }
 
-static uint32_t map_external(const UVM_MAP_EXTERNAL_ALLOCATION_PARAMS *p) {
-  mock_range *r = range_at(p->base);
+static uint32_t map_external(int space, const UVM_MAP_EXTERNAL_ALLOCATION_PARAMS *p) {
+  mock_range *r = range_at(space, p->base);
   if (!r || p->length > r->length || !p->length) return MOCK_ERR_INVALID_ADDRESS;
-  if (p->gpuAttributesCount != 1 ||
-      memcmp(p->perGpuAttributes[0].gpuUuid.uuid, nvhcq_mock_uuid, 16))
+  if (!p->gpuAttributesCount || p->gpuAttributesCount > MOCK_MAX_GPUS)
     return MOCK_ERR_INVALID_ARGUMENT;
+  for (uint32_t i = 0; i < p->gpuAttributesCount; i++)
+    if (mock_gpu_of_uuid(p->perGpuAttributes[i].gpuUuid.uuid) < 0) return MOCK_ERR_INVALID_ARGUMENT;
   if (mock_fd_kind(p->rmCtrlFd) != FD_CTL) return MOCK_ERR_INVALID_ARGUMENT;
   mock_obj *o = mock_find(p->hClient, p->hMemory);
   if (!o || !o->backing) return MOCK_ERR_INVALID_OBJECT_HANDLE;
@@ -54,8 +60,8 @@ static uint32_t map_external(const UVM_MAP_EXTERNAL_ALLOCATION_PARAMS *p) {
   return MOCK_NV_OK;
 }
 
-static uint32_t free_range(uint64_t base) {
-  mock_range *r = range_at(base);
+static uint32_t free_range(int space, uint64_t base) {
+  mock_range *r = range_at(space, base);
   if (!r) return MOCK_ERR_INVALID_ADDRESS;
   *r = nvhcq_mock.ranges[--nvhcq_mock.nranges];
   return MOCK_NV_OK;
@@ -64,9 +70,9 @@ static uint32_t free_range(uint64_t base) {
 uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory) {
   pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
   UVM_CREATE_EXTERNAL_RANGE_PARAMS p = {.base = base, .length = length};
-  uint32_t s = create_range(&p);
+  uint32_t s = create_range(-1, &p);
   if (!s) {
-    mock_range *r = range_at(base);
+    mock_range *r = range_at(-1, base);
     r->host = memory->backing;
     r->obj = memory;
     r->length = length < memory->size ? length : memory->size;
@@ -77,7 +83,7 @@ uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory) 
 
 uint32_t mock_range_unmap(uint64_t base) {
   pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
-  uint32_t s = free_range(base);
+  uint32_t s = free_range(-1, base);
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
   return s;
 }
@@ -92,11 +98,22 @@ void mock_ranges_drop(const mock_obj *obj) {
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
 }
 
+_Thread_local int mock_thread_space = MOCK_SPACE_ALL;
+
+int mock_space_of_client(uint32_t client) {
+  for (int i = 0; i < MOCK_MAX_FDS; i++)
+    if (nvhcq_mock.fds[i].kind == FD_UVM && nvhcq_mock.fds[i].client == client)
+      return MOCK_FD_BASE + i;
+  return MOCK_SPACE_ALL;
+}
+
 void *nvhcq_mock_gpu_pointer(uint64_t va, uint64_t len) {
   void *at = NULL;
+  int space = mock_thread_space;
   pthread_rwlock_rdlock(&nvhcq_mock.va_lock);
   for (uint32_t i = 0; i < nvhcq_mock.nranges && !at; i++) {
     const mock_range *r = &nvhcq_mock.ranges[i];
+    if (space != MOCK_SPACE_ALL && r->space != -1 && r->space != space) continue;
     if (r->host && va >= r->base && va - r->base + len <= r->length && len <= r->length)
       at = r->host + (va - r->base);
   }
@@ -106,7 +123,13 @@ void *nvhcq_mock_gpu_pointer(uint64_t va, uint64_t len) {
 
 /* Calls that only need their arguments to make sense. */
 static uint32_t check_uuid(const uint8_t *uuid) {
-  return memcmp(uuid, nvhcq_mock_uuid, 16) ? MOCK_ERR_GPU_UUID_NOT_FOUND : MOCK_NV_OK;
+  return mock_gpu_of_uuid(uuid) < 0 ? MOCK_ERR_GPU_UUID_NOT_FOUND : MOCK_NV_OK;
+}
+
+static uint32_t enable_peer(const UVM_ENABLE_PEER_ACCESS_PARAMS *p) {
+  int a = mock_gpu_of_uuid(p->gpuUuidA.uuid), b = mock_gpu_of_uuid(p->gpuUuidB.uuid);
+  if (a < 0 || b < 0) return MOCK_ERR_GPU_UUID_NOT_FOUND;
+  return a == b ? MOCK_ERR_INVALID_ARGUMENT : MOCK_NV_OK;
 }
 
 static uint32_t check_handle(const uint8_t *uuid, int fd, uint32_t client, uint32_t handle) {
@@ -117,20 +140,20 @@ static uint32_t check_handle(const uint8_t *uuid, int fd, uint32_t client, uint3
   return mock_find(client, handle) ? MOCK_NV_OK : MOCK_ERR_INVALID_OBJECT_HANDLE;
 }
 
-static uint32_t uvm_va_call(unsigned long cmd, void *arg) {
+static uint32_t uvm_va_call(int space, unsigned long cmd, void *arg) {
   switch (cmd) {
   case UVM_CREATE_EXTERNAL_RANGE:
-    return create_range(arg);
+    return create_range(space, arg);
   case UVM_MAP_EXTERNAL_ALLOCATION:
-    return map_external(arg);
+    return map_external(space, arg);
   case UVM_FREE:
-    return free_range(*(const uint64_t *)arg);
+    return free_range(space, *(const uint64_t *)arg);
   default:
     return MOCK_ERR_NOT_SUPPORTED;
   }
 }
 
-static uint32_t uvm_call(unsigned long cmd, void *arg) {
+static uint32_t uvm_call(int space, unsigned long cmd, void *arg) {
   switch (cmd) {
   case UVM_INITIALIZE:
     return MOCK_NV_OK;
@@ -138,11 +161,16 @@ static uint32_t uvm_call(unsigned long cmd, void *arg) {
     return check_uuid(((UVM_REGISTER_GPU_PARAMS *)arg)->gpu_uuid.uuid);
   case UVM_UNREGISTER_GPU:
     return check_uuid(((UVM_UNREGISTER_GPU_PARAMS *)arg)->gpu_uuid.uuid);
+  case UVM_ENABLE_PEER_ACCESS:
+  case UVM_DISABLE_PEER_ACCESS:
+    return enable_peer(arg);
   case UVM_UNREGISTER_GPU_VASPACE:
     return check_uuid(((UVM_UNREGISTER_GPU_VASPACE_PARAMS *)arg)->gpuUuid.uuid);
   case UVM_REGISTER_GPU_VASPACE: {
     UVM_REGISTER_GPU_VASPACE_PARAMS *p = arg;
-    return check_handle(p->gpuUuid.uuid, p->rmCtrlFd, p->hClient, p->hVaSpace);
+    uint32_t s = check_handle(p->gpuUuid.uuid, p->rmCtrlFd, p->hClient, p->hVaSpace);
+    if (!s) nvhcq_mock.fds[space - MOCK_FD_BASE].client = p->hClient;
+    return s;
   }
   case UVM_REGISTER_CHANNEL: {
     UVM_REGISTER_CHANNEL_PARAMS *p = arg;
@@ -156,7 +184,7 @@ static uint32_t uvm_call(unsigned long cmd, void *arg) {
     break;
   }
   pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
-  uint32_t s = uvm_va_call(cmd, arg);
+  uint32_t s = uvm_va_call(space, cmd, arg);
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
   return s;
 }
@@ -172,6 +200,9 @@ static size_t status_offset(unsigned long cmd) {
     return offsetof(UVM_REGISTER_GPU_PARAMS, rmStatus);
   case UVM_UNREGISTER_GPU:
     return offsetof(UVM_UNREGISTER_GPU_PARAMS, rmStatus);
+  case UVM_ENABLE_PEER_ACCESS:
+  case UVM_DISABLE_PEER_ACCESS:
+    return offsetof(UVM_ENABLE_PEER_ACCESS_PARAMS, rmStatus);
   case UVM_REGISTER_GPU_VASPACE:
     return offsetof(UVM_REGISTER_GPU_VASPACE_PARAMS, rmStatus);
   case UVM_UNREGISTER_GPU_VASPACE:
@@ -203,6 +234,7 @@ static int tools_ioctl(mock_fd *f, unsigned long cmd, void *arg) {
       f->queue = (uint8_t *)(uintptr_t)p->queueBuffer;
       f->queue_entries = (uint32_t)p->queueBufferSize;
       f->control = (UVM_TOOLS_EVENT_CONTROL *)(uintptr_t)p->controlBuffer;
+      f->space = p->uvmFd;
       pthread_mutex_unlock(&nvhcq_mock.lock);
     }
     return 0;
@@ -277,7 +309,15 @@ static uint64_t monotonic_raw_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void mock_uvm_report_fault(uint64_t address, int write, int client_type) {
+/* Whether the tools fd tracks the UVM space `rm_client`'s VA space was registered with. */
+static int tracks(const mock_fd *f, uint32_t rm_client) {
+  int at = f->space - MOCK_FD_BASE;
+  if (at < 0 || at >= MOCK_MAX_FDS) return 0;
+  const mock_fd *uvm = &nvhcq_mock.fds[at];
+  return uvm->kind == FD_UVM && (!uvm->client || uvm->client == rm_client);
+}
+
+void mock_uvm_report_fault(uint32_t rm_client, uint64_t address, int write, int client_type) {
   uint64_t now = monotonic_raw_ns();
   /* UVM's numbering: fault type 1 is the hardware's 0 (no page directory entry), accesses count
    * from 1 in the hardware's order (read 0, write 1). */
@@ -296,6 +336,7 @@ void mock_uvm_report_fault(uint64_t address, int write, int client_type) {
   for (int i = 0; i < MOCK_MAX_FDS; i++) {
     mock_fd *f = &nvhcq_mock.fds[i];
     if (__atomic_load_n(&f->kind, __ATOMIC_ACQUIRE) != FD_TOOLS || !f->queue) continue;
+    if (!tracks(f, rm_client)) continue;
     post(f, &g, sizeof g, UVM_EVENT_TYPE_GPU_FAULT);
     post(f, &fatal, sizeof fatal, UVM_EVENT_TYPE_FATAL_FAULT);
   }
@@ -315,6 +356,8 @@ static const char *uvm_name(int kind, unsigned long cmd) {
                {UVM_MM_INITIALIZE, "UVM_MM_INITIALIZE"},
                {UVM_REGISTER_GPU, "UVM_REGISTER_GPU"},
                {UVM_UNREGISTER_GPU, "UVM_UNREGISTER_GPU"},
+               {UVM_ENABLE_PEER_ACCESS, "UVM_ENABLE_PEER_ACCESS"},
+               {UVM_DISABLE_PEER_ACCESS, "UVM_DISABLE_PEER_ACCESS"},
                {UVM_REGISTER_GPU_VASPACE, "UVM_REGISTER_GPU_VASPACE"},
                {UVM_UNREGISTER_GPU_VASPACE, "UVM_UNREGISTER_GPU_VASPACE"},
                {UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL"},
@@ -354,7 +397,7 @@ int mock_uvm_ioctl(int fd, int kind, unsigned long cmd, void *arg) {
   if (!at) return -EINVAL;
   if (cmd == UVM_UNREGISTER_GPU) wait_while_held(); /* outside the mock's lock */
   pthread_mutex_lock(&nvhcq_mock.lock);
-  uint32_t s = uvm_call(cmd, arg);
+  uint32_t s = uvm_call(fd, cmd, arg);
   pthread_mutex_unlock(&nvhcq_mock.lock);
   memcpy((char *)arg + at, &s, sizeof s);
   return 0;

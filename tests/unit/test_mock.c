@@ -9,6 +9,7 @@
 
 #include "abi/methods.h"
 #include "core/device.h"
+#include "core/peer.h"
 #include "door.h"
 #include "hw/push.h"
 #include "mock/internal.h"
@@ -531,7 +532,53 @@ static void t_other_profiles(void) {
   unsetenv("NVHCQ_MOCK_GPU");
 }
 
-TEST_MAIN(TEST(t_h200_profile), TEST(t_other_profiles), TEST(t_copies_every_kind),
+/* NVHCQ_MOCK_GPUS=2: two GPUs with their own identities and memory; peer mappings, an imported
+ * signal page and a copy between them, and nothing left in the mock once both close (GPU 1
+ * first, while GPU 0 still maps its buffer). */
+static void t_two_gpus(void) {
+  if (!device_address_space)
+    TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");
+  setenv("NVHCQ_MOCK_GPUS", "2", 1);
+  nvhcq_mock_install();
+  unsetenv("NVHCQ_MOCK_GPUS");
+  int count = 0;
+  TEST_CHECK(nvhcq_device_count(&count) == NVHCQ_SUCCESS && count == 2);
+  nvhcq_device *d[2] = {NULL, NULL};
+  for (int i = 0; i < 2; i++)
+    TEST_CHECK_MSG(nvhcq_device_open(i, &d[i]) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  if (!d[0] || !d[1]) return;
+  TEST_CHECK(d[0]->info.uuid[15] + 1 == d[1]->info.uuid[15] && d[1]->info.pci_bus == 0x19);
+  TEST_CHECK(d[0]->minor == 0 && d[1]->minor == 1 && d[1]->gpu_id == 0x1900);
+  /* Looking a UUID up leaves nothing behind in the driver. */
+  nvhcq_mock_counts before = nvhcq_mock_live();
+  nvhcq_device *none = NULL;
+  TEST_CHECK(nvhcq_device_open_uuid("GPU-6d6f636b-4832-3030-0011-2233445566ff", &none) ==
+             NVHCQ_ERROR_NO_DEVICE);
+  nvhcq_mock_counts after = nvhcq_mock_live();
+  TEST_CHECK(after.objects == before.objects && after.fds == before.fds);
+  uint32_t ranges = nvhcq_mock_live().ranges;
+  nvhcq_buffer *b = NULL, *a = NULL;
+  TEST_CHECK(nvhcq_buffer_create(d[1], 3 << 20, NVHCQ_MEMORY_DEVICE, &b) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_enable_peer(d[0], d[1]) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_mock_live().ranges == ranges + 2, "%u ranges, %u before the buffer",
+                 nvhcq_mock_live().ranges, ranges); /* its own and GPU 0's of it */
+  TEST_CHECK(nvhcq_peer_enabled(d[0], d[1]) && !nvhcq_peer_enabled(d[1], d[0]));
+  TEST_CHECK(nvhcq_buffer_create(d[0], 4096, NVHCQ_MEMORY_DEVICE, &a) == NVHCQ_SUCCESS);
+  uint8_t in[4096], out[4096];
+  fill(in, sizeof in, 5);
+  TEST_CHECK(nvhcq_buffer_write(b, 100, in, sizeof in) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_copy(a, 0, b, 100, sizeof in) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(out, a, 0, sizeof out) == NVHCQ_SUCCESS);
+  TEST_CHECK(memcmp(in, out, sizeof in) == 0);
+  TEST_CHECK(nvhcq_peer_import_signals(d[1], d[0]) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_peer_import_signals(d[1], d[0]) == NVHCQ_SUCCESS); /* once */
+  TEST_CHECK(nvhcq_device_close(d[1]) == NVHCQ_SUCCESS);
+  TEST_CHECK(!d[0]->imports && d[0]->registered_count == 0);
+  TEST_CHECK(nvhcq_buffer_destroy(a) == NVHCQ_SUCCESS);
+  close_mock(d[0]);
+}
+
+TEST_MAIN(TEST(t_h200_profile), TEST(t_two_gpus), TEST(t_other_profiles), TEST(t_copies_every_kind),
           TEST(t_cross_queue_wait), TEST(t_recorded_replay), TEST(t_qmd_launch),
           TEST(t_malformed_stream), TEST(t_driver_checks), TEST(t_command_processor_direct),
           TEST(t_close_leaves_slow_calls_behind), TEST(t_rm_only_mapping))
