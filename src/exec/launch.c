@@ -500,8 +500,8 @@ nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3
         nvhcq_queue_add_patch(q, vars->grid[d], NVHCQ_PATCH_U32, 0, 0, cbank + 4 * (3 + d), 0));
     /* Without a cluster the grid in clusters (bank-0 dwords 87-89) is the grid itself. */
     if (k->cluster_words)
-      NVHCQ_TRY(nvhcq_queue_add_patch(q, vars->grid[d], NVHCQ_PATCH_U32, 0, 0,
-                                      cbank + 4 * (87 + d), 0));
+      NVHCQ_TRY(
+          nvhcq_queue_add_patch(q, vars->grid[d], NVHCQ_PATCH_U32, 0, 0, cbank + 4 * (87 + d), 0));
     NVHCQ_TRY(patch_qmd_field(q, vars->block[d], qmd, block_f[d]));
     NVHCQ_TRY(nvhcq_queue_add_patch(q, vars->block[d], NVHCQ_PATCH_U32, 0, 0, cbank + 4 * d, 0));
   }
