@@ -154,14 +154,6 @@ void nvhcq_queue_name_last_kernel(const nvhcq_queue *q) {
   if (k && k->magic == NVHCQ_KERNEL_MAGIC) nvhcq_fault_note_kernel(q->dev, k->cubin->name);
 }
 
-/* The largest power of two up to 64 that divides a parameter's size: the alignment a C struct
- * of the parameters gives it, at most. */
-static uint32_t param_align(uint32_t size) {
-  uint32_t a = 1;
-  while (a < 64 && size % (a * 2) == 0) a *= 2;
-  return a;
-}
-
 /* The argument block: the kernel's parameter bytes, plus at most the trailing padding a C struct
  * of them has; or one pointer per parameter. */
 static nvhcq_status check_args(const nvhcq_kernel *k, const launch_req *r) {
@@ -177,12 +169,7 @@ static nvhcq_status check_args(const nvhcq_kernel *k, const launch_req *r) {
                           i, c->param_count);
     return NVHCQ_SUCCESS;
   }
-  uint32_t align = 1;
-  for (uint32_t i = 0; i < c->param_count; i++) {
-    uint32_t a = param_align(c->params[i].size);
-    align = a > align ? a : align;
-  }
-  size_t most = NVHCQ_ALIGN_UP((size_t)c->param_size, (size_t)align);
+  size_t most = k->args_max; /* set at load */
   if (r->args_size < c->param_size || r->args_size > most || (!r->args && r->args_size))
     return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
                       "kernel %s takes %u bytes of arguments (%zu with a C struct's trailing "

@@ -37,6 +37,24 @@ static uint32_t max_threads_for(const nvhcq_sm_limits *l, const nvhcq_cubin_kern
   return bound && bound < threads ? bound : threads;
 }
 
+/* The largest power of two up to 64 that divides a parameter's size: the alignment a C struct
+ * of the parameters gives it, at most. */
+static uint32_t param_align(uint32_t size) {
+  uint32_t a = 1;
+  while (a < 64 && size % (a * 2) == 0) a *= 2;
+  return a;
+}
+
+/* The parameter bytes, plus at most the trailing padding a C struct of them has. */
+static uint32_t args_max(const nvhcq_cubin_kernel *k) {
+  uint32_t align = 1;
+  for (uint32_t i = 0; i < k->param_count; i++) {
+    uint32_t a = param_align(k->params[i].size);
+    align = a > align ? a : align;
+  }
+  return NVHCQ_ALIGN_UP(k->param_size, align);
+}
+
 static nvhcq_status build_template(nvhcq_kernel *kn) {
   nvhcq_device *dev = kn->module->dev;
   const nvhcq_cubin_kernel *k = kn->cubin;
@@ -95,6 +113,7 @@ static nvhcq_status init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_c
    * address from 0x198 (launch.c), below the parameters at 0x210; other targets keep parameters
    * or unknown words there. */
   kn->cluster_words = k->param_offset >= 0x1a0 && m->dev->info.sm_version >> 8 == 9;
+  kn->args_max = args_max(k);
   return build_template(kn);
 }
 

@@ -23,6 +23,7 @@ struct nvhcq_kernel {
   int carveout_preference;  /* NVHCQ_KERNEL_CARVEOUT_PREFERENCE: percent, or -1 for none */
   int non_portable_cluster; /* NVHCQ_KERNEL_NON_PORTABLE_CLUSTER: clusters of up to 16 */
   int cluster_words;        /* launches write the cluster's shape into bank 0 (launch.c) */
+  uint32_t args_max;        /* the largest args_size taken: a C struct's trailing padding */
 };
 
 struct nvhcq_module {
