@@ -43,6 +43,13 @@ typedef struct tma_common {
   const uint32_t *element_strides;
 } tma_common;
 
+/* The shared part of either descriptor (their fields have the same names). */
+#define TMA_COMMON(what, d)                                                                        \
+  {                                                                                                \
+    (what), (d)->dtype, (d)->rank, (d)->interleave, (d)->swizzle, (d)->l2_promotion,               \
+        (d)->oob_fill, (d)->address, (d)->dims, (d)->strides, (d)->element_strides                 \
+  }
+
 #define BAD(c, fmt, ...)                                                                           \
   nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%s: " fmt, (c)->what, __VA_ARGS__)
 
@@ -141,9 +148,7 @@ static nvhcq_status check_desc(const void *map, const void *desc, uint32_t size,
 nvhcq_status nvhcq_tensor_map_encode_tiled(nvhcq_tensor_map *map, const nvhcq_tensor_tiled *d) {
   const char *what = "nvhcq_tensor_map_encode_tiled";
   NVHCQ_TRY(check_desc(map, d, d ? d->struct_size : 0, sizeof *d, what));
-  tma_common c = {what,       d->dtype,        d->rank,           d->interleave,
-                  d->swizzle, d->l2_promotion, d->oob_fill,       d->address,
-                  d->dims,    d->strides,      d->element_strides};
+  tma_common c = TMA_COMMON(what, d);
   NVHCQ_TRY(check_enums(&c));
   if (d->rank < 1 || d->rank > 5) return BAD(&c, "rank %u is outside 1..5", d->rank);
   if (d->interleave && d->rank < 3)
@@ -184,9 +189,7 @@ static nvhcq_status check_corners(const tma_common *c, const nvhcq_tensor_im2col
 nvhcq_status nvhcq_tensor_map_encode_im2col(nvhcq_tensor_map *map, const nvhcq_tensor_im2col *d) {
   const char *what = "nvhcq_tensor_map_encode_im2col";
   NVHCQ_TRY(check_desc(map, d, d ? d->struct_size : 0, sizeof *d, what));
-  tma_common c = {what,       d->dtype,        d->rank,           d->interleave,
-                  d->swizzle, d->l2_promotion, d->oob_fill,       d->address,
-                  d->dims,    d->strides,      d->element_strides};
+  tma_common c = TMA_COMMON(what, d);
   NVHCQ_TRY(check_enums(&c));
   if (d->rank < 3 || d->rank > 5) return BAD(&c, "rank %u is outside 3..5", d->rank);
   if (d->interleave)
