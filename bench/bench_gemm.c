@@ -13,6 +13,7 @@
 
 #include "bench_util.h"
 #include "hopper_gemm.h"
+#include "hopper_gemm_inputs.h"
 #include "nvhcq.h"
 
 #define LAUNCHES     20 /* per timed submission; the figures are per launch */
@@ -38,38 +39,16 @@ typedef struct outcome {
 
 /* ---- inputs: fixed-seed j/1024 values, exact in fp16 ---- */
 
-static uint64_t rng_state;
-
-static uint64_t rng_next(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-static uint16_t half_of(int j) {
-  unsigned m = (unsigned)abs(j), e = 0;
-  if (!m) return 0;
-  while (m >> (e + 1)) e++;
-  return (uint16_t)((j < 0 ? 0x8000 : 0) | (e + 5) << 10 | ((m << (10 - e)) & 0x3ff));
-}
-
-static double half_value(uint16_t h) {
-  int e = h >> 10 & 31, f = h & 1023;
-  double v = e ? ldexp(1024 + f, e - 25) : ldexp(f, -24);
-  return h & 0x8000 ? -v : v;
-}
-
 static void *must_alloc(size_t bytes) {
   void *p = malloc(bytes);
   if (!p) fprintf(stderr, "out of host memory\n"), exit(1);
   return p;
 }
 
-static uint16_t *random_halves(size_t n, uint64_t seed) {
-  uint16_t *h = must_alloc(n * 2);
-  rng_state = seed;
-  for (size_t i = 0; i < n; i++) h[i] = half_of((int)(rng_next() % 2049) - 1024);
+/* random_halves, or the end of the program. */
+static uint16_t *must_halves(size_t n, uint64_t seed) {
+  uint16_t *h = random_halves(n, seed);
+  if (!h) fprintf(stderr, "out of host memory\n"), exit(1);
   return h;
 }
 
@@ -210,30 +189,10 @@ static void cu_encode(void *map, uint64_t address, int size) {
 
 /* LAUNCHES launches captured into a graph, replayed between two events, as bench_real does. */
 static double cu_time(gemm_args *g, int size) {
-  void *stream, *graph, *exec, *e0, *e1;
-  double t[MAX_REPS];
-  nvhcq_dim3 grid = grid_of(size);
-  CHECK_CU(cu.stream_create(&stream, 1 /* non-blocking */));
-  CHECK_CU(cu.begin_capture(stream, 0 /* global mode */));
-  for (int i = 0; i < LAUNCHES; i++) /* the cluster: the cubin's {2,1,1}, as for nvhcq */
-    CHECK_CU(cu.launch(cu_gemm, grid.x, 1, 1, HOPPER_GEMM_THREADS, 1, 1, HOPPER_GEMM_SHARED_BYTES,
-                       stream, (void **)g->ptrs, NULL));
-  CHECK_CU(cu.end_capture(stream, &graph));
-  CHECK_CU(cu.instantiate(&exec, graph, 0ull));
-  CHECK_CU(cu.event_create(&e0, 0));
-  CHECK_CU(cu.event_create(&e1, 0));
-  for (int r = -WARMUP; r < reps; r++) {
-    float ms;
-    CHECK_CU(cu.event_record(e0, stream));
-    CHECK_CU(cu.graph_launch(exec, stream));
-    CHECK_CU(cu.event_record(e1, stream));
-    CHECK_CU(cu.event_sync(e1));
-    CHECK_CU(cu.event_elapsed(&ms, e0, e1));
-    if (r >= 0) t[r] = ms * 1e3 / LAUNCHES;
-  }
-  cu.event_destroy(e0), cu.event_destroy(e1);
-  cu.graph_exec_destroy(exec), cu.graph_destroy(graph), cu.stream_destroy(stream);
-  return median(t, reps);
+  /* The cluster: the cubin's {2,1,1}, as for nvhcq. */
+  return cuda_graph_us_per_launch(cu_gemm, grid_of(size), (nvhcq_dim3){HOPPER_GEMM_THREADS, 1, 1},
+                                  HOPPER_GEMM_SHARED_BYTES, (void **)g->ptrs, LAUNCHES, WARMUP,
+                                  reps);
 }
 
 static void cu_run(int size, const uint16_t *a, const uint16_t *b, outcome *o) {
@@ -348,8 +307,8 @@ int main(int argc, char **argv) {
   uint16_t *a[SIZES], *b[SIZES];
   outcome o[SIZES] = {0};
   for (int i = 0; i < SIZES; i++) {
-    a[i] = random_halves((size_t)sizes[i] * sizes[i], 1 + i);
-    b[i] = random_halves((size_t)sizes[i] * sizes[i], 100 + i);
+    a[i] = must_halves((size_t)sizes[i] * sizes[i], 1 + i);
+    b[i] = must_halves((size_t)sizes[i] * sizes[i], 100 + i);
     nv_run(sizes[i], a[i], b[i], &o[i]);
   }
   nv_close();

@@ -388,29 +388,8 @@ static void *cu_mod;
 
 /* LAUNCHES launches captured from a stream into a graph, replayed between two events. */
 static double cu_time_graph(void *f, const bench_case *c, kernel_args *a) {
-  void *stream, *graph, *exec, *e0, *e1;
-  double t[MAX_REPS];
-  CHECK_CU(cu.stream_create(&stream, 1 /* non-blocking */));
-  CHECK_CU(cu.begin_capture(stream, 0 /* global mode */));
-  for (int i = 0; i < LAUNCHES; i++)
-    CHECK_CU(cu.launch(f, c->grid.x, c->grid.y, c->grid.z, c->block.x, c->block.y, c->block.z,
-                       c->shared, stream, a->params, NULL));
-  CHECK_CU(cu.end_capture(stream, &graph));
-  CHECK_CU(cu.instantiate(&exec, graph, 0ull));
-  CHECK_CU(cu.event_create(&e0, 0));
-  CHECK_CU(cu.event_create(&e1, 0));
-  for (int r = -WARMUP; r < reps; r++) {
-    float ms;
-    CHECK_CU(cu.event_record(e0, stream));
-    CHECK_CU(cu.graph_launch(exec, stream));
-    CHECK_CU(cu.event_record(e1, stream));
-    CHECK_CU(cu.event_sync(e1));
-    CHECK_CU(cu.event_elapsed(&ms, e0, e1));
-    if (r >= 0) t[r] = ms * 1e3 / LAUNCHES;
-  }
-  cu.event_destroy(e0), cu.event_destroy(e1);
-  cu.graph_exec_destroy(exec), cu.graph_destroy(graph), cu.stream_destroy(stream);
-  return median(t, reps);
+  return cuda_graph_us_per_launch(f, c->grid, c->block, c->shared, a->params, LAUNCHES, WARMUP,
+                                  reps);
 }
 
 static void cu_run(const bench_case *c, void *const in[2], outcome *o) {

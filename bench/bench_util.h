@@ -114,4 +114,34 @@ static inline void *cuda_context(void) {
   return ctx;
 }
 
+/* libcuda's GPU time per launch of a CUDA graph of `launches` launches of `f` captured from a
+ * stream: timed with events, `warmup` untimed replays then the median of `reps` (<= 1000). */
+static inline double cuda_graph_us_per_launch(void *f, nvhcq_dim3 grid, nvhcq_dim3 block,
+                                              unsigned shared, void **params, int launches,
+                                              int warmup, int reps) {
+  void *stream, *graph, *exec, *e0, *e1;
+  double t[1000];
+  CHECK_CU(cu.stream_create(&stream, 1 /* non-blocking */));
+  CHECK_CU(cu.begin_capture(stream, 0 /* global mode */));
+  for (int i = 0; i < launches; i++)
+    CHECK_CU(cu.launch(f, grid.x, grid.y, grid.z, block.x, block.y, block.z, shared, stream, params,
+                       NULL));
+  CHECK_CU(cu.end_capture(stream, &graph));
+  CHECK_CU(cu.instantiate(&exec, graph, 0ull));
+  CHECK_CU(cu.event_create(&e0, 0));
+  CHECK_CU(cu.event_create(&e1, 0));
+  for (int r = -warmup; r < reps; r++) {
+    float ms;
+    CHECK_CU(cu.event_record(e0, stream));
+    CHECK_CU(cu.graph_launch(exec, stream));
+    CHECK_CU(cu.event_record(e1, stream));
+    CHECK_CU(cu.event_sync(e1));
+    CHECK_CU(cu.event_elapsed(&ms, e0, e1));
+    if (r >= 0) t[r] = ms * 1e3 / launches;
+  }
+  cu.event_destroy(e0), cu.event_destroy(e1);
+  cu.graph_exec_destroy(exec), cu.graph_destroy(graph), cu.stream_destroy(stream);
+  return median(t, reps);
+}
+
 #endif

@@ -55,6 +55,17 @@ extern const char *test_skip_reason;
 
 int test_main(int argc, char **argv, const test_case *tests, int count);
 
+/* AddressSanitizer's shadow covers every address below 2^40, where nvhcq maps the memory the CPU
+ * and the GPU share: under it no device opens (the mock's neither), and tests that need one say
+ * so. NO_DEVICE_ADDRESS_SPACE is defined then. */
+#if defined(__SANITIZE_ADDRESS__)
+#define NO_DEVICE_ADDRESS_SPACE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define NO_DEVICE_ADDRESS_SPACE 1
+#endif
+#endif
+
 #define TEST_MAIN(...)                                                                             \
   int main(int argc, char **argv) {                                                                \
     static const test_case tests_[] = {__VA_ARGS__};                                               \

@@ -11,14 +11,6 @@
 #include "cuda_api.h"
 #include "test.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define NO_DEVICE_ADDRESS_SPACE 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_DEVICE_ADDRESS_SPACE 1
-#endif
-#endif
-
 static CUresult init_result = (CUresult)-1;
 
 static int on_mock(void) {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "device/hopper_gemm.h"
+#include "device/hopper_gemm_inputs.h"
 #include "device_test.h"
 
 #define CUBIN "hopper_gemm_sm_90a.cubin"
@@ -48,36 +49,6 @@ static const char *load_gemm(void) {
   } while (0)
 
 /* ---- inputs and the CPU reference ---- */
-
-static uint64_t rng_state;
-
-static uint64_t rng_next(void) { /* splitmix64 */
-  uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-/* j/1024 in fp16 for |j| <= 1024: exact, so the CPU multiplies the numbers the GPU does. */
-static uint16_t half_of(int j) {
-  unsigned m = (unsigned)abs(j), e = 0;
-  if (!m) return 0;
-  while (m >> (e + 1)) e++;
-  return (uint16_t)((j < 0 ? 0x8000 : 0) | (e + 5) << 10 | ((m << (10 - e)) & 0x3ff));
-}
-
-static double half_value(uint16_t h) {
-  int e = h >> 10 & 31, f = h & 1023;
-  double v = e ? ldexp(1024 + f, e - 25) : ldexp(f, -24);
-  return h & 0x8000 ? -v : v;
-}
-
-static uint16_t *random_halves(size_t n, uint64_t seed) {
-  uint16_t *h = malloc(n * 2);
-  rng_state = seed;
-  for (size_t i = 0; h && i < n; i++) h[i] = half_of((int)(rng_next() % 2049) - 1024);
-  return h;
-}
 
 /* One GEMM problem: A [m,k] and B [n,k] row-major fp16 (both K-major), C [m,n] fp32. */
 typedef struct problem {

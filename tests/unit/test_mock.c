@@ -17,16 +17,6 @@
 #include "nvhcq.h"
 #include "test.h"
 
-/* AddressSanitizer's shadow covers every address below 2^40, where nvhcq must map the memory the
- * CPU and the GPU share: under it no device opens, and only the driver-side cases run. */
-#if defined(__SANITIZE_ADDRESS__)
-#define NO_DEVICE_ADDRESS_SPACE 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_DEVICE_ADDRESS_SPACE 1
-#endif
-#endif
-
 #ifdef NO_DEVICE_ADDRESS_SPACE
 static const int device_address_space = 0;
 #else

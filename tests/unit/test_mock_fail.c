@@ -14,16 +14,6 @@
 #include "nvhcq.h"
 #include "test.h"
 
-/* AddressSanitizer's shadow covers every address below 2^40, where nvhcq maps the memory the CPU
- * and the GPU share (test_mock.c says the same): no device opens under it. */
-#if defined(__SANITIZE_ADDRESS__)
-#define NO_DEVICE_ADDRESS_SPACE 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_DEVICE_ADDRESS_SPACE 1
-#endif
-#endif
-
 typedef struct walk {
   nvhcq_device *dev;
   nvhcq_buffer *buf[4];

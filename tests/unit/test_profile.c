@@ -10,15 +10,6 @@
 #include "nvhcq.h"
 #include "test.h"
 
-/* AddressSanitizer's shadow leaves no addresses below 2^40 for device memory (see test_mock). */
-#if defined(__SANITIZE_ADDRESS__)
-#define NO_DEVICE_ADDRESS_SPACE 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define NO_DEVICE_ADDRESS_SPACE 1
-#endif
-#endif
-
 #ifdef NO_DEVICE_ADDRESS_SPACE
 static const int device_address_space = 0;
 #else
