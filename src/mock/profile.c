@@ -43,7 +43,41 @@ static void select_gpu_count(void) {
   nvhcq_mock.gpus = (uint32_t)n;
 }
 
+static int select_profile(void);
+
+/* NVHCQ_MOCK_TPCS=a,b,...: the chosen GPU with that many TPCs in each GPC instead (at most 32
+ * GPCs of 1..9 TPCs): lets tests meet layouts no shipping part has, such as GPCs too small for a
+ * cluster. */
+static mock_profile custom;
+static uint8_t custom_tpcs[32];
+
+static void apply_tpc_layout(void) {
+  const char *env = getenv("NVHCQ_MOCK_TPCS");
+  if (!env || !*env) return;
+  size_t n = 0;
+  for (const char *p = env; *p && n < sizeof custom_tpcs;) {
+    char *end;
+    long t = strtol(p, &end, 10);
+    if (end == p || t < 1 || t > 9) {
+      fprintf(stderr, "nvhcq mock: NVHCQ_MOCK_TPCS=%s is not a list of 1..9; kept %s's layout\n",
+              env, mock_gpu->key);
+      return;
+    }
+    custom_tpcs[n++] = (uint8_t)t;
+    p = *end == ',' ? end + 1 : end;
+  }
+  custom = *mock_gpu;
+  custom.tpcs = custom_tpcs, custom.gpcs = n;
+  mock_gpu = &custom;
+}
+
 int mock_profile_select(void) {
+  int r = select_profile();
+  apply_tpc_layout();
+  return r;
+}
+
+static int select_profile(void) {
   select_gpu_count();
   const char *want = getenv("NVHCQ_MOCK_GPU");
   if (!want || !*want) want = "h200";

@@ -269,6 +269,33 @@ static void test_cluster_refusals(void) {
   nvhcq_queue_destroy(q);
 }
 
+/* A cluster no GPC can hold at once: 16 blocks of ~200 KiB shared memory, one per SM, need a GPC
+ * of 16 SMs. An H200's GPCs have up to 18 (it launches); CI runs this on a mock GPU whose GPCs
+ * have 8 (NVHCQ_MOCK_TPCS=4,4,...), where it is refused with the limit named. */
+static void test_cluster_larger_than_a_gpc(void) {
+  NEED_CLUSTER_MODULE();
+  nvhcq_kernel *k = cl_kernel("cluster_big_shared");
+  if (!k) return;
+  TEST_CHECK(nvhcq_kernel_set_attribute(k, NVHCQ_KERNEL_NON_PORTABLE_CLUSTER, 1) == 0);
+  nvhcq_launch_config c = {.struct_size = sizeof c,
+                           .grid = {16, 1, 1},
+                           .block = {128, 1, 1},
+                           .dynamic_shared = 200u << 10,
+                           .cluster = {16, 1, 1}};
+  uint32_t fit = 0;
+  TEST_CHECK(nvhcq_kernel_query_max_clusters(k, &c, &fit) == 0);
+  if (fit)
+    TEST_SKIP("a GPC of this GPU holds 16 blocks of 200 KiB (run with NVHCQ_MOCK_TPCS=4,4,4,4)");
+  nvhcq_queue *q;
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == 0);
+  uint64_t a = 0;
+  TEST_CHECK(nvhcq_queue_launch_ex(q, k, &c, &a, sizeof a) == NVHCQ_ERROR_LAUNCH_CHECK);
+  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "must fit one GPC at once") &&
+                     strstr(nvhcq_last_error(), "fit 1 per SM"),
+                 "%s", nvhcq_last_error());
+  nvhcq_queue_destroy(q);
+}
+
 /* Co-resident clusters; printed beside the shape so the H200 run can be set against libcuda's
  * cuOccupancyMaxActiveClusters (bench/qmd_probe.c --cluster prints libcuda's). */
 static void test_max_clusters(void) {
@@ -354,4 +381,5 @@ static void test_cleanup(void) {
 
 TEST_MAIN(TEST(test_cluster_shapes), TEST(test_non_portable_16), TEST(test_compiled_clusters),
           TEST(test_distributed_shared_memory), TEST(test_cluster_refusals),
-          TEST(test_max_clusters), TEST(test_param_layout), TEST(test_cleanup))
+          TEST(test_cluster_larger_than_a_gpc), TEST(test_max_clusters), TEST(test_param_layout),
+          TEST(test_cleanup))
