@@ -163,6 +163,29 @@ static void nvhcq_own(const char *path) {
   nvhcq_device_close(dev);
 }
 
+/* nvhcq's QMDs for four chained atomic_increment launches (the --chain graph's nodes), as the GPU
+ * reads them from the argument ring. */
+static void nvhcq_chain(const uint8_t *image, size_t size) {
+  nvhcq_device *dev;
+  nvhcq_module *mod;
+  nvhcq_kernel *k;
+  nvhcq_queue *q;
+  nvhcq_buffer *b;
+  CHECK_NV(nvhcq_device_open(0, &dev));
+  CHECK_NV(nvhcq_module_load(dev, image, size, &mod));
+  CHECK_NV(nvhcq_module_get_kernel(mod, "atomic_increment", &k));
+  CHECK_NV(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE, &b));
+  uint64_t a = nvhcq_buffer_gpu_address(b);
+  CHECK_NV(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q));
+  for (unsigned g = 4301; g <= 4307; g += 2)
+    CHECK_NV(nvhcq_queue_launch(q, k, (nvhcq_dim3){g, 1, 1}, (nvhcq_dim3){1, 1, 1}, 0, &a, 8));
+  CHECK_NV(nvhcq_queue_submit(q));
+  CHECK_NV(nvhcq_device_cpu_wait_idle(dev));
+  only_driver = 1, want_threads = 1;
+  for (unsigned g = 4301; g <= 4307; g += 2) scan(g, "nvhcq chain node");
+  nvhcq_device_close(dev);
+}
+
 /* Graphs of three launches of the benchmark's real kernels (bench/real_kernels.cu). */
 static void real_graphs(const char *path) {
   static uint8_t image[4 << 20];
@@ -372,6 +395,37 @@ static void clusters(const char *path) {
       }
 }
 
+/* A graph of four chained atomic_increment nodes: each node's QMD as libcuda keeps it in host
+ * memory, then the QMD its DEPENDENT_QMD0_POINTER (V04 dword 14, address >> 8) names, read back
+ * from the GPU, and the graph's command stream. */
+static void chain(void *atomic, uint64_t counter) {
+  void *stream, *graph, *exec;
+  void *args[] = {&counter};
+  CHECK_CU(cu.stream_create(&stream, 1));
+  CHECK_CU(cu.begin_capture(stream, 0));
+  for (unsigned g = 4301; g <= 4307; g += 2)
+    CHECK_CU(cu.launch(atomic, g, 1, 1, 1, 1, 1, 0, stream, args, NULL));
+  CHECK_CU(cu.end_capture(stream, &graph));
+  CHECK_CU(cu.instantiate(&exec, graph, 0ull));
+  for (int r = 0; r < 3; r++) CHECK_CU(cu.graph_launch(exec, stream));
+  CHECK_CU(cu.stream_sync(stream));
+  only_driver = 1, want_threads = 1;
+  for (unsigned g = 4301; g <= 4307; g += 2) {
+    if (!scan(g, "graph chain node")) continue;
+    uint64_t at = (uint64_t)last_qmd[14] << 8;
+    uint32_t next[QMD_WORDS];
+    if (!(last_qmd[11] & 1u << 16) || cu.dtoh(next, at, sizeof next)) {
+      printf("node %u: no dependent QMD read (enable %u, at 0x%llx)\n", g, last_qmd[11] >> 16 & 1,
+             (unsigned long long)at);
+      continue;
+    }
+    char what[64];
+    snprintf(what, sizeof what, "dependent of node %u at 0x%llx", g, (unsigned long long)at);
+    print_qmd(next[32], what, next, "GPU memory");
+  }
+  dump_pushbuffers();
+}
+
 /* Parameter offsets libcuda reports (cuFuncGetParamInfo) for a kernel of the test kernels. */
 static void param_info(void *mod, const char *name) {
   cu_param_info_fn info =
@@ -424,6 +478,16 @@ int main(int argc, char **argv) {
     CHECK_CU(cu.graph_launch(exec, stream));
     CHECK_CU(cu.stream_sync(stream));
     dump_pushbuffers();
+    return 0;
+  }
+  if (argc > 2 && !strcmp(argv[2], "--nvhcq-chain")) {
+    nvhcq_chain(image, n);
+    return 0;
+  }
+  if (argc > 2 && !strcmp(argv[2], "--chain")) {
+    void *atomic;
+    CHECK_CU(cu.get_function(&atomic, mod, "atomic_increment"));
+    chain(atomic, b);
     return 0;
   }
   if (argc > 3 && !strcmp(argv[2], "--nvhcq")) {

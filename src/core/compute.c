@@ -2,6 +2,7 @@
  * debug switches), the shader windows, the local memory for stacks and the argument ring. */
 #include "core/compute.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,25 @@
  * end-of-grid membar at all (not proven safe); "system": every grid ends with the system-scope
  * membar (the policy before 0.1.x's chained fences). NVHCQ_DEBUG_CARVEOUT=one-block: the
  * smallest configuration that holds one block (the policy before occupancy-driven carveouts). */
+static void read_qmd_pokes(nvhcq_compute_state *cs, const char *spec) {
+  while (spec && *spec && cs->debug_qmd_count < sizeof cs->debug_qmd / sizeof cs->debug_qmd[0]) {
+    char where;
+    unsigned hi, lo, value;
+    int used = 0;
+    if (sscanf(spec, "%c:%u:%u=%i%n", &where, &hi, &lo, &value, &used) != 4 || hi < lo ||
+        hi - lo > 31 || hi >= 32 * 96)
+      return;
+    cs->debug_qmd[cs->debug_qmd_count++] =
+        (nvhcq_qmd_poke){where, (uint16_t)hi, (uint16_t)lo, value};
+    spec += used;
+    spec += *spec == ',';
+  }
+}
+
+/* NVHCQ_DEBUG_QMD="a:HI:LO=V,c:HI:LO=V": raw QMD bits, for experiments that compare a field
+ * with what libcuda writes ('a': every QMD; 'c': a QMD once a successor is chained to it). */
 static void read_debug_knobs(nvhcq_compute_state *cs) {
+  read_qmd_pokes(cs, getenv("NVHCQ_DEBUG_QMD"));
   const char *f = getenv("NVHCQ_DEBUG_FENCE"), *c = getenv("NVHCQ_DEBUG_CARVEOUT");
   cs->debug_fence = !f                        ? NVHCQ_DEBUG_FENCE_OFF
                     : !strcmp(f, "unordered") ? NVHCQ_DEBUG_FENCE_UNORDERED

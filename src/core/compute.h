@@ -18,6 +18,14 @@ enum {
   NVHCQ_DEBUG_FENCE_SYSTEM,
 };
 
+/* One raw write NVHCQ_DEBUG_QMD asks for: `value` into bits hi:lo of every QMD ('a') or of
+ * every QMD that gets a chained successor ('c'). */
+typedef struct nvhcq_qmd_poke {
+  char where;
+  uint16_t hi, lo;
+  uint32_t value;
+} nvhcq_qmd_poke;
+
 typedef struct nvhcq_compute_state {
   int qmd_version;                       /* nvhcq_qmd_version for the compute class, 0 if unknown */
   nvhcq_qmd_launch_layout launch_layout; /* where each launch writes its own fields */
@@ -26,17 +34,19 @@ typedef struct nvhcq_compute_state {
   int debug_fence;              /* NVHCQ_DEBUG_FENCE_*: weaker or older ordering, for tests */
   int debug_one_block_carveout; /* NVHCQ_DEBUG_CARVEOUT=one-block */
   int debug_no_prefetch;        /* NVHCQ_DEBUG_NO_PREFETCH: chained grids do not prefetch */
-  uint32_t cbank0_prefix[12];   /* driver words: shared and local windows, stack top */
-  nvhcq_buffer *args;           /* ring of kernel arguments and QMDs, CPU-visible */
-  uint64_t args_head;           /* monotonic byte position of the next chunk */
-  uint64_t args_lap_start;      /* where the current lap began: all work before it had completed */
-  uint64_t args_sync_at;        /* wait for the GPU before the ring reaches this (0: nothing to) */
-  nvhcq_buffer *local_memory;   /* shader local memory (stacks) for every SM */
-  uint32_t local_per_thread;    /* bytes of local memory each thread may use */
-  uint64_t local_per_tpc;       /* bytes of it each TPC gets */
-  uint32_t gpc_count;           /* GPCs with working TPCs */
-  uint8_t gpc_sms[32];          /* working SMs of each, from the floorswept TPC masks */
-  uint32_t tpc_slots;           /* GPCs x TPCs per GPC of the chip (litter values) */
+  nvhcq_qmd_poke debug_qmd[8];  /* NVHCQ_DEBUG_QMD: raw bit ranges written over QMDs */
+  unsigned debug_qmd_count;
+  uint32_t cbank0_prefix[12]; /* driver words: shared and local windows, stack top */
+  nvhcq_buffer *args;         /* ring of kernel arguments and QMDs, CPU-visible */
+  uint64_t args_head;         /* monotonic byte position of the next chunk */
+  uint64_t args_lap_start;    /* where the current lap began: all work before it had completed */
+  uint64_t args_sync_at;      /* wait for the GPU before the ring reaches this (0: nothing to) */
+  nvhcq_buffer *local_memory; /* shader local memory (stacks) for every SM */
+  uint32_t local_per_thread;  /* bytes of local memory each thread may use */
+  uint64_t local_per_tpc;     /* bytes of it each TPC gets */
+  uint32_t gpc_count;         /* GPCs with working TPCs */
+  uint8_t gpc_sms[32];        /* working SMs of each, from the floorswept TPC masks */
+  uint32_t tpc_slots;         /* GPCs x TPCs per GPC of the chip (litter values) */
 } nvhcq_compute_state;
 
 /* From the compute class and the GPU's facts: QMD version, limits, bank-0 prefix, debug knobs. */

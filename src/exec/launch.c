@@ -67,6 +67,13 @@ static void carveout_for(const nvhcq_compute_state *cs, const nvhcq_kernel *k, n
   cfg[0] = c.min_bytes, cfg[1] = c.target_bytes, cfg[2] = c.max_bytes;
 }
 
+/* NVHCQ_DEBUG_QMD's writes for `where` (compute.c). */
+static void poke_qmd(const nvhcq_compute_state *cs, uint32_t *qmd, char where) {
+  for (unsigned i = 0; i < cs->debug_qmd_count; i++)
+    if (cs->debug_qmd[i].where == where)
+      nvhcq_qmd_write_bits(qmd, cs->debug_qmd[i].hi, cs->debug_qmd[i].lo, cs->debug_qmd[i].value);
+}
+
 /* One launch, checked and with its cluster resolved: what record_launch writes. */
 typedef struct launch_req {
   nvhcq_dim3 grid, block;
@@ -96,6 +103,7 @@ static nvhcq_status fill_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel *
   carveout_for(cs, k, b, shared, l.config_bytes);
   nvhcq_qmd_write_launch(&cs->launch_layout, qmd, &l);
   if (cs->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_NONE);
+  if (cs->debug_qmd_count) poke_qmd(cs, qmd, 'a');
   if (r->cluster[0])
     return nvhcq_qmd_set_cluster(v, qmd, r->cluster, r->load_balancing, cs->tpc_slots);
   return NVHCQ_SUCCESS;
@@ -136,6 +144,7 @@ static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, con
     if (!cs->debug_no_prefetch)
       nvhcq_qmd_prefetch_successor(v, q->last_qmd_shadow, next, NVHCQ_QMD_SUCCESSOR_BANK);
     nvhcq_qmd_copy_chain_words(v, q->last_qmd, q->last_qmd_shadow);
+    if (cs->debug_qmd_count) poke_qmd(cs, q->last_qmd_shadow, 'c'), poke_qmd(cs, q->last_qmd, 'c');
   } else {
     /* Grids sent one by one may overlap: wait for the previous one first. */
     if (q->launch_pending && !unordered)
