@@ -116,6 +116,7 @@ enum {
 
 /* NV_MEMORY_ALLOCATION_PARAMS attribute fields (NVOS32_ATTR*). */
 #define NVOS32_ATTR_PAGE_SIZE_SHIFT             23
+#define NVOS32_ATTR_PAGE_SIZE_BIG               2u
 #define NVOS32_ATTR_PAGE_SIZE_HUGE              3u
 #define NVOS32_ATTR_LOCATION_SHIFT              25
 #define NVOS32_ATTR_LOCATION_PCI                1u
@@ -163,6 +164,7 @@ NVHCQ_ASSERT_OFFSET(NVOS46_PARAMETERS_570, status, 48);
 /* NVOS46 flags: page size 11:8 (1 4 KiB, 4 huge), cache snoop 4:4 (for system memory; ignored
  * for video memory). */
 #define NVOS46_FLAGS_PAGE_SIZE_4KB  (1u << 8)
+#define NVOS46_FLAGS_PAGE_SIZE_BIG  (2u << 8)
 #define NVOS46_FLAGS_PAGE_SIZE_HUGE (4u << 8)
 #define NVOS46_FLAGS_CACHE_SNOOP    (1u << 4)
 

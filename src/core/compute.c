@@ -21,7 +21,9 @@
  * nor separated by a wait for idle (they may overlap: wrong on purpose); "nomembar": no
  * end-of-grid membar at all (not proven safe); "system": every grid ends with the system-scope
  * membar (the policy before 0.1.x's chained fences). NVHCQ_DEBUG_CARVEOUT=one-block: the
- * smallest configuration that holds one block (the policy before occupancy-driven carveouts). */
+ * smallest configuration that holds one block (the policy before occupancy-driven carveouts).
+ * NVHCQ_DEBUG_CBANK_INVALIDATE=chained|never: chained launches, or no launch, leave bank 0 in
+ * the constant cache (both wrong; launch.c's skip_constant_invalidate says what they showed). */
 static void read_qmd_pokes(nvhcq_compute_state *cs, const char *spec) {
   while (spec && *spec && cs->debug_qmd_count < sizeof cs->debug_qmd / sizeof cs->debug_qmd[0]) {
     char where;
@@ -49,6 +51,11 @@ static void read_debug_knobs(nvhcq_compute_state *cs) {
                                               : NVHCQ_DEBUG_FENCE_OFF;
   cs->debug_one_block_carveout = c && !strcmp(c, "one-block");
   cs->debug_no_prefetch = getenv("NVHCQ_DEBUG_NO_PREFETCH") != NULL;
+  const char *ci = getenv("NVHCQ_DEBUG_CBANK_INVALIDATE");
+  cs->debug_cbank_invalidate = !ci                      ? NVHCQ_DEBUG_CBANK_INVALIDATE_OFF
+                               : !strcmp(ci, "chained") ? NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED
+                               : !strcmp(ci, "never")   ? NVHCQ_DEBUG_CBANK_INVALIDATE_NEVER
+                                                        : NVHCQ_DEBUG_CBANK_INVALIDATE_OFF;
 }
 
 void nvhcq_compute_init(nvhcq_device *dev) {

@@ -20,6 +20,13 @@ enum {
 
 /* One raw write NVHCQ_DEBUG_QMD asks for: `value` into bits hi:lo of every QMD ('a') or of
  * every QMD that gets a chained successor ('c'). */
+/* NVHCQ_DEBUG_CBANK_INVALIDATE values: which launches invalidate bank 0 in the constant cache. */
+enum {
+  NVHCQ_DEBUG_CBANK_INVALIDATE_OFF,     /* every launch: the rule */
+  NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED, /* all but chained grids: wrong (launch.c says why) */
+  NVHCQ_DEBUG_CBANK_INVALIDATE_NEVER,   /* none: wrong on purpose, for the stress test */
+};
+
 typedef struct nvhcq_qmd_poke {
   char where;
   uint16_t hi, lo;
@@ -34,6 +41,7 @@ typedef struct nvhcq_compute_state {
   int debug_fence;              /* NVHCQ_DEBUG_FENCE_*: weaker or older ordering, for tests */
   int debug_one_block_carveout; /* NVHCQ_DEBUG_CARVEOUT=one-block */
   int debug_no_prefetch;        /* NVHCQ_DEBUG_NO_PREFETCH: chained grids do not prefetch */
+  int debug_cbank_invalidate;   /* NVHCQ_DEBUG_CBANK_INVALIDATE_* */
   nvhcq_qmd_poke debug_qmd[8];  /* NVHCQ_DEBUG_QMD: raw bit ranges written over QMDs */
   unsigned debug_qmd_count;
   uint32_t cbank0_prefix[12]; /* driver words: shared and local windows, stack top */

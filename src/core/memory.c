@@ -31,18 +31,45 @@ static const char *kind_name(nvhcq_memory_kind kind) {
  * buffers ran 5-10 % slower on the H200 than the same cubin on libcuda's memory). */
 #define HUGE_PAGE_FROM (2u << 20)
 
-/* NVHCQ_DEBUG_SMALL_PAGES=1: 4 KiB pages below 8 MiB, as before (for A/B measurements). */
-static uint64_t huge_page_from(void) {
-  static int small = -1; /* any thread may allocate: read and set atomically */
-  int v = __atomic_load_n(&small, __ATOMIC_RELAXED);
-  if (v < 0)
-    __atomic_store_n(&small, v = getenv("NVHCQ_DEBUG_SMALL_PAGES") != NULL, __ATOMIC_RELAXED);
-  return v ? 8u << 20 : HUGE_PAGE_FROM;
+#define PAGE_4K  (4u << 10)
+#define PAGE_64K (64u << 10)
+#define PAGE_2M  (2u << 20)
+
+/* Debug knobs, read once (any thread may allocate): NVHCQ_DEBUG_SMALL_PAGES=1 gives 4 KiB pages
+ * below 8 MiB, as before huge pages (for A/B measurements); NVHCQ_DEBUG_PAGE_KIB=64 or 2048 gives
+ * smaller device allocations pages of that size, rounding them up to it (an experiment). */
+static int debug_knob(int *cache, const char *name) {
+  int v = __atomic_load_n(cache, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *e = getenv(name);
+    __atomic_store_n(cache, v = e ? atoi(e) : 0, __ATOMIC_RELAXED);
+  }
+  return v;
 }
 
-static uint64_t page_size_for(nvhcq_memory_kind kind, size_t size) {
-  int sysmem = kind == NVHCQ_MEMORY_HOST || kind == NVHCQ_MEMORY_HOST_UNCACHED;
-  return !sysmem && size >= huge_page_from() ? 2u << 20 : 4u << 10;
+static uint64_t huge_page_from(void) {
+  static int small = -1;
+  return debug_knob(&small, "NVHCQ_DEBUG_SMALL_PAGES") ? 8u << 20 : HUGE_PAGE_FROM;
+}
+
+static uint32_t page_size_for(nvhcq_memory_kind kind, size_t size) {
+  static int kib = -1;
+  if (kind == NVHCQ_MEMORY_HOST || kind == NVHCQ_MEMORY_HOST_UNCACHED) return PAGE_4K;
+  if (size >= huge_page_from()) return PAGE_2M;
+  int k = debug_knob(&kib, "NVHCQ_DEBUG_PAGE_KIB");
+  return k == 2048 ? PAGE_2M : k == 64 ? PAGE_64K : PAGE_4K;
+}
+
+/* RM's names for a page size: the allocation's attributes and the mapping's flag. */
+static uint32_t rm_page_attr(uint32_t page) {
+  return page == PAGE_2M    ? NVOS32_ATTR_PAGE_SIZE_HUGE
+         : page == PAGE_64K ? NVOS32_ATTR_PAGE_SIZE_BIG
+                            : NVOS32_ATTR_PAGE_SIZE_4KB;
+}
+static uint32_t rm_page_map_flag(uint32_t page) {
+  return page == PAGE_2M    ? NVOS46_FLAGS_PAGE_SIZE_HUGE
+         : page == PAGE_64K ? NVOS46_FLAGS_PAGE_SIZE_BIG
+                            : NVOS46_FLAGS_PAGE_SIZE_4KB;
 }
 
 static nvhcq_status map_to_cpu(nvhcq_device *dev, nvhcq_buffer *b, uint32_t flags, int sysmem) {
@@ -83,23 +110,24 @@ static nvhcq_status map_to_cpu(nvhcq_device *dev, nvhcq_buffer *b, uint32_t flag
 
 static nvhcq_status alloc_rm_memory(nvhcq_device *dev, nvhcq_buffer *b, int contiguous) {
   int sysmem = b->kind == NVHCQ_MEMORY_HOST_UNCACHED;
-  int huge = b->mapped_size >= huge_page_from() && !sysmem;
+  int huge = b->page_size == PAGE_2M;
   uint32_t phys =
       contiguous ? NVOS32_ATTR_PHYSICALITY_CONTIGUOUS : NVOS32_ATTR_PHYSICALITY_ALLOW_NONCONTIG;
   NV_MEMORY_ALLOCATION_PARAMS p = {
       .owner = dev->rm.root,
       .type = sysmem ? NVOS32_TYPE_NOTIFIER : NVOS32_TYPE_IMAGE,
       .flags = sysmem ? NVOS32_ALLOC_FLAGS_SYSMEM : NVOS32_ALLOC_FLAGS_VIDMEM,
-      .attr = phys << NVOS32_ATTR_PHYSICALITY_SHIFT |
-              (huge ? NVOS32_ATTR_PAGE_SIZE_HUGE << NVOS32_ATTR_PAGE_SIZE_SHIFT : 0) |
-              (sysmem ? NVOS32_ATTR_LOCATION_PCI << NVOS32_ATTR_LOCATION_SHIFT : 0),
+      .attr =
+          phys << NVOS32_ATTR_PHYSICALITY_SHIFT |
+          (b->page_size > PAGE_4K ? rm_page_attr(b->page_size) << NVOS32_ATTR_PAGE_SIZE_SHIFT : 0) |
+          (sysmem ? NVOS32_ATTR_LOCATION_PCI << NVOS32_ATTR_LOCATION_SHIFT : 0),
       .attr2 = (sysmem ? NVOS32_ATTR2_GPU_CACHEABLE_NO : NVOS32_ATTR2_GPU_CACHEABLE_YES)
                    << NVOS32_ATTR2_GPU_CACHEABLE_SHIFT |
                (huge ? NVOS32_ATTR2_PAGE_SIZE_HUGE_2MB << NVOS32_ATTR2_PAGE_SIZE_HUGE_SHIFT : 0) |
                NVOS32_ATTR2_ZBC_PREFER_NO_ZBC,
       .format = 6,
       .size = b->mapped_size,
-      .alignment = huge ? 2u << 20 : 4u << 10,
+      .alignment = b->page_size,
       .limit = b->mapped_size - 1,
   };
   b->handle = 0;
@@ -158,23 +186,21 @@ static nvhcq_status map_to_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
 /* Without UVM: a virtual memory object reserves [gpu_address, +mapped_size) of RM's address space
  * (the CPU's address: the same number for both), and the memory is mapped into all of it. */
 static nvhcq_status map_to_gpu_rm(nvhcq_device *dev, nvhcq_buffer *b) {
-  int huge = page_size_for(b->kind, b->size) > (4u << 10);
+  int huge = b->page_size == PAGE_2M;
   NV_MEMORY_ALLOCATION_PARAMS v = {
       .owner = dev->rm.root,
       .type = NVOS32_TYPE_IMAGE,
       .flags = NVOS32_ALLOC_FLAGS_VIRTUAL_FIXED,
-      .attr = (huge ? NVOS32_ATTR_PAGE_SIZE_HUGE : NVOS32_ATTR_PAGE_SIZE_4KB)
-              << NVOS32_ATTR_PAGE_SIZE_SHIFT,
+      .attr = rm_page_attr(b->page_size) << NVOS32_ATTR_PAGE_SIZE_SHIFT,
       .attr2 = huge ? NVOS32_ATTR2_PAGE_SIZE_HUGE_2MB << NVOS32_ATTR2_PAGE_SIZE_HUGE_SHIFT : 0,
       .size = b->mapped_size,
-      .alignment = huge ? 2u << 20 : 4u << 10,
+      .alignment = b->page_size,
       .offset = b->gpu_address,
       .hVASpace = dev->h_vaspace,
   };
   NVHCQ_TRY(
       nvhcq_rm_alloc(&dev->rm, dev->h_device, NV50_MEMORY_VIRTUAL, &v, sizeof v, &b->h_virtual));
-  uint32_t flags =
-      (huge ? NVOS46_FLAGS_PAGE_SIZE_HUGE : NVOS46_FLAGS_PAGE_SIZE_4KB) | NVOS46_FLAGS_CACHE_SNOOP;
+  uint32_t flags = rm_page_map_flag(b->page_size) | NVOS46_FLAGS_CACHE_SNOOP;
   uint64_t at = 0;
   nvhcq_status s = nvhcq_rm_map_dma(&dev->rm, dev->h_device, b->h_virtual, b->handle,
                                     b->mapped_size, flags, &at);
@@ -220,7 +246,7 @@ static nvhcq_status alloc_once(nvhcq_device *dev, size_t size, nvhcq_memory_kind
                                const nvhcq_alloc_options *options, nvhcq_buffer **out) {
   static const nvhcq_alloc_options defaults = {0};
   if (!options) options = &defaults;
-  uint64_t page = page_size_for(kind, size);
+  uint64_t page = page_size_for(kind, size); /* 64-bit: NVHCQ_ALIGN_UP masks with it */
   if (size == 0 || size > (1ull << 46))
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "allocation size %zu is invalid (must be between 1 byte and 64 TiB)", size);
@@ -231,6 +257,7 @@ static nvhcq_status alloc_once(nvhcq_device *dev, size_t size, nvhcq_memory_kind
                       .kind = kind,
                       .size = size,
                       .mapped_size = NVHCQ_ALIGN_UP(size, page),
+                      .page_size = (uint32_t)page,
                       .map_fd = -1,
                       .low = kind != NVHCQ_MEMORY_DEVICE};
   uint64_t addr;

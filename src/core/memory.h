@@ -17,6 +17,7 @@ struct nvhcq_buffer {
   uint64_t gpu_address; /* also the CPU address when host_pointer is set */
   size_t size;          /* as asked */
   uint64_t mapped_size; /* rounded to the page size */
+  uint32_t page_size;   /* of its GPU mapping: 4 KiB, 64 KiB or 2 MiB */
   void *host_pointer;
   uint32_t handle;    /* RM memory object */
   uint32_t h_virtual; /* its range of GPU addresses, in an RM-only address space; 0 with UVM */

@@ -103,6 +103,8 @@ static nvhcq_status fill_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel *
   carveout_for(cs, k, b, shared, l.config_bytes);
   nvhcq_qmd_write_launch(&cs->launch_layout, qmd, &l);
   if (cs->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_NONE);
+  if (cs->debug_cbank_invalidate == NVHCQ_DEBUG_CBANK_INVALIDATE_NEVER)
+    NVHCQ_TRY(nvhcq_qmd_set(v, qmd, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0, 0));
   if (cs->debug_qmd_count) poke_qmd(cs, qmd, 'a');
   if (r->cluster[0])
     return nvhcq_qmd_set_cluster(v, qmd, r->cluster, r->load_balancing, cs->tpc_slots);
@@ -133,7 +135,24 @@ static void fence_before_successor(const nvhcq_compute_state *cs, uint32_t *qmd)
  * dependent (it schedules this one when it completes), else a wait for idle and a PCAS of its
  * own. The previous QMD sits in GPU-visible memory the GPU has not read yet: only the dwords
  * chaining changes are written again. */
-static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, const uint32_t *next) {
+/* NVHCQ_DEBUG_CBANK_INVALIDATE=chained: a chained grid does not invalidate bank 0 in the
+ * constant cache (every QMD is built asking for it, CONSTANT_BUFFER_INVALIDATE(0)). It is wrong,
+ * and kept to show why: the invalidation costs 0.10 us per chained grid on the H200 (empty
+ * kernels replayed, 0.606 -> 0.505 us), but without it chained grids read their predecessor's
+ * arguments (test_order's chain and host cases and t_arguments_never_stale fail; bench_real
+ * faults), though each launch's bank 0 has an address of its own: the cache keeps bank 0's lines
+ * across grids by bank, not by address. libcuda pays the same: its graph nodes carry
+ * INVALIDATE_SHADER_CONSTANT_CACHE instead, which costs the same here (bench/qmd_probe.c
+ * --chain; NVHCQ_DEBUG_QMD=a:419:419=0,a:607:607=1 measured 0.606 us). */
+static void skip_constant_invalidate(const nvhcq_compute_state *cs, uint32_t *qmd_cpu,
+                                     uint32_t *shadow) {
+  if (cs->debug_cbank_invalidate != NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED) return;
+  nvhcq_qmd_version v = cs->qmd_version;
+  if (nvhcq_qmd_set(v, shadow, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0, 0)) return;
+  nvhcq_qmd_copy_field(v, qmd_cpu, shadow, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0);
+}
+
+static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, uint32_t *next) {
   const nvhcq_compute_state *cs = &q->dev->compute_state;
   nvhcq_qmd_version v = cs->qmd_version;
   int unordered = cs->debug_fence == NVHCQ_DEBUG_FENCE_UNORDERED;
@@ -144,6 +163,7 @@ static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, con
     if (!cs->debug_no_prefetch)
       nvhcq_qmd_prefetch_successor(v, q->last_qmd_shadow, next, NVHCQ_QMD_SUCCESSOR_BANK);
     nvhcq_qmd_copy_chain_words(v, q->last_qmd, q->last_qmd_shadow);
+    skip_constant_invalidate(cs, qmd_cpu, next);
     if (cs->debug_qmd_count) poke_qmd(cs, q->last_qmd_shadow, 'c'), poke_qmd(cs, q->last_qmd, 'c');
   } else {
     /* Grids sent one by one may overlap: wait for the previous one first. */

@@ -303,6 +303,12 @@ int nvhcq_qmd_prefetch_successor(nvhcq_qmd_version v, uint32_t *qmd, const uint3
   return 1;
 }
 
+void nvhcq_qmd_copy_field(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src,
+                          nvhcq_qmd_field f) {
+  const nvhcq_qmd_bits *b = bits_of(v, f);
+  if (b) nvhcq_qmd_write_bits(dst, b->hi, b->lo, nvhcq_qmd_read_bits(src, b->hi, b->lo));
+}
+
 void nvhcq_qmd_copy_chain_words(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src) {
   static const nvhcq_qmd_field chain[] = {
       NVHCQ_QMD_DEPENDENT_QMD0_POINTER,

@@ -118,6 +118,10 @@ int nvhcq_qmd_prefetch_successor(nvhcq_qmd_version v, uint32_t *qmd, const uint3
 NVHCQ_MUST_CHECK nvhcq_status nvhcq_qmd_set_cluster(nvhcq_qmd_version v, uint32_t *qmd,
                                                     const uint32_t cluster[3], int load_balancing,
                                                     uint32_t tpc_slots);
+/* Copies field f from src to dst (a field the version lacks: nothing). */
+void nvhcq_qmd_copy_field(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src,
+                          nvhcq_qmd_field f);
+
 /* Copies the dwords that hold the fields chaining changes (dependent QMD, fence, the successor's
  * prefetch) from `src` to `dst`: `dst` is the QMD already in GPU-visible memory. */
 void nvhcq_qmd_copy_chain_words(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src);

@@ -152,3 +152,9 @@ extern "C" __global__ void order_step(const uint32_t *in, uint32_t *out, unsigne
   }
   for (uint32_t i = t; i < n; i += stride) out[n - 1 - i] = order_value(round, n - 1 - i);
 }
+
+// Every block writes the launch's value where its slot says: test_order's check that no launch
+// reads another's arguments (a stale constant cache).
+extern "C" __global__ void put_value(uint32_t *out, uint32_t slot, uint32_t value) {
+  if (threadIdx.x == 0) out[(size_t)slot * gridDim.x + blockIdx.x] = value;
+}

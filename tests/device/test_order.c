@@ -396,6 +396,121 @@ static void t_copy_after_cross_queue_wait(void) {
                  (ull)stale);
 }
 
+/* ---- launch arguments: never read stale from the constant cache ------------------------- */
+
+#define ARG_BLOCKS     8   /* blocks per put_value launch, each on its own SM as a rule */
+#define ARG_PER_SUBMIT 500 /* launches chained per submission */
+#define ARG_RECORDED   200 /* launches in the recorded queue */
+#define ARG_REPLAYS    40
+
+typedef struct put_args {
+  uint64_t out;
+  uint32_t slot, value;
+} put_args;
+
+static uint32_t arg_value(uint32_t launch, uint32_t round) {
+  return order_mix(launch ^ round * 0x85ebca6bu) | 1; /* never 0: the buffer starts zeroed */
+}
+
+/* Blocks of launches [0, launches) whose word does not hold its launch's value. */
+static uint64_t count_wrong(nvhcq_buffer *out, uint32_t launches, uint32_t round) {
+  size_t words = (size_t)launches * ARG_BLOCKS;
+  uint32_t *got = malloc(words * 4);
+  if (!got || nvhcq_buffer_read(got, out, 0, words * 4)) return free(got), words;
+  uint64_t bad = 0;
+  for (size_t w = 0; w < words; w++) bad += got[w] != arg_value((uint32_t)(w / ARG_BLOCKS), round);
+  free(got);
+  return bad;
+}
+
+/* Eager launches of put_value, ARG_PER_SUBMIT chained per submission, until the argument ring
+ * has come round `laps` times (each lap rewrites the places earlier launches read as bank 0). */
+static int eager_arguments(uint32_t launches, uint64_t *wrong) {
+  nvhcq_kernel *k = kernel("put_value");
+  nvhcq_buffer *out = NULL;
+  nvhcq_queue *q = NULL;
+  TEST_CHECK_MSG(k != NULL, "no put_value kernel in the test cubin");
+  if (!k) return 1;
+  TRY(nvhcq_buffer_create(dev, (size_t)launches * ARG_BLOCKS * 4, NVHCQ_MEMORY_DEVICE, &out));
+  TRY(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q));
+  for (uint32_t i = 0; i < launches; i++) {
+    put_args a = {gpu(out), i, arg_value(i, 0)};
+    TRY(nvhcq_queue_launch(q, k, (nvhcq_dim3){ARG_BLOCKS, 1, 1}, (nvhcq_dim3){32, 1, 1}, 0, &a,
+                           sizeof a));
+    if ((i + 1) % ARG_PER_SUBMIT == 0 || i + 1 == launches) {
+      TRY(nvhcq_queue_submit(q));
+      TRY(nvhcq_queue_reset(q));
+    }
+  }
+  TRY(nvhcq_device_cpu_wait_idle(dev));
+  *wrong += count_wrong(out, launches, 0);
+  CHECK_OK(nvhcq_queue_destroy(q));
+  CHECK_OK(nvhcq_buffer_destroy(out));
+  return 0;
+}
+
+/* A recorded queue whose launches take their value from a variable, replayed with a new value
+ * each time: the same bank-0 places, rewritten by the CPU between replays. */
+static int recorded_arguments(uint32_t replays, uint64_t *wrong) {
+  nvhcq_kernel *k = kernel("put_value");
+  nvhcq_buffer *out = NULL;
+  nvhcq_queue *q = NULL;
+  nvhcq_var round;
+  if (!k) return 1;
+  TRY(nvhcq_buffer_create(dev, (size_t)ARG_RECORDED * ARG_BLOCKS * 4, NVHCQ_MEMORY_DEVICE, &out));
+  TRY(nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COMPUTE, &q));
+  TRY(nvhcq_queue_var(q, "round", 0, &round));
+  nvhcq_var none = NVHCQ_NO_VAR;
+  for (uint32_t i = 0; i < ARG_RECORDED; i++) {
+    put_args a = {gpu(out), i, 0};
+    nvhcq_arg_var v = {offsetof(put_args, value), 4, round, (int64_t)i}; /* value: round + i */
+    nvhcq_launch_vars lv = {{none, none, none}, {none, none, none}, 1, &v};
+    TRY(nvhcq_queue_launch_vars(q, k, (nvhcq_dim3){ARG_BLOCKS, 1, 1}, (nvhcq_dim3){32, 1, 1}, 0, &a,
+                                sizeof a, &lv));
+  }
+  TRY(nvhcq_queue_finish(q));
+  for (uint32_t r = 1; r <= replays; r++) {
+    uint32_t base = arg_value(0, r) & 0x7fffffffu; /* + i must fit the 32-bit argument */
+    TRY(nvhcq_queue_set_var(q, round, base));
+    TRY(nvhcq_queue_submit(q));
+    TRY(nvhcq_queue_cpu_wait_idle(q, 10000));
+    size_t words = (size_t)ARG_RECORDED * ARG_BLOCKS;
+    uint32_t *got = malloc(words * 4);
+    TEST_CHECK(got != NULL);
+    if (!got) return 1;
+    TRY(nvhcq_buffer_read(got, out, 0, words * 4));
+    for (size_t w = 0; w < words; w++) *wrong += got[w] != base + (uint32_t)(w / ARG_BLOCKS);
+    free(got);
+  }
+  CHECK_OK(nvhcq_queue_destroy(q));
+  CHECK_OK(nvhcq_buffer_destroy(out));
+  return 0;
+}
+
+/* Chained grids skip the constant-cache invalidation (launch.c, skip_constant_invalidate): four
+ * laps of the argument ring in chains of ARG_PER_SUBMIT, then 40 replays of a recorded queue
+ * whose arguments change between replays, every block's view of its arguments checked. */
+static void argument_cases(const char *mode, uint64_t *wrong) {
+  /* A put_value launch takes 1280 bytes of the 32 MiB ring: 26 214 launches a lap. */
+  uint32_t launches = on_mock() ? 2 * ARG_PER_SUBMIT + 17 : 4 * 26214 + 17;
+  uint64_t before = *wrong;
+  if (eager_arguments(launches, wrong)) return;
+  printf("  %seager: %u launches of %u blocks, %llu blocks saw wrong arguments\n", mode, launches,
+         ARG_BLOCKS, (ull)(*wrong - before));
+  before = *wrong;
+  uint32_t replays = on_mock() ? 3 : ARG_REPLAYS;
+  if (recorded_arguments(replays, wrong)) return;
+  printf("  %srecorded: %u replays of %u launches, %llu blocks saw wrong arguments\n", mode,
+         replays, ARG_RECORDED, (ull)(*wrong - before));
+}
+
+static void t_arguments_never_stale(void) {
+  NEED_GPU();
+  uint64_t wrong = 0;
+  argument_cases("", &wrong);
+  TEST_CHECK_MSG(wrong == 0, "%llu blocks read another launch's arguments", (ull)wrong);
+}
+
 typedef void (*knob_body)(const char *mode, uint64_t *stale);
 
 /* Closes the shared device, opens it again with NVHCQ_DEBUG_FENCE=value (nvhcq reads it when a
@@ -414,6 +529,30 @@ static void all_cases(const char *mode, uint64_t *stale) {
   chain_cases(mode, 0, stale);
   host_cases(mode, stale);
   copy_cases(mode, stale);
+}
+
+static void with_cbank_knob(const char *value, uint64_t *wrong) {
+  char mode[80];
+  snprintf(mode, sizeof mode, "NVHCQ_DEBUG_CBANK_INVALIDATE=%s: ", value);
+  teardown();
+  TEST_CHECK(setenv("NVHCQ_DEBUG_CBANK_INVALIDATE", value, 1) == 0);
+  if (setup() == 0) argument_cases(mode, wrong);
+  unsetenv("NVHCQ_DEBUG_CBANK_INVALIDATE");
+  teardown();
+}
+
+/* Without the constant-cache invalidation (on no launch, or only on chained ones), launches
+ * must read other launches' arguments; if none does, the knob is missing or the test too weak. */
+static void t_stale_arguments_are_caught(void) {
+  ORDER_NOT_ON_MOCK();
+  SKIP_WITHOUT_GPU();
+  uint64_t never = 0, chained = 0;
+  with_cbank_knob("never", &never);
+  with_cbank_knob("chained", &chained);
+  printf("  wrong arguments: %llu with no invalidation, %llu without it on chained grids\n",
+         (ull)never, (ull)chained);
+  TEST_CHECK_MSG(never > 0, "no launch read stale arguments without the invalidation: either "
+                            "nvhcq lacks NVHCQ_DEBUG_CBANK_INVALIDATE or this test cannot see it");
 }
 
 static void broken_chain(const char *mode, uint64_t *stale) {
@@ -445,4 +584,5 @@ static void t_broken_fence_is_caught(void) {
 
 TEST_MAIN(TEST(t_chain_device_memory), TEST(t_host_visible_after_signal),
           TEST(t_copy_after_cross_queue_wait), TEST(t_nomembar_evidence),
-          TEST(t_broken_fence_is_caught))
+          TEST(t_broken_fence_is_caught), TEST(t_arguments_never_stale),
+          TEST(t_stale_arguments_are_caught))
