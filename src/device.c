@@ -390,6 +390,8 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   dev->timeout_ms = default_timeout();
   dev->next_host_handle = HOST_HANDLE_BASE;
   nvhcq_fault_init(dev);
+  nvhcq_slab_init(dev);
+  dev->no_slabs = getenv("NVHCQ_DEBUG_NO_SLABS") != NULL; /* each buffer its own allocation */
   dev->fault.name_pc = nvhcq_module_name_pc;
   nvhcq_status s = open_steps(dev, index);
   if (s) {
@@ -503,6 +505,7 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
   if (dev->broken) nvhcq_context_stop_compute(dev);
   nvhcq_context_destroy(dev);
   nvhcq_reclaim_all(dev); /* no channel is left to touch what was destroyed */
+  nvhcq_slab_fini(dev);
   nvhcq_timeline_fini(dev);
   if (dev->copy_stamp) nvhcq_signal_destroy(dev->copy_stamp);
   if (dev->sync_queue) nvhcq_queue_destroy(dev->sync_queue);
@@ -574,6 +577,7 @@ nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_byte
    * with, count as free: the figure is what a destroy followed by this call expects. */
   nvhcq_release_join(dev->minor);
   if (!dev->broken) (void)nvhcq_reclaim_wait_all(dev);
+  nvhcq_slab_trim(dev);
   uint64_t kib = 0;
   NVHCQ_TRY(read_fb_info(dev, NULL, &kib));
   *free_bytes = kib << 10;

@@ -11,6 +11,10 @@ nvhcq_status nvhcq_buffer_create(nvhcq_device *dev, size_t size, nvhcq_memory_ki
   if ((unsigned)kind > NVHCQ_MEMORY_HOST_UNCACHED)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "nvhcq_buffer_create: memory kind %d is unknown", kind);
+  /* Small device buffers are pieces of shared 2 MiB allocations (slab.c), mapped for peers as
+   * a whole. */
+  if (kind == NVHCQ_MEMORY_DEVICE && size && size <= NVHCQ_SLAB_LARGEST && !dev->no_slabs)
+    return nvhcq_slab_alloc(dev, size, out);
   NVHCQ_TRY(nvhcq_memory_alloc(dev, size, kind, NULL, out));
   nvhcq_status s = nvhcq_peer_buffer_created(*out);
   if (s) {

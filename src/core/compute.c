@@ -51,6 +51,7 @@ static void read_debug_knobs(nvhcq_compute_state *cs) {
                                               : NVHCQ_DEBUG_FENCE_OFF;
   cs->debug_one_block_carveout = c && !strcmp(c, "one-block");
   cs->debug_no_prefetch = getenv("NVHCQ_DEBUG_NO_PREFETCH") != NULL;
+  cs->debug_no_bank0_prefetch = getenv("NVHCQ_DEBUG_NO_BANK0_PREFETCH") != NULL;
   const char *ci = getenv("NVHCQ_DEBUG_CBANK_INVALIDATE");
   cs->debug_cbank_invalidate = !ci                      ? NVHCQ_DEBUG_CBANK_INVALIDATE_OFF
                                : !strcmp(ci, "chained") ? NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED

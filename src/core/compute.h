@@ -41,6 +41,7 @@ typedef struct nvhcq_compute_state {
   int debug_fence;              /* NVHCQ_DEBUG_FENCE_*: weaker or older ordering, for tests */
   int debug_one_block_carveout; /* NVHCQ_DEBUG_CARVEOUT=one-block */
   int debug_no_prefetch;        /* NVHCQ_DEBUG_NO_PREFETCH: chained grids do not prefetch */
+  int debug_no_bank0_prefetch;  /* NVHCQ_DEBUG_NO_BANK0_PREFETCH: bank 0 fetched on first use */
   int debug_cbank_invalidate;   /* NVHCQ_DEBUG_CBANK_INVALIDATE_* */
   nvhcq_qmd_poke debug_qmd[8];  /* NVHCQ_DEBUG_QMD: raw bit ranges written over QMDs */
   unsigned debug_qmd_count;

@@ -11,6 +11,7 @@
 #include "core/memory.h"
 #include "core/reclaim.h"
 #include "core/signal.h"
+#include "core/slab.h"
 #include "core/timeline.h"
 #include "driver/rm.h"
 #include "util/handle.h"
@@ -67,6 +68,8 @@ struct nvhcq_device {
   nvhcq_timeline_state timeline;     /* timeline.c */
   nvhcq_compute_state compute_state; /* compute.c */
   nvhcq_fault_state fault;           /* fault.c */
+  nvhcq_slabs slabs;                 /* small device buffers (slab.c) */
+  int no_slabs;                      /* NVHCQ_DEBUG_NO_SLABS: each buffer its own allocation */
   nvhcq_reclaim_state reclaim;       /* reclaim.c */
 
   /* Kept by exec/, whose types are opaque here. The copy engine's best speed so far, in bytes per

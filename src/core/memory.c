@@ -1,6 +1,7 @@
 /* Memory of every kind: RM video and system memory (2 MiB pages from 2 MiB on), pinned host
  * memory, the CPU mapping at the GPU address, the UVM mapping, and freeing in reverse. */
 #include "core/memory.h"
+#include "core/slab.h"
 #include "util/handle.h"
 
 #include <errno.h>
@@ -297,6 +298,10 @@ nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kin
 }
 
 nvhcq_status nvhcq_memory_free(nvhcq_buffer *b) {
+  if (b->slab) {
+    nvhcq_slab_free(b);
+    return NVHCQ_SUCCESS;
+  }
   release(b, 1);
   return NVHCQ_SUCCESS;
 }

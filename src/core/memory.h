@@ -25,6 +25,7 @@ struct nvhcq_buffer {
   int low;            /* address from the CPU-visible range */
   int user;           /* made by nvhcq_buffer_create: mapped into the devices with peer access */
   nvhcq_buffer *prev, *next; /* the device's user buffers (peer.c, under its lock) */
+  struct nvhcq_slab *slab;   /* the slab it is a block of (slab.c), or NULL */
 };
 
 /* NVOS33 flags for CPU mappings the CPU only writes in bulk (command and argument rings):

@@ -404,12 +404,89 @@ static void t_destroys_do_not_wait(void) {
                  (unsigned long long)free_before >> 10, (unsigned long long)free_after >> 10);
 }
 
+/* Small device buffers share 2 MiB allocations (src/core/slab.c): each is 256-byte aligned,
+ * none overlaps another live one, each keeps its own bytes through destroys and creates around
+ * it, and once all are destroyed the device's free memory is back. */
+enum { SMALL_COUNT = 600 };
+static const size_t small_sizes[] = {
+    1, 7, 256, 257, 4096, 65536, 100000, 512 << 10, (512 << 10) + 1};
+
+static int overlaps(nvhcq_buffer *const *bufs, int count, int i) {
+  uint64_t a = nvhcq_buffer_gpu_address(bufs[i]), an = nvhcq_buffer_size(bufs[i]);
+  for (int j = 0; j < count; j++) {
+    if (j == i || !bufs[j]) continue;
+    uint64_t b = nvhcq_buffer_gpu_address(bufs[j]), bn = nvhcq_buffer_size(bufs[j]);
+    if (a < b + bn && b < a + an) return 1;
+  }
+  return 0;
+}
+
+/* Writes buffer i's pattern (seeded by `seed + i`) or checks it; the number that differ. */
+static int small_pattern(nvhcq_buffer *const *bufs, int count, uint32_t seed, int check) {
+  int bad = 0;
+  uint8_t *want = malloc(small_sizes[7] + 1), *got = malloc(small_sizes[7] + 1);
+  for (int i = 0; i < count && want && got; i++) {
+    if (!bufs[i]) continue;
+    size_t n = nvhcq_buffer_size(bufs[i]);
+    fill(want, n, seed + (uint32_t)i);
+    if (!check) {
+      bad += nvhcq_buffer_write(bufs[i], 0, want, n) != NVHCQ_SUCCESS;
+      continue;
+    }
+    bad += nvhcq_buffer_read(got, bufs[i], 0, n) != NVHCQ_SUCCESS || memcmp(got, want, n) != 0;
+  }
+  free(want);
+  free(got);
+  return bad;
+}
+
+static void t_small_buffers(void) {
+  NEED_DEVICE();
+  static nvhcq_buffer *bufs[SMALL_COUNT + SMALL_COUNT / 2];
+  uint64_t free_before = 0, free_after = 0;
+  TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_before) == NVHCQ_SUCCESS);
+  int count = 0, misplaced = 0;
+  for (; count < SMALL_COUNT; count++) {
+    size_t n = small_sizes[count % (sizeof small_sizes / sizeof small_sizes[0])];
+    TEST_CHECK(nvhcq_buffer_create(dev, n, NVHCQ_MEMORY_DEVICE, &bufs[count]) == NVHCQ_SUCCESS);
+    if (!bufs[count]) return;
+  }
+  for (int i = 0; i < count; i++)
+    misplaced += nvhcq_buffer_gpu_address(bufs[i]) % 256 != 0 || overlaps(bufs, count, i);
+  TEST_CHECK_MSG(misplaced == 0, "%d of %d small buffers misaligned or overlapping", misplaced,
+                 count);
+  TEST_CHECK(small_pattern(bufs, count, 7, 0) == 0);
+  for (int i = 0; i < count; i += 2) {
+    TEST_CHECK(nvhcq_buffer_destroy(bufs[i]) == NVHCQ_SUCCESS);
+    bufs[i] = NULL;
+  }
+  for (int k = 0; k < SMALL_COUNT / 2; k++, count++) {
+    size_t n = small_sizes[(k * 5) % (sizeof small_sizes / sizeof small_sizes[0])];
+    TEST_CHECK(nvhcq_buffer_create(dev, n, NVHCQ_MEMORY_DEVICE, &bufs[count]) == NVHCQ_SUCCESS);
+    if (!bufs[count]) return;
+    misplaced += overlaps(bufs, count + 1, count);
+  }
+  TEST_CHECK_MSG(misplaced == 0, "%d new buffers overlap live ones", misplaced);
+  /* The survivors kept their bytes; then everything gets a new pattern, checked. */
+  int kept = 0;
+  for (int i = 1; i < SMALL_COUNT; i += 2) kept += small_pattern(bufs + i, 1, 7 + (uint32_t)i, 1);
+  TEST_CHECK_MSG(kept == 0, "%d surviving buffers lost their bytes", kept);
+  TEST_CHECK(small_pattern(bufs, count, 99, 0) == 0);
+  TEST_CHECK_MSG(small_pattern(bufs, count, 99, 1) == 0, "buffers do not hold what was written");
+  for (int i = 0; i < count; i++) TEST_CHECK(nvhcq_buffer_destroy(bufs[i]) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_after) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(free_after + (1u << 20) >= free_before,
+                 "GPU free memory %llu KiB before, %llu KiB after destroying every small buffer",
+                 (unsigned long long)free_before >> 10, (unsigned long long)free_after >> 10);
+}
+
 static void t_close(void) {
   NEED_DEVICE();
   teardown();
 }
 
-TEST_MAIN(TEST(t_info), TEST(t_open_close_loop), TEST(t_alloc_big_and_too_big), TEST(t_round_trips),
-          TEST(t_mapped_memory), TEST(t_big_copy_over_4gib), TEST(t_cross_channel_order),
-          TEST(t_ring_wraps), TEST(t_wait_times_out), TEST(t_bad_input), TEST(t_async_copy_engine),
+TEST_MAIN(TEST(t_info), TEST(t_small_buffers), TEST(t_open_close_loop),
+          TEST(t_alloc_big_and_too_big), TEST(t_round_trips), TEST(t_mapped_memory),
+          TEST(t_big_copy_over_4gib), TEST(t_cross_channel_order), TEST(t_ring_wraps),
+          TEST(t_wait_times_out), TEST(t_bad_input), TEST(t_async_copy_engine),
           TEST(t_destroy_while_copy_reads), TEST(t_destroys_do_not_wait), TEST(t_close))

@@ -1,0 +1,161 @@
+/* Small device buffers carved out of 2 MiB allocations, one size class (a power of two from
+ * 256 bytes to 512 KiB) per slab, as libcuda suballocates cuMemAlloc.
+ *
+ * Why: on the H200 a grid that ends with a write to a buffer of its own small allocation paid
+ * 0.08 us more per grid than one writing into an allocation of 1 MiB or more (1000 chained
+ * one-atomic grids: 0.801 us each with the counter in a 4 KiB or 64 KiB allocation, 0.719 us in
+ * 1, 2, 4, 8 or 32 MiB ones; measured with the counter's allocation size as the only change).
+ * It also spares the driver calls of an allocation per small buffer. */
+#include "core/slab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/device.h"
+#include "core/memory.h"
+#include "core/peer.h"
+
+#define SLAB_BYTES (2u << 20)
+#define CLASS_MIN  256u
+
+/* The class of a size: 0 for 256 bytes, 1 for 512, ... */
+static unsigned class_of(size_t size) {
+  unsigned c = 0;
+  while ((size_t)CLASS_MIN << c < size) c++;
+  return c;
+}
+
+struct nvhcq_slab {
+  nvhcq_buffer *memory; /* the 2 MiB allocation */
+  unsigned cls;
+  uint32_t blocks, used;
+  uint64_t free_map[SLAB_BYTES / CLASS_MIN / 64]; /* 1: block in use */
+  nvhcq_slab *next;
+};
+
+void nvhcq_slab_init(nvhcq_device *dev) {
+  pthread_mutex_init(&dev->slabs.lock, NULL);
+  memset(dev->slabs.heads, 0, sizeof dev->slabs.heads);
+}
+
+static void slab_destroy(nvhcq_slab *s) {
+  nvhcq_peer_buffer_released(s->memory);
+  (void)nvhcq_memory_free(s->memory);
+  free(s);
+}
+
+void nvhcq_slab_fini(nvhcq_device *dev) {
+  for (unsigned c = 0; c < NVHCQ_SLAB_CLASSES; c++) {
+    while (dev->slabs.heads[c]) {
+      nvhcq_slab *s = dev->slabs.heads[c];
+      dev->slabs.heads[c] = s->next;
+      slab_destroy(s);
+    }
+  }
+  pthread_mutex_destroy(&dev->slabs.lock);
+}
+
+static nvhcq_status slab_create(nvhcq_device *dev, unsigned cls, nvhcq_slab **out) {
+  nvhcq_slab *s = calloc(1, sizeof *s);
+  if (!s) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  nvhcq_status st = nvhcq_memory_alloc(dev, SLAB_BYTES, NVHCQ_MEMORY_DEVICE, NULL, &s->memory);
+  /* Mapped for peers as one buffer: its pieces need nothing of their own. */
+  if (!st) st = nvhcq_peer_buffer_created(s->memory);
+  if (st) {
+    if (s->memory)
+      slab_destroy(s);
+    else
+      free(s);
+    return st;
+  }
+  s->cls = cls;
+  s->blocks = SLAB_BYTES / (CLASS_MIN << cls);
+  *out = s;
+  return NVHCQ_SUCCESS;
+}
+
+/* The first free block of s (s has one). */
+static uint32_t take_block(nvhcq_slab *s) {
+  for (uint32_t w = 0;; w++) {
+    uint64_t free_bits = ~s->free_map[w];
+    if (w * 64 + 64 > s->blocks) free_bits &= (1ull << (s->blocks - w * 64)) - 1;
+    if (!free_bits) continue;
+    uint32_t b = w * 64 + (uint32_t)__builtin_ctzll(free_bits);
+    s->free_map[w] |= 1ull << (b % 64);
+    s->used++;
+    return b;
+  }
+}
+
+nvhcq_status nvhcq_slab_alloc(nvhcq_device *dev, size_t size, nvhcq_buffer **out) {
+  unsigned cls = class_of(size);
+  nvhcq_buffer *b = calloc(1, sizeof *b);
+  if (!b) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  pthread_mutex_lock(&dev->slabs.lock);
+  nvhcq_slab *s = dev->slabs.heads[cls];
+  while (s && s->used == s->blocks) s = s->next;
+  nvhcq_status st = NVHCQ_SUCCESS;
+  if (!s && !(st = slab_create(dev, cls, &s))) {
+    s->next = dev->slabs.heads[cls];
+    dev->slabs.heads[cls] = s;
+  }
+  uint32_t block = st ? 0 : take_block(s);
+  pthread_mutex_unlock(&dev->slabs.lock);
+  if (st) {
+    free(b);
+    return st;
+  }
+  const nvhcq_buffer *m = s->memory;
+  *b = (nvhcq_buffer){.magic = NVHCQ_BUFFER_MAGIC,
+                      .dev = dev,
+                      .kind = NVHCQ_MEMORY_DEVICE,
+                      .gpu_address = m->gpu_address + (uint64_t)block * (CLASS_MIN << cls),
+                      .size = size,
+                      .mapped_size = CLASS_MIN << cls,
+                      .page_size = m->page_size,
+                      .map_fd = -1,
+                      .slab = s};
+  *out = b;
+  return NVHCQ_SUCCESS;
+}
+
+void nvhcq_slab_trim(nvhcq_device *dev) {
+  nvhcq_slab *gone = NULL;
+  pthread_mutex_lock(&dev->slabs.lock);
+  for (unsigned c = 0; c < NVHCQ_SLAB_CLASSES; c++)
+    for (nvhcq_slab **at = &dev->slabs.heads[c]; *at;) {
+      nvhcq_slab *s = *at;
+      if (s->used) {
+        at = &s->next;
+        continue;
+      }
+      *at = s->next;
+      s->next = gone, gone = s;
+    }
+  pthread_mutex_unlock(&dev->slabs.lock);
+  while (gone) {
+    nvhcq_slab *s = gone;
+    gone = s->next;
+    slab_destroy(s);
+  }
+}
+
+/* Gives b's block back; a slab left empty goes too, unless it is its class's only one (a loop
+ * of create and destroy then costs no driver call). */
+void nvhcq_slab_free(nvhcq_buffer *b) {
+  nvhcq_device *dev = b->dev;
+  nvhcq_slab *s = b->slab, *gone = NULL;
+  uint32_t block = (uint32_t)((b->gpu_address - s->memory->gpu_address) / (CLASS_MIN << s->cls));
+  pthread_mutex_lock(&dev->slabs.lock);
+  s->free_map[block / 64] &= ~(1ull << (block % 64));
+  s->used--;
+  nvhcq_slab **at = &dev->slabs.heads[s->cls];
+  if (!s->used && !(*at == s && !s->next)) {
+    while (*at != s) at = &(*at)->next;
+    *at = s->next;
+    gone = s;
+  }
+  pthread_mutex_unlock(&dev->slabs.lock);
+  if (gone) slab_destroy(gone);
+  nvhcq_retire(b);
+}

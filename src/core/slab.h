@@ -1,0 +1,31 @@
+/* Small device buffers suballocated from 2 MiB allocations (slab.c says why). */
+#ifndef NVHCQ_SLAB_H
+#define NVHCQ_SLAB_H
+
+#include <pthread.h>
+#include <stddef.h>
+
+#include "nvhcq.h"
+#include "util/error.h"
+
+#define NVHCQ_SLAB_CLASSES 12           /* 256 bytes to 512 KiB */
+#define NVHCQ_SLAB_LARGEST (512u << 10) /* device buffers up to this size come from slabs */
+
+typedef struct nvhcq_slab nvhcq_slab;
+
+typedef struct nvhcq_slabs {
+  pthread_mutex_t lock; /* any thread may create and destroy buffers */
+  nvhcq_slab *heads[NVHCQ_SLAB_CLASSES];
+} nvhcq_slabs;
+
+void nvhcq_slab_init(nvhcq_device *dev);
+/* Frees every slab (at close: their buffers are gone with the device). */
+void nvhcq_slab_fini(nvhcq_device *dev);
+/* A device buffer of `size` (1 to NVHCQ_SLAB_LARGEST bytes), aligned to its size class. */
+nvhcq_status nvhcq_slab_alloc(nvhcq_device *dev, size_t size, nvhcq_buffer **out) NVHCQ_MUST_CHECK;
+/* Frees the slabs no buffer uses (nvhcq_device_get_free_memory counts them as free). */
+void nvhcq_slab_trim(nvhcq_device *dev);
+/* Gives a slab buffer's block back (when the GPU is past it: reclaim.c calls this). */
+void nvhcq_slab_free(nvhcq_buffer *b);
+
+#endif
