@@ -87,24 +87,34 @@ static uint32_t take_block(nvhcq_slab *s) {
   }
 }
 
+/* A slab of class cls with a free block, or NULL (under the lock). */
+static nvhcq_slab *with_room(nvhcq_device *dev, unsigned cls) {
+  nvhcq_slab *s = dev->slabs.heads[cls];
+  while (s && s->used == s->blocks) s = s->next;
+  return s;
+}
+
 nvhcq_status nvhcq_slab_alloc(nvhcq_device *dev, size_t size, nvhcq_buffer **out) {
   unsigned cls = class_of(size);
   nvhcq_buffer *b = calloc(1, sizeof *b);
   if (!b) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   pthread_mutex_lock(&dev->slabs.lock);
-  nvhcq_slab *s = dev->slabs.heads[cls];
-  while (s && s->used == s->blocks) s = s->next;
-  nvhcq_status st = NVHCQ_SUCCESS;
-  if (!s && !(st = slab_create(dev, cls, &s))) {
+  nvhcq_slab *s = with_room(dev, cls);
+  if (!s) {
+    /* Made without the lock: the allocation releases destroyed buffers the GPU is past, which
+     * gives their blocks back to their slabs under it. */
+    pthread_mutex_unlock(&dev->slabs.lock);
+    nvhcq_status st = slab_create(dev, cls, &s);
+    if (st) {
+      free(b);
+      return st;
+    }
+    pthread_mutex_lock(&dev->slabs.lock);
     s->next = dev->slabs.heads[cls];
     dev->slabs.heads[cls] = s;
   }
-  uint32_t block = st ? 0 : take_block(s);
+  uint32_t block = take_block(s);
   pthread_mutex_unlock(&dev->slabs.lock);
-  if (st) {
-    free(b);
-    return st;
-  }
   const nvhcq_buffer *m = s->memory;
   *b = (nvhcq_buffer){.magic = NVHCQ_BUFFER_MAGIC,
                       .dev = dev,

@@ -456,10 +456,29 @@ static void t_small_buffers(void) {
   TEST_CHECK_MSG(misplaced == 0, "%d of %d small buffers misaligned or overlapping", misplaced,
                  count);
   TEST_CHECK(small_pattern(bufs, count, 7, 0) == 0);
+  /* Destroys while work is queued stay pending until the GPU is past it. */
+  nvhcq_signal *gate, *done;
+  nvhcq_buffer *src, *dst;
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &gate) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &done) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_HOST, &src) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_HOST, &dst) == NVHCQ_SUCCESS);
+  nvhcq_queue *q =
+      gated_copy(gate, done, nvhcq_buffer_gpu_address(dst), nvhcq_buffer_gpu_address(src), 4096);
   for (int i = 0; i < count; i += 2) {
     TEST_CHECK(nvhcq_buffer_destroy(bufs[i]) == NVHCQ_SUCCESS);
     bufs[i] = NULL;
   }
+  nvhcq_signal_set(gate, 1);
+  /* Read, not waited for: a wait would release the destroyed buffers itself. */
+  for (long spins = 0; nvhcq_signal_value(done) < 1 && spins < 2000000000L; spins++) continue;
+  TEST_CHECK(nvhcq_signal_value(done) == 1);
+  usleep(100000); /* the timeline release after the copy lands too */
+  /* A size no buffer had yet takes a new slab while those destroys are pending: the allocation
+   * that makes the slab releases them into theirs. */
+  TEST_CHECK(nvhcq_buffer_create(dev, 2048, NVHCQ_MEMORY_DEVICE, &bufs[0]) == NVHCQ_SUCCESS);
+  nvhcq_queue_destroy(q), nvhcq_signal_destroy(gate), nvhcq_signal_destroy(done);
+  nvhcq_buffer_destroy(src), nvhcq_buffer_destroy(dst);
   for (int k = 0; k < SMALL_COUNT / 2; k++, count++) {
     size_t n = small_sizes[(k * 5) % (sizeof small_sizes / sizeof small_sizes[0])];
     TEST_CHECK(nvhcq_buffer_create(dev, n, NVHCQ_MEMORY_DEVICE, &bufs[count]) == NVHCQ_SUCCESS);
