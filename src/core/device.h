@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "core/arena.h"
 #include "core/channel.h"
 #include "core/compute.h"
 #include "core/fault.h"
@@ -68,6 +69,7 @@ struct nvhcq_device {
   nvhcq_compute_state compute_state; /* compute.c */
   nvhcq_fault_state fault;           /* fault.c */
   nvhcq_reclaim_state reclaim;       /* reclaim.c */
+  nvhcq_arena_state arena;           /* arena.c: module images */
 
   /* Kept by exec/, whose types are opaque here. The copy engine's best speed so far, in bytes per
    * GPU nanosecond, for copies to the GPU, from it and within it; measured between two releases
