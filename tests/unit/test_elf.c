@@ -590,9 +590,10 @@ static void test_malformed_basics(void) {
   free(b.data);
 }
 
-/* Whatever parse makes of a damaged file must be safe to use. */
+/* Whatever parse makes of a damaged file must be safe to use. (A damaged NOBITS size may ask for
+ * up to 1 TiB of zeros: such images are not written.) */
 static void exercise(const nvhcq_cubin *c, const uint8_t *data, size_t size) {
-  uint8_t *img = image_of(c, data, size);
+  uint8_t *img = c->memory_size <= (64u << 20) ? image_of(c, data, size) : NULL;
   if (img) TEST_CHECK(nvhcq_cubin_relocate(c, img, 0x7f0000000000ull) == NVHCQ_SUCCESS);
   free(img);
   for (uint32_t i = 0; i < c->kernel_count; i++) {
