@@ -475,16 +475,15 @@ static nvhcq_status nvhcq_cubin_read_module_info(const nvhcq_elf *e, nvhcq_cubin
   return NVHCQ_SUCCESS;
 }
 
-static nvhcq_status nvhcq_cubin_alloc_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
+static nvhcq_status nvhcq_elf_alloc_kernel_maps(nvhcq_elf *e) {
   uint32_t n = e->symbol_count + 1;
   e->kernel_symbols = calloc(n, sizeof *e->kernel_symbols);
   e->symbol_kernel = malloc(n * sizeof *e->symbol_kernel);
   e->kernel_names = calloc(n, sizeof *e->kernel_names);
   e->kernel_info = calloc(n, sizeof *e->kernel_info);
   e->kernel_shared = calloc(n, sizeof *e->kernel_shared);
-  c->kernels = calloc(n, sizeof *c->kernels);
   if (!e->kernel_symbols || !e->symbol_kernel || !e->kernel_names || !e->kernel_info ||
-      !e->kernel_shared || !c->kernels)
+      !e->kernel_shared)
     return NVHCQ_OOM();
   for (uint32_t i = 0; i < n; i++) e->symbol_kernel[i] = -1;
   return NVHCQ_SUCCESS;
@@ -494,12 +493,18 @@ static nvhcq_status nvhcq_cubin_find_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
   bool by_entry_flag = false; /* cubins without STO_CUDA_ENTRY: every GLOBAL FUNC owning .text */
   for (uint32_t i = 0; i < e->symbol_count && !by_entry_flag; i++)
     by_entry_flag = nvhcq_is_kernel(e, &e->symbols[i], true);
+  uint32_t n = 0;
   for (uint32_t i = 0; i < e->symbol_count; i++) {
     if (!nvhcq_is_kernel(e, &e->symbols[i], by_entry_flag)) continue;
-    e->symbol_kernel[i] = (int32_t)c->kernel_count;
-    e->kernel_names[c->kernel_count] = (nvhcq_elf_kernel_name){e->symbols[i].name, c->kernel_count};
-    c->kernels[c->kernel_count].name = e->symbols[i].name;
-    e->kernel_symbols[c->kernel_count++] = i;
+    e->symbol_kernel[i] = (int32_t)n;
+    e->kernel_symbols[n++] = i;
+  }
+  c->kernels = calloc(n + 1, sizeof *c->kernels); /* a kernel comes with several symbols */
+  if (!c->kernels) return NVHCQ_OOM();
+  for (c->kernel_count = 0; c->kernel_count < n; c->kernel_count++) {
+    const char *name = e->symbols[e->kernel_symbols[c->kernel_count]].name;
+    e->kernel_names[c->kernel_count] = (nvhcq_elf_kernel_name){name, c->kernel_count};
+    c->kernels[c->kernel_count].name = name;
   }
   qsort(e->kernel_names, c->kernel_count, sizeof *e->kernel_names, nvhcq_elf_kernel_name_cmp);
   for (uint32_t i = 1; i < c->kernel_count; i++)
@@ -529,7 +534,7 @@ static nvhcq_status nvhcq_cubin_index_kernels(const nvhcq_elf *e, nvhcq_cubin *c
 /* Order matters: the .text fallbacks first, then .nv.info, then .nv.info.<kernel> (which needs
  * bank 0's size from the section pass). */
 static nvhcq_status nvhcq_cubin_read_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
-  NVHCQ_TRY(nvhcq_cubin_alloc_kernels(e, c));
+  NVHCQ_TRY(nvhcq_elf_alloc_kernel_maps(e));
   NVHCQ_TRY(nvhcq_cubin_find_kernels(e, c));
   NVHCQ_TRY(nvhcq_cubin_index_kernels(e, c));
   for (uint32_t i = 0; i < c->kernel_count; i++) NVHCQ_TRY(nvhcq_elf_kernel_code(e, c, i));
