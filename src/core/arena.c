@@ -7,10 +7,13 @@
 #include "core/device.h"
 #include "util/align.h"
 
+/* The CPU only writes images, in one ascending pass: write-combined, as the command and argument
+ * rings are mapped. */
 static nvhcq_status add_chunk(nvhcq_device *dev, uint64_t size, nvhcq_arena_chunk **out) {
+  static const nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
   nvhcq_arena_chunk *c = calloc(1, sizeof *c);
   if (!c) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
-  nvhcq_status s = nvhcq_memory_alloc(dev, size, NVHCQ_MEMORY_DEVICE_MAPPED, NULL, &c->buf);
+  nvhcq_status s = nvhcq_memory_alloc(dev, size, NVHCQ_MEMORY_DEVICE_MAPPED, &wc, &c->buf);
   if (!s) s = nvhcq_va_init(&c->space, c->buf->gpu_address, size);
   if (s) {
     if (c->buf) nvhcq_memory_free(c->buf);

@@ -15,7 +15,7 @@
 #define NVHCQ_ARENA_ALIGN 4096u
 
 typedef struct nvhcq_arena_chunk {
-  nvhcq_buffer *buf; /* device memory with a CPU mapping (NVHCQ_MEMORY_DEVICE_MAPPED) */
+  nvhcq_buffer *buf; /* device memory, mapped write-combined for the CPU */
   nvhcq_va space;    /* its free ranges */
   uint32_t slices;   /* slices not yet freed: in use, or waiting in the reclaim list */
   struct nvhcq_arena_chunk *next;
