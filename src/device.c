@@ -506,6 +506,7 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
   nvhcq_context_destroy(dev);
   nvhcq_reclaim_all(dev); /* no channel is left to touch what was destroyed */
   nvhcq_slab_fini(dev);
+  nvhcq_arena_fini(dev); /* module images, of modules unloaded or not */
   nvhcq_timeline_fini(dev);
   if (dev->copy_stamp) nvhcq_signal_destroy(dev->copy_stamp);
   if (dev->sync_queue) nvhcq_queue_destroy(dev->sync_queue);
@@ -573,11 +574,13 @@ nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms) {
 nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_bytes) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (!free_bytes) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "free_bytes is NULL");
-  /* Memory that closes of this GPU still hold, and destroyed buffers the GPU is about to be done
-   * with, count as free: the figure is what a destroy followed by this call expects. */
+  /* Memory that closes of this GPU still hold, destroyed buffers the GPU is about to be done with
+   * and the module arena's empty chunks count as free: the figure is what a destroy (or unload)
+   * followed by this call expects. */
   nvhcq_release_join(dev->minor);
   if (!dev->broken) (void)nvhcq_reclaim_wait_all(dev);
   nvhcq_slab_trim(dev);
+  nvhcq_arena_trim(dev);
   uint64_t kib = 0;
   NVHCQ_TRY(read_fb_info(dev, NULL, &kib));
   *free_bytes = kib << 10;

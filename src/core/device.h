@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "core/arena.h"
 #include "core/channel.h"
 #include "core/compute.h"
 #include "core/fault.h"
@@ -71,6 +72,7 @@ struct nvhcq_device {
   nvhcq_slabs slabs;                 /* small device buffers (slab.c) */
   int no_slabs;                      /* NVHCQ_DEBUG_NO_SLABS: each buffer its own allocation */
   nvhcq_reclaim_state reclaim;       /* reclaim.c */
+  nvhcq_arena_state arena;           /* arena.c: module images */
 
   /* Kept by exec/, whose types are opaque here. The copy engine's best speed so far, in bytes per
    * GPU nanosecond, for copies to the GPU, from it and within it; measured between two releases

@@ -1,5 +1,6 @@
-/* Deferred release of destroyed buffers: a fence (a timeline value per channel) taken at destroy
- * and a first-in, first-out list reaped when the timelines pass the fences. */
+/* Deferred release of destroyed buffers and module-image slices: a fence (a timeline value per
+ * channel) taken at destroy and a first-in, first-out list reaped when the timelines pass the
+ * fences. */
 #include "core/reclaim.h"
 
 #include <stdlib.h>
@@ -23,7 +24,7 @@ static nvhcq_status take_fence(nvhcq_device *dev, uint64_t after[2]) {
   return NVHCQ_SUCCESS;
 }
 
-static nvhcq_status append(nvhcq_device *dev, nvhcq_buffer *buf, const uint64_t after[2]) {
+static nvhcq_status append(nvhcq_device *dev, nvhcq_reclaim_item item) {
   nvhcq_reclaim_state *r = &dev->reclaim;
   if (r->head > 0 && r->count == r->capacity) { /* slide the live part to the front */
     for (uint32_t i = r->head; i < r->count; i++) r->items[i - r->head] = r->items[i];
@@ -37,18 +38,29 @@ static nvhcq_status append(nvhcq_device *dev, nvhcq_buffer *buf, const uint64_t 
     r->items = grown;
     r->capacity = cap;
   }
-  r->items[r->count++] = (nvhcq_reclaim_item){buf, {after[0], after[1]}};
+  r->items[r->count++] = item;
   return NVHCQ_SUCCESS;
+}
+
+/* Queues the item behind a fence. A broken device's channels may still hold work that will never
+ * finish: its items wait for the recovery or the close that takes the channels away. */
+static nvhcq_status defer(nvhcq_device *dev, nvhcq_reclaim_item item) {
+  item.after[0] = item.after[1] = UINT64_MAX;
+  if (!dev->broken && dev->compute.handle && dev->copy.handle)
+    NVHCQ_TRY(take_fence(dev, item.after));
+  return append(dev, item);
 }
 
 nvhcq_status nvhcq_reclaim_buffer(nvhcq_buffer *buf) {
   nvhcq_device *dev = buf->dev;
-  uint64_t after[2] = {UINT64_MAX, UINT64_MAX};
-  /* A broken device's channels may still hold work that will never finish: its buffers wait for
-   * the recovery or the close that takes the channels away. */
-  if (!dev->broken && dev->compute.handle && dev->copy.handle) NVHCQ_TRY(take_fence(dev, after));
-  NVHCQ_TRY(append(dev, buf, after));
+  NVHCQ_TRY(defer(dev, (nvhcq_reclaim_item){.buf = buf}));
   buf->magic = NVHCQ_DEAD_MAGIC; /* stale handles are caught from now on */
+  nvhcq_reclaim_poll(dev);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_reclaim_slice(nvhcq_device *dev, const nvhcq_arena_slice *slice) {
+  NVHCQ_TRY(defer(dev, (nvhcq_reclaim_item){.slice = *slice}));
   nvhcq_reclaim_poll(dev);
   return NVHCQ_SUCCESS;
 }
@@ -60,14 +72,19 @@ static int passed(nvhcq_device *dev, const nvhcq_reclaim_item *it) {
   return 1;
 }
 
-static void release_front(nvhcq_reclaim_state *r) {
-  (void)!nvhcq_memory_free(r->items[r->head++].buf);
+static void release_front(nvhcq_device *dev) {
+  nvhcq_reclaim_state *r = &dev->reclaim;
+  nvhcq_reclaim_item it = r->items[r->head++];
   if (r->head == r->count) r->head = r->count = 0;
+  if (it.buf)
+    (void)!nvhcq_memory_free(it.buf);
+  else
+    nvhcq_arena_free(dev, &it.slice);
 }
 
 void nvhcq_reclaim_poll(nvhcq_device *dev) {
   nvhcq_reclaim_state *r = &dev->reclaim;
-  while (r->head < r->count && passed(dev, &r->items[r->head])) release_front(r);
+  while (r->head < r->count && passed(dev, &r->items[r->head])) release_front(dev);
 }
 
 int nvhcq_reclaim_wait_all(nvhcq_device *dev) {
@@ -84,7 +101,7 @@ int nvhcq_reclaim_wait_all(nvhcq_device *dev) {
 
 void nvhcq_reclaim_all(nvhcq_device *dev) {
   nvhcq_reclaim_state *r = &dev->reclaim;
-  while (r->head < r->count) release_front(r);
+  while (r->head < r->count) release_front(dev);
   free(r->items);
   *r = (nvhcq_reclaim_state){0};
 }

@@ -1,5 +1,6 @@
-/* Modules and kernels: loading cubins (PTX and CUDA C are compiled first), each kernel's QMD
- * template and limits, lookups by name and by code address, occupancy and attributes. */
+/* Modules and kernels: loading cubins (PTX and CUDA C are compiled first) into the device's
+ * module arena, each kernel's QMD template (built on first lookup) and limits, lookups by name
+ * and by code address, occupancy and attributes. */
 #include "exec/module.h"
 #include "util/handle.h"
 #include "util/abi.h"
@@ -60,7 +61,7 @@ static nvhcq_status build_template(nvhcq_kernel *kn) {
   const nvhcq_cubin_kernel *k = kn->cubin;
   nvhcq_qmd_version v = dev->compute_state.qmd_version;
   uint32_t *q = kn->qmd;
-  uint64_t code = kn->module->image->gpu_address + k->code_offset;
+  uint64_t base = kn->module->image.gpu_address, code = base + k->code_offset;
   uint32_t sass = ((dev->info.sm_version & 0xf00) >> 4) | (dev->info.sm_version & 0xf);
   memset(q, 0, sizeof kn->qmd);
 #define SET(f, val) NVHCQ_TRY(nvhcq_qmd_set(v, q, NVHCQ_QMD_##f, (val)))
@@ -96,18 +97,19 @@ static nvhcq_status build_template(nvhcq_kernel *kn) {
   NVHCQ_TRY(nvhcq_qmd_set_program_address(v, q, code));
   for (uint32_t i = 0; i < k->cbank_count; i++)
     if (k->cbanks[i].bank != 0)
-      NVHCQ_TRY(nvhcq_qmd_set_constant_buffer(v, q, k->cbanks[i].bank,
-                                              kn->module->image->gpu_address + k->cbanks[i].offset,
+      NVHCQ_TRY(nvhcq_qmd_set_constant_buffer(v, q, k->cbanks[i].bank, base + k->cbanks[i].offset,
                                               (uint32_t)k->cbanks[i].size));
   const nvhcq_cubin *c = kn->module->cubin;
   for (uint32_t i = 0; i < c->cbank_count; i++)
-    NVHCQ_TRY(nvhcq_qmd_set_constant_buffer(v, q, c->cbanks[i].bank,
-                                            kn->module->image->gpu_address + c->cbanks[i].offset,
+    NVHCQ_TRY(nvhcq_qmd_set_constant_buffer(v, q, c->cbanks[i].bank, base + c->cbanks[i].offset,
                                             (uint32_t)c->cbanks[i].size));
+  kn->qmd_built = 1;
   return NVHCQ_SUCCESS;
 }
 
-static nvhcq_status init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_cubin_kernel *k) {
+/* What a load fills in for every kernel; the QMD template waits for the kernel's first lookup (a
+ * module of a hundred kernels is often loaded for a few of them). */
+static void init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_cubin_kernel *k) {
   kn->magic = NVHCQ_KERNEL_MAGIC;
   kn->module = m;
   kn->cubin = k;
@@ -124,19 +126,19 @@ static nvhcq_status init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_c
    * or unknown words there. */
   kn->cluster_words = k->param_offset >= 0x1a0 && m->dev->info.sm_version >> 8 == 9;
   kn->args_max = args_max(k);
-  return build_template(kn);
 }
 
-static nvhcq_status upload(nvhcq_module *m) {
+/* One pass over the GPU's memory, from the caller's file: the sections go in with one copy each
+ * (gaps and the zero-filled tail zeroed, and the guard page), then the relocations are patched
+ * in place (they only write, so nothing is read back through the CPU mapping). The slice comes
+ * from the arena, which is mapped already: no driver call unless it needs a new chunk. */
+static nvhcq_status upload(nvhcq_module *m, const void *data, size_t size) {
   nvhcq_cubin *c = m->cubin;
-  NVHCQ_TRY(nvhcq_memory_alloc(m->dev, c->memory_size + CODE_GUARD_BYTES,
-                               NVHCQ_MEMORY_DEVICE_MAPPED, NULL, &m->image));
-  /* One pass over the GPU's memory: the image goes in with one copy and the relocations are
-   * patched in place (they only write, so nothing is read back through the CPU mapping). */
-  uint8_t *dst = m->image->host_pointer;
-  memcpy(dst, c->image, c->image_size);
-  memset(dst + c->image_size, 0, m->image->size - c->image_size);
-  return nvhcq_cubin_relocate(c, dst, m->image->gpu_address);
+  NVHCQ_TRY(nvhcq_arena_alloc(m->dev, c->memory_size + CODE_GUARD_BYTES, &m->image));
+  uint8_t *dst = nvhcq_arena_host(&m->image);
+  NVHCQ_TRY(nvhcq_cubin_write_image(c, data, size, dst));
+  memset(dst + c->memory_size, 0, CODE_GUARD_BYTES);
+  return nvhcq_cubin_relocate(c, dst, m->image.gpu_address);
 }
 
 /* New code and constants may sit where an unloaded module's were: the SMs' instruction and
@@ -153,7 +155,7 @@ static nvhcq_status invalidate_caches(nvhcq_device *dev) {
 static void tell_door(const nvhcq_module *m, const void *data, size_t size, const char *ptx,
                       size_t ptx_size) {
   if (nvhcq_door->module_loaded)
-    nvhcq_door->module_loaded(m->image->gpu_address, data, size, ptx, ptx_size);
+    nvhcq_door->module_loaded(m->image.gpu_address, data, size, ptx, ptx_size);
 }
 
 static nvhcq_status load_with_ptx(nvhcq_device *dev, const void *data, size_t size, const char *ptx,
@@ -171,7 +173,7 @@ static nvhcq_status load_with_ptx(nvhcq_device *dev, const void *data, size_t si
   m->dev = dev;
   nvhcq_status s = nvhcq_cubin_parse(data, size, &m->cubin);
   if (!s) s = nvhcq_cubin_check_arch(m->cubin, nvhcq_sm_number(dev->info.sm_version));
-  if (!s) s = upload(m);
+  if (!s) s = upload(m, data, size);
   if (!s) s = invalidate_caches(dev);
   if (!s) {
     m->kernel_count = m->cubin->kernel_count;
@@ -179,13 +181,14 @@ static nvhcq_status load_with_ptx(nvhcq_device *dev, const void *data, size_t si
     if (!m->kernels) s = nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   }
   for (uint32_t i = 0; !s && i < m->kernel_count; i++)
-    s = init_kernel(m, &m->kernels[i], &m->cubin->kernels[i]);
+    init_kernel(m, &m->kernels[i], &m->cubin->kernels[i]);
   if (s) {
     nvhcq_fail_context(s, "loading a module on GPU %d", dev->index);
     m->magic = NVHCQ_MODULE_MAGIC;
     char msg[2048];
     snprintf(msg, sizeof msg, "%s", nvhcq_last_error());
-    if (m->image) nvhcq_memory_free(m->image);
+    /* No launch has seen the slice: it goes back at once. */
+    if (m->image.chunk) nvhcq_arena_free(dev, &m->image);
     nvhcq_cubin_free(m->cubin);
     free(m->kernels);
     free(m);
@@ -207,7 +210,7 @@ const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc)
   for (const nvhcq_module *m = dev->modules; m; m = m->next)
     for (uint32_t i = 0; i < m->kernel_count; i++) {
       const nvhcq_cubin_kernel *k = m->kernels[i].cubin;
-      uint64_t start = m->image->gpu_address + k->code_offset;
+      uint64_t start = m->image.gpu_address + k->code_offset;
       if (pc >= start && pc < start + k->code_size) return &m->kernels[i];
     }
   return NULL;
@@ -218,7 +221,7 @@ int nvhcq_module_name_pc(const nvhcq_device *dev, uint64_t pc, const char **kern
   const nvhcq_kernel *k = nvhcq_module_kernel_at(dev, pc);
   if (!k) return 0;
   *kernel = k->cubin->name;
-  *offset = pc - k->module->image->gpu_address - k->cubin->code_offset;
+  *offset = pc - k->module->image.gpu_address - k->cubin->code_offset;
   return 1;
 }
 
@@ -273,9 +276,9 @@ nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t s
 nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
   if (!m) return NVHCQ_SUCCESS;
   NVHCQ_TRY(check_module(m));
-  /* The GPU may still run its kernels: the code goes, as a destroyed buffer does, once the GPU
-   * has passed the work queued so far. */
-  NVHCQ_TRY(nvhcq_reclaim_buffer(m->image));
+  /* The GPU may still run its kernels: the code goes back to the arena, as a destroyed buffer
+   * goes, once the GPU has passed the work queued so far; its addresses are not reused before. */
+  NVHCQ_TRY(nvhcq_reclaim_slice(m->dev, &m->image));
   for (nvhcq_module **at = &m->dev->modules; *at; at = &(*at)->next)
     if (*at == m) {
       *at = m->next;
@@ -284,7 +287,7 @@ nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
   for (uint32_t i = 0; i < m->kernel_count; i++) m->kernels[i].magic = NVHCQ_DEAD_MAGIC;
   /* The mock forgets the module's kernels now; a grid of them still queued there would fault
    * (the real GPU keeps the code until the reclaim releases it). */
-  if (nvhcq_door->module_unloaded) nvhcq_door->module_unloaded(m->image->gpu_address);
+  if (nvhcq_door->module_unloaded) nvhcq_door->module_unloaded(m->image.gpu_address);
   nvhcq_cubin_free(m->cubin);
   nvhcq_retire(m->kernels); /* kernel handles point into it */
   nvhcq_retire(m);
@@ -310,7 +313,12 @@ nvhcq_status nvhcq_module_get_kernel(nvhcq_module *m, const char *name, nvhcq_ke
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_get_kernel: NULL argument");
   const nvhcq_cubin_kernel *k = nvhcq_cubin_find_kernel(m->cubin, name);
   if (!k) return NVHCQ_ERROR_NOT_FOUND; /* its message lists the kernels there are */
-  *out = &m->kernels[k - m->cubin->kernels];
+  nvhcq_kernel *kn = &m->kernels[k - m->cubin->kernels];
+  if (!kn->qmd_built) {
+    nvhcq_status s = build_template(kn);
+    if (s) return nvhcq_fail_context(s, "kernel %s", k->name);
+  }
+  *out = kn;
   return NVHCQ_SUCCESS;
 }
 
@@ -321,7 +329,7 @@ nvhcq_status nvhcq_module_get_global(nvhcq_module *m, const char *name, uint64_t
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_get_global: name is NULL");
   const nvhcq_cubin_global *g = nvhcq_cubin_find_global(m->cubin, name);
   if (!g) return NVHCQ_ERROR_NOT_FOUND; /* with its message */
-  if (gpu_address) *gpu_address = m->image->gpu_address + g->offset;
+  if (gpu_address) *gpu_address = m->image.gpu_address + g->offset;
   if (size) *size = g->size;
   return NVHCQ_SUCCESS;
 }

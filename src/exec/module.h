@@ -15,9 +15,11 @@ struct nvhcq_kernel {
   uint32_t magic;
   nvhcq_module *module;
   const nvhcq_cubin_kernel *cubin;
-  uint32_t qmd[NVHCQ_QMD_MAX_WORDS]; /* template: everything but grid, block, bank 0, shared */
-  uint32_t cbank0_bytes;             /* driver words + parameters, rounded to 256 */
-  uint32_t local_bytes;              /* per-thread local memory the kernel needs */
+  uint32_t qmd[NVHCQ_QMD_MAX_WORDS]; /* template: everything but grid, block, bank 0, shared;
+                                        built when the kernel is first looked up */
+  int qmd_built;
+  uint32_t cbank0_bytes; /* driver words + parameters, rounded to 256 */
+  uint32_t local_bytes;  /* per-thread local memory the kernel needs */
   uint32_t max_threads;
   uint32_t static_shared;
   int carveout_preference;  /* NVHCQ_KERNEL_CARVEOUT_PREFERENCE: percent, or -1 for none */
@@ -30,7 +32,7 @@ struct nvhcq_module {
   uint32_t magic;
   nvhcq_device *dev;
   nvhcq_cubin *cubin;
-  nvhcq_buffer *image;
+  nvhcq_arena_slice image; /* code and constants, in the device's module arena */
   uint32_t kernel_count;
   nvhcq_kernel *kernels;
   nvhcq_module *next; /* the device's list of loaded modules */

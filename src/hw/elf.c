@@ -73,12 +73,13 @@ static nvhcq_status nvhcq_cubin_list_sections(const nvhcq_elf *e, nvhcq_cubin *c
     const nvhcq_elf_section *s = &e->sections[i];
     if (s->place == NVHCQ_NOT_PLACED) continue;
     c->sections[c->section_count++] =
-        (nvhcq_cubin_section){s->name, s->place, s->size, !s->has_data};
+        (nvhcq_cubin_section){s->name, s->place, s->size, s->offset, !s->has_data};
   }
   return NVHCQ_SUCCESS;
 }
 
-/* Sections with bytes first (the uploaded image), then the zero-filled ones past image_size. */
+/* Sections with bytes first (the uploaded image), then the zero-filled ones past image_size. The
+ * bytes stay in the file until nvhcq_cubin_write_image puts them in device memory. */
 static nvhcq_status nvhcq_cubin_layout(nvhcq_elf *e, nvhcq_cubin *c) {
   uint64_t end = 0;
   for (uint32_t i = 0; i < e->section_count; i++)
@@ -89,13 +90,6 @@ static nvhcq_status nvhcq_cubin_layout(nvhcq_elf *e, nvhcq_cubin *c) {
     if (nvhcq_gets_memory(&e->sections[i]) && !e->sections[i].has_data)
       NVHCQ_TRY(nvhcq_place(&e->sections[i], &end));
   c->memory_size = end;
-  c->image = calloc(c->image_size ? c->image_size : 1, 1);
-  if (!c->image) return NVHCQ_OOM();
-  for (uint32_t i = 0; i < e->section_count; i++) {
-    const nvhcq_elf_section *s = &e->sections[i];
-    if (s->place != NVHCQ_NOT_PLACED && s->has_data)
-      memcpy(c->image + s->place, e->data + s->offset, s->size);
-  }
   return nvhcq_cubin_list_sections(e, c);
 }
 
@@ -390,15 +384,17 @@ static nvhcq_status nvhcq_elf_kernel_check_params(nvhcq_cubin_kernel *k) {
   return NVHCQ_SUCCESS;
 }
 
-/* The attributes of .nv.info.<kernel>: parameters, launch bounds, barriers. */
-static nvhcq_status nvhcq_elf_kernel_info(const nvhcq_elf *e, nvhcq_cubin *c, uint32_t index) {
+/* The attributes of .nv.info.<kernel>: parameters, launch bounds, barriers. The kernel's
+ * parameters go to the pool from *pool_used on (room for one per 16-byte record was made). */
+static nvhcq_status nvhcq_elf_kernel_info(const nvhcq_elf *e, nvhcq_cubin *c, uint32_t index,
+                                          uint64_t *pool_used) {
   nvhcq_cubin_kernel *k = &c->kernels[index];
   const nvhcq_elf_section *s = e->kernel_info[index];
   bool have_cbank = false;
   if (s) {
     NVHCQ_TRY(nvhcq_need_data(s));
-    k->params = calloc(s->size / 16 + 1, sizeof *k->params); /* a KPARAM record is 16 bytes */
-    if (!k->params) return NVHCQ_OOM();
+    k->params = c->param_pool + *pool_used;
+    *pool_used += s->size / 16; /* a KPARAM record is 16 bytes */
     for (uint64_t pos = 0; pos < s->size;) {
       nvhcq_eiattr a = {0};
       NVHCQ_TRY(nvhcq_eiattr_next(e, s, &pos, &a));
@@ -479,16 +475,15 @@ static nvhcq_status nvhcq_cubin_read_module_info(const nvhcq_elf *e, nvhcq_cubin
   return NVHCQ_SUCCESS;
 }
 
-static nvhcq_status nvhcq_cubin_alloc_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
+static nvhcq_status nvhcq_elf_alloc_kernel_maps(nvhcq_elf *e) {
   uint32_t n = e->symbol_count + 1;
   e->kernel_symbols = calloc(n, sizeof *e->kernel_symbols);
   e->symbol_kernel = malloc(n * sizeof *e->symbol_kernel);
   e->kernel_names = calloc(n, sizeof *e->kernel_names);
   e->kernel_info = calloc(n, sizeof *e->kernel_info);
   e->kernel_shared = calloc(n, sizeof *e->kernel_shared);
-  c->kernels = calloc(n, sizeof *c->kernels);
   if (!e->kernel_symbols || !e->symbol_kernel || !e->kernel_names || !e->kernel_info ||
-      !e->kernel_shared || !c->kernels)
+      !e->kernel_shared)
     return NVHCQ_OOM();
   for (uint32_t i = 0; i < n; i++) e->symbol_kernel[i] = -1;
   return NVHCQ_SUCCESS;
@@ -498,12 +493,18 @@ static nvhcq_status nvhcq_cubin_find_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
   bool by_entry_flag = false; /* cubins without STO_CUDA_ENTRY: every GLOBAL FUNC owning .text */
   for (uint32_t i = 0; i < e->symbol_count && !by_entry_flag; i++)
     by_entry_flag = nvhcq_is_kernel(e, &e->symbols[i], true);
+  uint32_t n = 0;
   for (uint32_t i = 0; i < e->symbol_count; i++) {
     if (!nvhcq_is_kernel(e, &e->symbols[i], by_entry_flag)) continue;
-    e->symbol_kernel[i] = (int32_t)c->kernel_count;
-    e->kernel_names[c->kernel_count] = (nvhcq_elf_kernel_name){e->symbols[i].name, c->kernel_count};
-    c->kernels[c->kernel_count].name = e->symbols[i].name;
-    e->kernel_symbols[c->kernel_count++] = i;
+    e->symbol_kernel[i] = (int32_t)n;
+    e->kernel_symbols[n++] = i;
+  }
+  c->kernels = calloc(n + 1, sizeof *c->kernels); /* a kernel comes with several symbols */
+  if (!c->kernels) return NVHCQ_OOM();
+  for (c->kernel_count = 0; c->kernel_count < n; c->kernel_count++) {
+    const char *name = e->symbols[e->kernel_symbols[c->kernel_count]].name;
+    e->kernel_names[c->kernel_count] = (nvhcq_elf_kernel_name){name, c->kernel_count};
+    c->kernels[c->kernel_count].name = name;
   }
   qsort(e->kernel_names, c->kernel_count, sizeof *e->kernel_names, nvhcq_elf_kernel_name_cmp);
   for (uint32_t i = 1; i < c->kernel_count; i++)
@@ -512,16 +513,38 @@ static nvhcq_status nvhcq_cubin_find_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
   return NVHCQ_SUCCESS;
 }
 
+/* One allocation for every kernel's parameters: room for one per record of its .nv.info.<k>. */
+static nvhcq_status nvhcq_cubin_alloc_params(const nvhcq_elf *e, nvhcq_cubin *c) {
+  uint64_t records = 1;
+  for (uint32_t i = 0; i < c->kernel_count; i++)
+    if (e->kernel_info[i]) records += e->kernel_info[i]->size / 16;
+  c->param_pool = calloc(records, sizeof *c->param_pool);
+  return c->param_pool ? NVHCQ_SUCCESS : NVHCQ_OOM();
+}
+
+/* The kernels by name, for lookups in O(log n): the parse's sorted list, kept. */
+static nvhcq_status nvhcq_cubin_index_kernels(const nvhcq_elf *e, nvhcq_cubin *c) {
+  c->kernels_by_name = calloc(c->kernel_count + 1, sizeof *c->kernels_by_name);
+  if (!c->kernels_by_name) return NVHCQ_OOM();
+  for (uint32_t i = 0; i < c->kernel_count; i++)
+    c->kernels_by_name[i] = &c->kernels[e->kernel_names[i].index];
+  return NVHCQ_SUCCESS;
+}
+
 /* Order matters: the .text fallbacks first, then .nv.info, then .nv.info.<kernel> (which needs
  * bank 0's size from the section pass). */
 static nvhcq_status nvhcq_cubin_read_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
-  NVHCQ_TRY(nvhcq_cubin_alloc_kernels(e, c));
+  NVHCQ_TRY(nvhcq_elf_alloc_kernel_maps(e));
   NVHCQ_TRY(nvhcq_cubin_find_kernels(e, c));
+  NVHCQ_TRY(nvhcq_cubin_index_kernels(e, c));
   for (uint32_t i = 0; i < c->kernel_count; i++) NVHCQ_TRY(nvhcq_elf_kernel_code(e, c, i));
   for (uint32_t i = 0; i < e->section_count; i++)
     NVHCQ_TRY(nvhcq_elf_kernel_section(e, c, &e->sections[i]));
   NVHCQ_TRY(nvhcq_cubin_read_module_info(e, c));
-  for (uint32_t i = 0; i < c->kernel_count; i++) NVHCQ_TRY(nvhcq_elf_kernel_info(e, c, i));
+  NVHCQ_TRY(nvhcq_cubin_alloc_params(e, c));
+  uint64_t pool_used = 0;
+  for (uint32_t i = 0; i < c->kernel_count; i++)
+    NVHCQ_TRY(nvhcq_elf_kernel_info(e, c, i, &pool_used));
   return NVHCQ_SUCCESS;
 }
 
@@ -578,13 +601,13 @@ nvhcq_status nvhcq_cubin_parse(const void *data, size_t size, nvhcq_cubin **out)
                       out ? "data" : "out");
   *out = NULL;
   nvhcq_cubin *c = calloc(1, sizeof *c);
-  if (!c || !(c->file = malloc(size ? size : 1))) {
-    free(c);
-    return NVHCQ_OOM();
-  }
-  if (size) memcpy(c->file, data, size);
-  nvhcq_elf e = {.data = c->file, .size = size};
+  if (!c) return NVHCQ_OOM();
+  c->file_size = size;
+  /* The file is read where it is: only its string tables are copied (e.strings, the cubin's). */
+  nvhcq_elf e = {.data = data, .size = size};
   nvhcq_status status = nvhcq_cubin_build(&e, c);
+  c->strings[0] = e.strings[0];
+  c->strings[1] = e.strings[1];
   free(e.sections);
   free(e.symbols);
   free(e.kernel_symbols);
@@ -602,14 +625,15 @@ nvhcq_status nvhcq_cubin_parse(const void *data, size_t size, nvhcq_cubin **out)
 
 void nvhcq_cubin_free(nvhcq_cubin *c) {
   if (!c) return;
-  for (uint32_t i = 0; c->kernels && i < c->kernel_count; i++) free(c->kernels[i].params);
   free(c->kernels);
+  free(c->kernels_by_name);
+  free(c->param_pool);
   free(c->globals);
   free(c->cbanks);
   free(c->relocs);
   free(c->sections);
-  free(c->image);
-  free(c->file);
+  free(c->strings[0]);
+  free(c->strings[1]);
   free(c);
 }
 
@@ -624,13 +648,20 @@ static void nvhcq_kernel_names(const nvhcq_cubin *c, char *out, size_t size) {
   }
 }
 
+static int nvhcq_kernel_ptr_cmp(const void *a, const void *b) {
+  return strcmp((*(const nvhcq_cubin_kernel *const *)a)->name,
+                (*(const nvhcq_cubin_kernel *const *)b)->name);
+}
+
 const nvhcq_cubin_kernel *nvhcq_cubin_find_kernel(const nvhcq_cubin *c, const char *name) {
   if (!c || !name) {
     nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_find_kernel: NULL argument");
     return NULL;
   }
-  for (uint32_t i = 0; i < c->kernel_count; i++)
-    if (!strcmp(c->kernels[i].name, name)) return &c->kernels[i];
+  const nvhcq_cubin_kernel key = {.name = name}, *key_at = &key;
+  const nvhcq_cubin_kernel **hit =
+      bsearch(&key_at, c->kernels_by_name, c->kernel_count, sizeof key_at, nvhcq_kernel_ptr_cmp);
+  if (hit) return *hit;
   char names[512];
   nvhcq_kernel_names(c, names, sizeof names);
   nvhcq_fail(NVHCQ_ERROR_NOT_FOUND,
@@ -652,6 +683,27 @@ const nvhcq_cubin_global *nvhcq_cubin_find_global(const nvhcq_cubin *c, const ch
              "mangled unless declared extern \"C\")",
              name);
   return NULL;
+}
+
+nvhcq_status nvhcq_cubin_write_image(const nvhcq_cubin *c, const void *data, size_t size,
+                                     uint8_t *dst) {
+  if (!c || !data || !dst)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_write_image: NULL argument");
+  if (size != c->file_size)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_cubin_write_image: %zu bytes given, the cubin was parsed from %llu",
+                      size, (nvhcq_ull)c->file_size);
+  const uint8_t *file = data;
+  uint64_t done = 0; /* dst is written up to here; sections with data lie in ascending order */
+  for (uint32_t i = 0; i < c->section_count; i++) {
+    const nvhcq_cubin_section *s = &c->sections[i];
+    if (s->zero_fill) continue;
+    memset(dst + done, 0, s->offset - done);
+    memcpy(dst + s->offset, file + s->file_offset, s->size);
+    done = s->offset + s->size;
+  }
+  memset(dst + done, 0, c->memory_size - done);
+  return NVHCQ_SUCCESS;
 }
 
 nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t *image, uint64_t gpu_base) {

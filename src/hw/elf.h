@@ -2,15 +2,17 @@
  * loadable image, its relocations, and per-kernel resources — without libcuda.
  *
  * Layout of the image: every SHF_ALLOC section with file bytes (.text.<k>, .nv.constant<N>[.<k>],
- * .nv.global.init, ...) is copied in section-table order, each at an offset aligned to
+ * .nv.global.init, ...) is placed in section-table order, each at an offset aligned to
  * max(sh_addralign, 128). The NOBITS sections that need device memory (.nv.global) follow, past
- * image_size: upload `image` (image_size bytes) into a buffer of memory_size bytes whose tail is
- * zeroed. .nv.shared.* and .nv.local.* take no device memory of the image (the launch sizes them).
+ * image_size, up to memory_size. nvhcq_cubin_write_image writes all memory_size bytes straight
+ * from the file into device memory (no copy of the image is kept: a module load copies its bytes
+ * once). .nv.shared.* and .nv.local.* take no device memory of the image (the launch sizes them).
  * Every offset below is relative to the image start; the GPU address is gpu_base + offset, with
- * gpu_base aligned to at least 128 bytes (constant banks need 64, code 128).
+ * gpu_base aligned to at least 4096 bytes (sections may ask for that much).
  *
- * Everything a nvhcq_cubin holds (names included) is owned by it: the input buffer may be freed
- * once nvhcq_cubin_parse returns. The structures are read-only for users. */
+ * Everything a nvhcq_cubin holds (names included: it keeps copies of the string tables only) is
+ * owned by it; the input buffer is read again only by nvhcq_cubin_write_image, and may be freed
+ * once that is done or not needed. The structures are read-only for users. */
 #ifndef NVHCQ_ELF_H
 #define NVHCQ_ELF_H
 
@@ -97,7 +99,8 @@ typedef struct nvhcq_cubin_section {
   const char *name;
   uint64_t offset;
   uint64_t size;
-  bool zero_fill; /* NOBITS: lies past image_size, must be zeroed on the device */
+  uint64_t file_offset; /* of its bytes in the file (sections with data) */
+  bool zero_fill;       /* NOBITS: lies past image_size, must be zeroed on the device */
 } nvhcq_cubin_section;
 
 /* One relocation to apply after upload: write (gpu_base + symbol_offset + addend) at `offset`. */
@@ -109,13 +112,14 @@ typedef struct nvhcq_cubin_reloc {
 } nvhcq_cubin_reloc;
 
 typedef struct nvhcq_cubin {
-  unsigned sm;        /* target SM from e_flags, e.g. 90 */
-  bool arch_specific; /* an "a" target (sm_90a): runs only on exactly that SM */
-  uint8_t *image;     /* image_size bytes, relocations not applied */
-  uint64_t image_size;
+  unsigned sm;          /* target SM from e_flags, e.g. 90 */
+  bool arch_specific;   /* an "a" target (sm_90a): runs only on exactly that SM */
+  uint64_t file_size;   /* of the parsed file, checked by nvhcq_cubin_write_image */
+  uint64_t image_size;  /* bytes of the sections with data, gaps included */
   uint64_t memory_size; /* device bytes to allocate, >= image_size; the tail is zero-filled */
   uint32_t kernel_count;
   nvhcq_cubin_kernel *kernels;
+  const nvhcq_cubin_kernel **kernels_by_name; /* sorted by name, for nvhcq_cubin_find_kernel */
   uint32_t global_count;
   nvhcq_cubin_global *globals;
   uint32_t cbank_count;
@@ -125,7 +129,8 @@ typedef struct nvhcq_cubin {
   nvhcq_cubin_reloc *relocs;
   uint32_t section_count;
   nvhcq_cubin_section *sections;
-  uint8_t *file; /* private copy of the input; every name points into it */
+  nvhcq_cubin_param *param_pool; /* every kernel's params, one allocation */
+  char *strings[2]; /* copies of the section-name and symbol-name tables: names point here */
 } nvhcq_cubin;
 
 /* Parses a cubin. Every offset and size is checked against the buffer: a truncated or malformed
@@ -137,7 +142,13 @@ void nvhcq_cubin_free(nvhcq_cubin *c); /* NULL is fine */
 const nvhcq_cubin_kernel *nvhcq_cubin_find_kernel(const nvhcq_cubin *c, const char *name);
 const nvhcq_cubin_global *nvhcq_cubin_find_global(const nvhcq_cubin *c, const char *name);
 
-/* Applies every relocation to `image` (a copy of c->image, image_size bytes) for an image that
+/* Writes the image (memory_size bytes: the sections' bytes from `data`, the file c was parsed
+ * from, and zeros in the gaps and the zero-filled tail) to `dst`, in one ascending pass, so that
+ * it may be write-combined device memory. Relocations are not applied. */
+NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_write_image(const nvhcq_cubin *c, const void *data,
+                                                      size_t size, uint8_t *dst);
+
+/* Applies every relocation to `image` (as nvhcq_cubin_write_image wrote it) for an image that
  * will live at GPU address gpu_base. Idempotent: each write uses only gpu_base and the cubin. */
 NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t *image,
                                                    uint64_t gpu_base);

@@ -54,14 +54,25 @@ static void nvhcq_elf_read_section(nvhcq_elf *e, uint32_t i) {
   s->name = "";
 }
 
-/* A string of a string table; `what`/`index` name its owner for the message. */
-static nvhcq_status nvhcq_elf_string(const nvhcq_elf *e, const nvhcq_elf_section *strtab,
-                                     uint64_t offset, const char *what, uint32_t index,
-                                     const char **out) {
+/* A private copy of string table s (range-checked already), so that the names in it outlive the
+ * caller's buffer; nothing else of the file is kept. The two tables may be one section. */
+static nvhcq_status nvhcq_elf_copy_strings(nvhcq_elf_section *s, const uint8_t *data, char **slot) {
+  if (s->strings) return NVHCQ_SUCCESS;
+  *slot = malloc(s->size + 1);
+  if (!*slot) return NVHCQ_OOM();
+  memcpy(*slot, data + s->offset, s->size);
+  (*slot)[s->size] = '\0';
+  s->strings = *slot;
+  return NVHCQ_SUCCESS;
+}
+
+/* A string of a string table (its copy); `what`/`index` name its owner for the message. */
+static nvhcq_status nvhcq_elf_string(const nvhcq_elf_section *strtab, uint64_t offset,
+                                     const char *what, uint32_t index, const char **out) {
   if (offset >= strtab->size)
     return NVHCQ_BAD("name of %s %u at 0x%llx lies past its string table (0x%llx bytes)", what,
                      index, (nvhcq_ull)offset, (nvhcq_ull)strtab->size);
-  const char *s = (const char *)e->data + strtab->offset + offset;
+  const char *s = strtab->strings + offset;
   if (!memchr(s, 0, strtab->size - offset))
     return NVHCQ_BAD("name of %s %u at 0x%llx is not NUL-terminated in its string table", what,
                      index, (nvhcq_ull)offset);
@@ -87,9 +98,10 @@ nvhcq_status nvhcq_elf_read_sections(nvhcq_elf *e) {
     return NVHCQ_BAD("section %u, named as the section-name table, is not a string table",
                      e->shstrndx);
   NVHCQ_TRY(nvhcq_elf_check_section(e, e->shstrndx));
+  NVHCQ_TRY(nvhcq_elf_copy_strings(&e->sections[e->shstrndx], e->data, &e->strings[0]));
   for (uint32_t i = 0; i < e->section_count; i++) {
     nvhcq_elf_section *s = &e->sections[i];
-    NVHCQ_TRY(nvhcq_elf_string(e, names, s->name_offset, "section", i, &s->name));
+    NVHCQ_TRY(nvhcq_elf_string(names, s->name_offset, "section", i, &s->name));
     NVHCQ_TRY(nvhcq_elf_check_section(e, i));
   }
   return NVHCQ_SUCCESS;
@@ -120,8 +132,7 @@ static nvhcq_status nvhcq_elf_read_symbol(nvhcq_elf *e, const nvhcq_elf_section 
   sym->shndx = nvhcq_rd16(p + 6);
   sym->value = nvhcq_rd64(p + 8);
   sym->size = nvhcq_rd64(p + 16);
-  NVHCQ_TRY(
-      nvhcq_elf_string(e, &e->sections[symtab->link], nvhcq_rd32(p), "symbol", i, &sym->name));
+  NVHCQ_TRY(nvhcq_elf_string(&e->sections[symtab->link], nvhcq_rd32(p), "symbol", i, &sym->name));
   if (sym->shndx < NVHCQ_SHN_LORESERVE && sym->shndx >= e->section_count)
     return NVHCQ_BAD("symbol %u (%s) refers to section %u, but only %u sections", i, sym->name,
                      sym->shndx, e->section_count);
@@ -134,6 +145,7 @@ nvhcq_status nvhcq_elf_read_symbols(nvhcq_elf *e) {
     if (e->sections[i].type == NVHCQ_SHT_SYMTAB) symtab = &e->sections[e->symtab_index = i];
   if (!symtab) return NVHCQ_BAD("no symbol table");
   NVHCQ_TRY(nvhcq_elf_check_symtab(e, symtab));
+  NVHCQ_TRY(nvhcq_elf_copy_strings(&e->sections[symtab->link], e->data, &e->strings[1]));
   e->symbol_count = (uint32_t)(symtab->size / NVHCQ_SYM_SIZE);
   e->symbols = calloc(e->symbol_count + 1, sizeof *e->symbols);
   if (!e->symbols) return NVHCQ_OOM();

@@ -73,8 +73,9 @@ typedef struct nvhcq_elf_section {
   const char *name;
   uint32_t name_offset, type, link, info;
   uint64_t flags, offset, size, addralign, entsize;
-  uint64_t place; /* image offset, or NVHCQ_NOT_PLACED */
-  bool has_data;  /* bytes in the file, range-checked */
+  uint64_t place;      /* image offset, or NVHCQ_NOT_PLACED */
+  bool has_data;       /* bytes in the file, range-checked */
+  const char *strings; /* a string table's private copy (names point into it), else NULL */
 } nvhcq_elf_section;
 
 typedef struct nvhcq_elf_symbol {
@@ -97,6 +98,7 @@ typedef struct nvhcq_elf {
   uint32_t symbol_count;
   nvhcq_elf_symbol *symbols;
   uint32_t symtab_index;
+  char *strings[2]; /* the copies of the section-name and symbol-name tables (the cubin's) */
   /* kernel lookups, so that a cubin of thousands of kernels parses in O(n log n) */
   uint32_t *kernel_symbols;                       /* symbol index of each kernel */
   int32_t *symbol_kernel;                         /* kernel index of each symbol, or -1 */

@@ -63,11 +63,9 @@ static int carve(nvhcq_va *va, uint32_t i, uint64_t addr, uint64_t size) {
   return tail == 0 || insert_at(va, i + 1, (nvhcq_va_range){addr + size, tail});
 }
 
-nvhcq_status nvhcq_va_alloc(nvhcq_va *va, uint64_t size, uint64_t align, uint64_t *addr) {
-  if (size == 0 || align == 0 || (align & (align - 1)))
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "address allocator: size %llu / alignment %llu invalid",
-                      (unsigned long long)size, (unsigned long long)align);
+/* First fit: 1 when [*addr, +size) was taken, 0 when no free range fits, -1 when the list of
+ * free ranges cannot grow (out of host memory). */
+static int take(nvhcq_va *va, uint64_t size, uint64_t align, uint64_t *addr) {
   pthread_mutex_lock(&va->lock);
   for (uint32_t i = 0; i < va->count; i++) {
     nvhcq_va_range r = va->free[i];
@@ -75,16 +73,35 @@ nvhcq_status nvhcq_va_alloc(nvhcq_va *va, uint64_t size, uint64_t align, uint64_
     if (start < r.base || start - r.base > r.size || r.size - (start - r.base) < size) continue;
     int ok = carve(va, i, start, size);
     pthread_mutex_unlock(&va->lock);
-    if (!ok) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "address allocator: out of memory");
+    if (!ok) return -1;
     *addr = start;
-    return NVHCQ_SUCCESS;
+    return 1;
   }
   pthread_mutex_unlock(&va->lock);
+  return 0;
+}
+
+static int valid_request(uint64_t size, uint64_t align) {
+  return size != 0 && align != 0 && !(align & (align - 1));
+}
+
+nvhcq_status nvhcq_va_alloc(nvhcq_va *va, uint64_t size, uint64_t align, uint64_t *addr) {
+  if (!valid_request(size, align))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "address allocator: size %llu / alignment %llu invalid",
+                      (unsigned long long)size, (unsigned long long)align);
+  int r = take(va, size, align, addr);
+  if (r > 0) return NVHCQ_SUCCESS;
+  if (r < 0) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "address allocator: out of memory");
   return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY,
                     "no free virtual address range of %llu bytes (aligned to %llu) left in "
                     "[0x%llx, 0x%llx); free buffers first",
                     (unsigned long long)size, (unsigned long long)align,
                     (unsigned long long)va->base, (unsigned long long)(va->base + va->size));
+}
+
+int nvhcq_va_try_alloc(nvhcq_va *va, uint64_t size, uint64_t align, uint64_t *addr) {
+  return valid_request(size, align) && take(va, size, align, addr) > 0;
 }
 
 nvhcq_status nvhcq_va_free(nvhcq_va *va, uint64_t addr, uint64_t size) {

@@ -24,6 +24,9 @@ void nvhcq_va_finish(nvhcq_va *va);
 /* `align` must be a power of two. */
 nvhcq_status nvhcq_va_alloc(nvhcq_va *va, uint64_t size, uint64_t align,
                             uint64_t *addr) NVHCQ_MUST_CHECK;
+/* The same without an error: 1 when a range was taken, 0 when none fits (or the request is
+ * invalid, or host memory ran out), for callers with other places to look. */
+int nvhcq_va_try_alloc(nvhcq_va *va, uint64_t size, uint64_t align, uint64_t *addr);
 /* Returns a range given by nvhcq_va_alloc. Returns INVALID_ARGUMENT for ranges not allocated. */
 nvhcq_status nvhcq_va_free(nvhcq_va *va, uint64_t addr, uint64_t size);
 /* Bytes currently free (tests, leak checks). */

@@ -38,21 +38,26 @@ static inline int open_device(void) {
   return 0;
 }
 
-/* Opens the device and loads the test kernels for its architecture. */
-static inline int setup(void) {
-  if (open_device()) return 1;
+/* The test kernels' cubin for the open device's architecture (NVHCQ_TEST_CUBIN_DIR, else where
+ * this build put them); on the mock, NVHCQ_MOCK_PTX names the PTX it runs them from. */
+static inline void test_cubin_path(char *path, size_t size) {
   nvhcq_device_info info = {.struct_size = sizeof info};
   nvhcq_device_query_info(dev, &info);
   const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
 #ifdef NVHCQ_TEST_CUBIN_DEFAULT
-  if (!dir) dir = NVHCQ_TEST_CUBIN_DEFAULT; /* where this build put them */
+  if (!dir) dir = NVHCQ_TEST_CUBIN_DEFAULT;
 #endif
 #ifdef NVHCQ_TEST_PTX_FILE
-  /* The mock runs the cubin's kernels from their PTX, built beside it. */
   if (on_mock()) setenv("NVHCQ_MOCK_PTX", NVHCQ_TEST_PTX_FILE, 0);
 #endif
+  snprintf(path, size, "%s/device_kernels_%s.cubin", dir ? dir : ".", info.arch);
+}
+
+/* Opens the device and loads the test kernels for its architecture. */
+static inline int setup(void) {
+  if (open_device()) return 1;
   char path[512];
-  snprintf(path, sizeof path, "%s/device_kernels_%s.cubin", dir ? dir : ".", info.arch);
+  test_cubin_path(path, sizeof path);
   if (nvhcq_module_load_file(dev, path, &mod)) {
     TEST_CHECK_MSG(0, "load %s: %s", path, nvhcq_last_error());
     return 1;

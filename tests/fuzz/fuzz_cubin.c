@@ -9,12 +9,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (nvhcq_cubin_parse(data, size, &c) == NVHCQ_SUCCESS) {
     for (uint32_t i = 0; i < c->kernel_count; i++)
       (void)nvhcq_cubin_find_kernel(c, c->kernels[i].name);
-    uint8_t *image = malloc(c->image_size ? c->image_size : 1);
-    if (image) {
-      memcpy(image, c->image, c->image_size);
+    /* A damaged NOBITS size may ask for up to 1 TiB of zeros: such images are not written. */
+    uint8_t *image = c->memory_size <= (64u << 20) ? malloc(c->memory_size + 1) : NULL;
+    if (image && nvhcq_cubin_write_image(c, data, size, image) == NVHCQ_SUCCESS)
       (void)!nvhcq_cubin_relocate(c, image, 0x7f0000000000ull);
-      free(image);
-    }
+    free(image);
     (void)!nvhcq_cubin_check_arch(c, 90);
     nvhcq_cubin_free(c);
   }

@@ -72,6 +72,16 @@ static nvhcq_cubin *parse_ok(const blob *b) {
   return c;
 }
 
+/* The image as a module load writes it (memory_size bytes), from the file c was parsed from. */
+static uint8_t *image_of(const nvhcq_cubin *c, const void *data, size_t size) {
+  uint8_t *img = malloc(c->memory_size + 1);
+  if (!img) return NULL;
+  nvhcq_status st = nvhcq_cubin_write_image(c, data, size, img);
+  TEST_CHECK_MSG(st == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  if (st) free(img);
+  return st ? NULL : img;
+}
+
 static bool contains(const void *hay, size_t n, const char *needle) {
   size_t m = strlen(needle);
   for (size_t i = 0; m <= n && i <= n - m; i++)
@@ -183,6 +193,32 @@ static void test_kernels_listed(void) {
   for_each_arch(check_kernels);
 }
 
+/* Only the string tables are copied: names, kernels and globals outlive the caller's buffer, and
+ * only the image writer reads the file again (given the same size). */
+static void test_names_outlive_the_file(void) {
+  blob b;
+  LOAD_OR_SKIP("sm_90", &b);
+  blob copy = {malloc(b.size), b.size};
+  memcpy(copy.data, b.data, b.size);
+  nvhcq_cubin *c = parse_ok(&copy);
+  uint8_t *img = c ? image_of(c, copy.data, copy.size) : NULL;
+  memset(copy.data, 0xa5, copy.size);
+  free(copy.data);
+  for (int i = 0; c && i < NK; i++)
+    TEST_CHECK_MSG(nvhcq_cubin_find_kernel(c, kernel_names[i]) != NULL, "%s", nvhcq_last_error());
+  const nvhcq_cubin_global *g = c ? nvhcq_cubin_find_global(c, "scale_table") : NULL;
+  TEST_CHECK(g && !strcmp(g->section, ".nv.constant3"));
+  /* the image equals the file's section bytes at their places */
+  const test_section *text = test_find(&b, ".text.vector_add");
+  const nvhcq_cubin_kernel *k = c ? nvhcq_cubin_find_kernel(c, "vector_add") : NULL;
+  TEST_CHECK(img && text && k && !memcmp(img + k->code_offset, b.data + text->offset, text->size));
+  TEST_CHECK(c &&
+             nvhcq_cubin_write_image(c, b.data, b.size - 1, img) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  free(img);
+  nvhcq_cubin_free(c);
+  free(b.data);
+}
+
 static void check_param(const nvhcq_cubin_kernel *k, uint32_t i, uint32_t offset, uint32_t size) {
   TEST_CHECK_MSG(i < k->param_count && k->params[i].ordinal == i && k->params[i].offset == offset &&
                      k->params[i].size == size,
@@ -282,12 +318,14 @@ static const nvhcq_cubin_global *global_ok(const nvhcq_cubin *c, const char *nam
 }
 
 static void check_globals(const arch_case *a, const blob *b, nvhcq_cubin *c) {
-  (void)a, (void)b;
+  (void)a;
+  uint8_t *img = image_of(c, b->data, b->size);
+  if (!img) return;
   const nvhcq_cubin_global *g = global_ok(c, "scale_table", 64, ".nv.constant3");
   if (g) {
     TEST_CHECK(g->kind == NVHCQ_CUBIN_GLOBAL_CONSTANT && g->bank == 3);
     float v[16];
-    memcpy(v, c->image + g->offset, sizeof v);
+    memcpy(v, img + g->offset, sizeof v);
     for (int i = 0; i < 16; i++) TEST_CHECK(v[i] == (float)(i + 1));
     bool bound = false; /* the module bank 3 a launch binds holds it */
     for (uint32_t i = 0; i < c->cbank_count; i++)
@@ -296,17 +334,22 @@ static void check_globals(const arch_case *a, const blob *b, nvhcq_cubin *c) {
     TEST_CHECK(bound);
   }
   g = global_ok(c, "global_counter", 4, ".nv.global");
-  if (g)
+  if (g) {
     TEST_CHECK(g->kind == NVHCQ_CUBIN_GLOBAL_DEVICE && g->offset >= c->image_size &&
                g->offset + g->size <= c->memory_size);
+    uint32_t zero = ~0u; /* zero-filled by the image writer */
+    memcpy(&zero, img + g->offset, sizeof zero);
+    TEST_CHECK(zero == 0);
+  }
   g = global_ok(c, "global_offsets", 16, ".nv.global.init");
   if (g) {
     uint32_t v[4];
-    memcpy(v, c->image + g->offset, sizeof v);
+    memcpy(v, img + g->offset, sizeof v);
     TEST_CHECK(v[0] == 7 && v[1] == 11 && v[2] == 13 && v[3] == 17);
   }
   global_ok(c, "global_offsets_ptr", 8, ".nv.global.init");
   TEST_CHECK(nvhcq_cubin_find_global(c, "no_such_global") == NULL);
+  free(img);
 }
 
 static void test_globals(void) {
@@ -333,18 +376,16 @@ static uint64_t reloc_expect(const nvhcq_cubin_reloc *r, uint64_t base) {
   return narrow ? (uint32_t)v : v;
 }
 
-static uint8_t *relocated(const nvhcq_cubin *c, uint64_t base) {
-  uint8_t *img = malloc(c->image_size + 1);
+static uint8_t *relocated(const nvhcq_cubin *c, const blob *b, uint64_t base) {
+  uint8_t *img = image_of(c, b->data, b->size);
   if (!img) return NULL;
-  memcpy(img, c->image, c->image_size);
   TEST_CHECK_MSG(nvhcq_cubin_relocate(c, img, base) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   return img;
 }
 
 static void check_relocate(const arch_case *a, const blob *b, nvhcq_cubin *c) {
-  (void)b;
   const uint64_t base = 0x7f1234560000ull;
-  uint8_t *img = relocated(c, base);
+  uint8_t *img = relocated(c, b, base);
   if (!img) return;
   TEST_CHECK_MSG(c->reloc_count == 4, "%s: %u relocations", a->arch, c->reloc_count);
   for (uint32_t i = 0; i < c->reloc_count; i++)
@@ -365,7 +406,7 @@ static void check_relocate(const arch_case *a, const blob *b, nvhcq_cubin *c) {
     }
   }
   /* idempotent: relocating again at another base equals a fresh relocation there */
-  uint8_t *fresh = relocated(c, 0x100000000ull);
+  uint8_t *fresh = relocated(c, b, 0x100000000ull);
   TEST_CHECK(nvhcq_cubin_relocate(c, img, 0x100000000ull) == NVHCQ_SUCCESS);
   TEST_CHECK(fresh && !memcmp(img, fresh, c->image_size));
   free(fresh);
@@ -376,18 +417,18 @@ static void test_relocate(void) {
   for_each_arch(check_relocate);
 }
 
-/* Sets the type of the first relocation of `section` in a copy of b, then parses the copy. */
+/* Sets the type of the first relocation of `section` in a copy of b (*m, for the caller to free),
+ * then parses the copy. */
 static nvhcq_status parse_with_reloc_type(const blob *b, const char *section, uint32_t type,
-                                          nvhcq_cubin **out) {
+                                          blob *m, nvhcq_cubin **out) {
   const test_section *s = test_find(b, section);
+  *m = (blob){0};
   TEST_CHECK_MSG(s != NULL, "no %s", section);
   if (!s) return NVHCQ_ERROR_NOT_FOUND;
-  blob m = {malloc(b->size), b->size};
-  memcpy(m.data, b->data, b->size);
-  wr(m.data + s->offset + 8, 4, type); /* low half of r_info */
-  nvhcq_status st = nvhcq_cubin_parse(m.data, m.size, out);
-  free(m.data);
-  return st;
+  *m = (blob){malloc(b->size), b->size};
+  memcpy(m->data, b->data, b->size);
+  wr(m->data + s->offset + 8, 4, type); /* low half of r_info */
+  return nvhcq_cubin_parse(m->data, m->size, out);
 }
 
 static void test_reloc_abs32_and_unknown(void) {
@@ -396,24 +437,30 @@ static void test_reloc_abs32_and_unknown(void) {
   const uint64_t base = 0x7f1234560000ull;
   for (uint32_t type = NVHCQ_R_CUDA_ABS32_LO_32; type <= NVHCQ_R_CUDA_ABS32_HI_32; type++) {
     nvhcq_cubin *c = NULL;
-    TEST_CHECK(parse_with_reloc_type(&b, ".rela.nv.constant4", type, &c) == NVHCQ_SUCCESS);
+    blob m;
+    TEST_CHECK(parse_with_reloc_type(&b, ".rela.nv.constant4", type, &m, &c) == NVHCQ_SUCCESS);
     const nvhcq_cubin_reloc *r = NULL;
     for (uint32_t i = 0; c && i < c->reloc_count; i++)
       if (c->relocs[i].type == type) r = &c->relocs[i];
     TEST_CHECK(r != NULL);
-    uint8_t *img = c && r ? relocated(c, base) : NULL;
-    if (img) {
+    uint8_t *img = c && r ? relocated(c, &m, base) : NULL;
+    uint8_t *plain = c && r ? image_of(c, m.data, m.size) : NULL;
+    if (img && plain) {
       uint64_t v = base + r->symbol_offset + (uint64_t)r->addend;
       TEST_CHECK(rd(img + r->offset + 4, 4) ==
                  (type == NVHCQ_R_CUDA_ABS32_LO_32 ? v & 0xffffffff : v >> 32));
-      TEST_CHECK(!memcmp(img + r->offset, c->image + r->offset, 4)); /* opcode bytes untouched */
+      TEST_CHECK(!memcmp(img + r->offset, plain + r->offset, 4)); /* opcode bytes untouched */
     }
     free(img);
+    free(plain);
+    free(m.data);
     nvhcq_cubin_free(c);
   }
   nvhcq_cubin *c = NULL;
-  TEST_CHECK(parse_with_reloc_type(&b, ".rela.nv.constant4", 0x2b, &c) ==
+  blob m;
+  TEST_CHECK(parse_with_reloc_type(&b, ".rela.nv.constant4", 0x2b, &m, &c) ==
              NVHCQ_ERROR_INVALID_IMAGE);
+  free(m.data);
   TEST_CHECK(c == NULL);
   TEST_CHECK_MSG(strstr(nvhcq_last_error(), "0x2b") &&
                      strstr(nvhcq_last_error(), ".rela.nv.constant4"),
@@ -543,13 +590,11 @@ static void test_malformed_basics(void) {
   free(b.data);
 }
 
-/* Whatever parse makes of a damaged file must be safe to use. */
-static void exercise(const nvhcq_cubin *c) {
-  uint8_t *img = malloc(c->image_size + 1);
-  if (img) {
-    memcpy(img, c->image, c->image_size);
-    TEST_CHECK(nvhcq_cubin_relocate(c, img, 0x7f0000000000ull) == NVHCQ_SUCCESS);
-  }
+/* Whatever parse makes of a damaged file must be safe to use. (A damaged NOBITS size may ask for
+ * up to 1 TiB of zeros: such images are not written.) */
+static void exercise(const nvhcq_cubin *c, const uint8_t *data, size_t size) {
+  uint8_t *img = c->memory_size <= (64u << 20) ? image_of(c, data, size) : NULL;
+  if (img) TEST_CHECK(nvhcq_cubin_relocate(c, img, 0x7f0000000000ull) == NVHCQ_SUCCESS);
   free(img);
   for (uint32_t i = 0; i < c->kernel_count; i++) {
     const nvhcq_cubin_kernel *k = nvhcq_cubin_find_kernel(c, c->kernels[i].name);
@@ -567,7 +612,7 @@ static int parse_damaged(const uint8_t *data, size_t size) {
   nvhcq_status st = nvhcq_cubin_parse(data, size, &c);
   TEST_CHECK_MSG(st == NVHCQ_SUCCESS || st == NVHCQ_ERROR_INVALID_IMAGE, "%s: %s",
                  nvhcq_status_name(st), nvhcq_last_error());
-  if (c) exercise(c);
+  if (c) exercise(c, data, size);
   nvhcq_cubin_free(c);
   return st == NVHCQ_SUCCESS;
 }
@@ -655,11 +700,21 @@ static bool is_directory(const char *path) {
 
 int main(int argc, char **argv) {
   static const test_case tests[] = {
-      TEST(test_kernels_listed),          TEST(test_param_layout),      TEST(test_registers),
-      TEST(test_shared_local_limits),     TEST(test_globals),           TEST(test_relocate),
-      TEST(test_reloc_abs32_and_unknown), TEST(test_reqntid_record),    TEST(test_eflags_encodings),
-      TEST(test_arch_specific),           TEST(test_wrong_arch),        TEST(test_malformed_basics),
-      TEST(test_every_truncation),        TEST(test_random_corruption),
+      TEST(test_kernels_listed),
+      TEST(test_param_layout),
+      TEST(test_registers),
+      TEST(test_shared_local_limits),
+      TEST(test_globals),
+      TEST(test_relocate),
+      TEST(test_reloc_abs32_and_unknown),
+      TEST(test_reqntid_record),
+      TEST(test_eflags_encodings),
+      TEST(test_arch_specific),
+      TEST(test_wrong_arch),
+      TEST(test_malformed_basics),
+      TEST(test_every_truncation),
+      TEST(test_random_corruption),
+      TEST(test_names_outlive_the_file),
   };
   cubin_dir = getenv("NVHCQ_TEST_CUBIN_DIR");
   if (argc > 1 && is_directory(argv[1])) { /* then an optional test-name filter */
