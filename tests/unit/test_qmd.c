@@ -383,7 +383,6 @@ static void test_release(void) {
 /* A release set on the CPU's copy reaches the GPU's copy with the dwords it changed, and only
  * the dwords from its first to its last field are written. */
 static void test_copy_release_words(void) {
-  const nvhcq_qmd_version versions[] = {NVHCQ_QMD_V03, NVHCQ_QMD_V04, NVHCQ_QMD_V05};
   for (unsigned i = 0; i < 3; i++)
     for (unsigned slot = 0; slot < 3; slot++) {
       uint32_t cpu[QMD_DWORDS] = {0}, gpu[QMD_DWORDS] = {0};
