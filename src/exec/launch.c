@@ -121,13 +121,18 @@ static nvhcq_status fill_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel *
  * node with a successor had CWD_MEMBAR_TYPE = L1_MEMBAR and CWD_MEMBAR_TASK_CHASING_ENABLE = 1
  * and the last node L1_SYSMEMBAR (bench/qmd_probe.c reads libcuda's QMDs from its pushbuffer).
  * A grid whose QMD also releases a signal keeps the system scope: the signal's reader may be
- * the CPU. tests/device/test_order.c is the stress test of this policy. */
-static void fence_before_successor(const nvhcq_compute_state *cs, uint32_t *qmd) {
+ * the CPU. The profiler's timestamps (`stamps`, a bit per release slot they hold) do not keep
+ * it: a stamp carries only its own payload and time, no data of the grid's, and the CPU reads
+ * it only after a later release of the same channel that is fenced at system scope (the run's
+ * last stamp, on a grid without successor or after idle, or its copy engine's flush), so a
+ * profiled chain keeps the fences it has unprofiled. tests/device/test_order.c is the stress
+ * test of this policy; test_profile checks the fences a profiled chain gets. */
+static void fence_before_successor(const nvhcq_compute_state *cs, uint32_t *qmd, unsigned stamps) {
   nvhcq_qmd_version v = cs->qmd_version;
   if (cs->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) return;
   if (cs->debug_fence == NVHCQ_DEBUG_FENCE_SYSTEM) return;
   for (unsigned slot = 0; slot < 3; slot++)
-    if (nvhcq_qmd_get(v, qmd, NVHCQ_QMD_RELEASE0_ENABLE + slot)) return;
+    if (!(stamps >> slot & 1) && nvhcq_qmd_get(v, qmd, NVHCQ_QMD_RELEASE0_ENABLE + slot)) return;
   nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_DEVICE);
 }
 
@@ -157,7 +162,7 @@ static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, uin
   nvhcq_qmd_version v = cs->qmd_version;
   int unordered = cs->debug_fence == NVHCQ_DEBUG_FENCE_UNORDERED;
   if (q->last_qmd && !unordered && !nvhcq_qmd_set_dependent(v, q->last_qmd_shadow, qmd_gpu)) {
-    fence_before_successor(cs, q->last_qmd_shadow);
+    fence_before_successor(cs, q->last_qmd_shadow, q->last_qmd_stamps);
     /* While the grid drains, the SMs fetch what the next one starts with (libcuda's graph nodes
      * do the same: bank slot 5 and the program, prefetched POST). */
     if (!cs->debug_no_prefetch)
@@ -175,6 +180,7 @@ static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, uin
   }
   q->last_qmd = qmd_cpu;
   q->last_qmd_gpu = qmd_gpu;
+  q->last_qmd_stamps = 0;
   q->launch_pending = 1;
 }
 
@@ -342,10 +348,12 @@ static void write_params(uint8_t *cbank, const nvhcq_kernel *k, const launch_req
 }
 
 /* While profiling, the launch's end: a release on its QMD (when the grid completes). */
-static nvhcq_status profile_launch(nvhcq_queue *q, const nvhcq_kernel *k, nvhcq_dim3 grid,
+static nvhcq_status profile_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
                                    nvhcq_dim3 block) {
-  nvhcq_profile_what w = {
-      .kind = NVHCQ_PROFILE_LAUNCH, .name = k->cubin->name, .grid = grid, .block = block};
+  nvhcq_profile_what w = {.kind = NVHCQ_PROFILE_LAUNCH,
+                          .name = nvhcq_profile_kernel_name(k),
+                          .grid = grid,
+                          .block = block};
   return nvhcq_profile_end(q, &w);
 }
 
@@ -534,24 +542,39 @@ void nvhcq_queue_end_chain(nvhcq_queue *q) {
 }
 
 /* A signal right after a launch rides on the launch itself: the QMD's release semaphores fire
- * when the grid completes, without stalling the channel as a host release with WFI does. */
-int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value) {
+ * when the grid completes, without stalling the channel as a host release with WFI does. The
+ * slot it took goes to `slot`; 0 when there is none. */
+static int release_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value, unsigned *slot_out) {
   nvhcq_qmd_version v = q->dev->compute_state.qmd_version;
   if (!q->last_qmd) return 0;
   for (unsigned slot = 0; slot < 3; slot++) {
     if (nvhcq_qmd_get(v, q->last_qmd_shadow, NVHCQ_QMD_RELEASE0_ENABLE + slot)) continue;
     if (nvhcq_qmd_set_release(v, q->last_qmd_shadow, slot, address, value)) return 0;
-    /* The release needs no membar of its own (FE_SYSMEMBAR): a grid with a release always ends
-     * with the system-scope CWD membar (see fence_before_successor), which makes its writes to
-     * any memory visible before the release. libcuda's QMDs on the H200 release the same way
-     * (RELEASE_MEMBAR_TYPE FE_NONE after L1_SYSMEMBAR). The "host" cases of test_order check it. */
+    /* The release needs no membar of its own (FE_SYSMEMBAR): a grid with a signal's release
+     * always ends with the system-scope CWD membar (see fence_before_successor), which makes its
+     * writes to any memory visible before the release; a profiler stamp needs no fence for
+     * them. libcuda's QMDs on the H200 release the same way (RELEASE_MEMBAR_TYPE FE_NONE after
+     * L1_SYSMEMBAR). The "host" cases of test_order check it. */
     if (q->dev->compute_state.debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR &&
         nvhcq_qmd_set(v, q->last_qmd_shadow, NVHCQ_QMD_RELEASE0_MEMBAR_TYPE + slot, 1))
       return 0;
-    memcpy(q->last_qmd, q->last_qmd_shadow, nvhcq_qmd_size(v)); /* rare next to launches */
+    nvhcq_qmd_copy_release_words(v, q->last_qmd, q->last_qmd_shadow, slot);
+    *slot_out = slot;
     return 1;
   }
   return 0;
+}
+
+int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value) {
+  unsigned slot;
+  return release_on_qmd(q, address, value, &slot);
+}
+
+int nvhcq_queue_stamp_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value) {
+  unsigned slot;
+  if (!release_on_qmd(q, address, value, &slot)) return 0;
+  q->last_qmd_stamps |= 1u << slot;
+  return 1;
 }
 
 nvhcq_status nvhcq_queue_submit_args(const nvhcq_queue *q) {

@@ -26,6 +26,7 @@ struct nvhcq_kernel {
   int non_portable_cluster; /* NVHCQ_KERNEL_NON_PORTABLE_CLUSTER: clusters of up to 16 */
   int cluster_words;        /* launches write the cluster's shape into bank 0 (launch.c) */
   uint32_t args_max;        /* the largest args_size taken: a C struct's trailing padding */
+  const char *profile_name; /* the profiler's copy of its name, made at its first profiled launch */
 };
 
 struct nvhcq_module {

@@ -10,10 +10,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "exec/module.h"
 #include "util/abi.h"
 
 int nvhcq_profile_on;
-nvhcq_profile_global nvhcq_profile_g = {.lock = PTHREAD_MUTEX_INITIALIZER, .next_id = 1};
+nvhcq_profile_global nvhcq_profile_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 uint64_t nvhcq_profile_host_ns(void) {
   struct timespec ts;
@@ -34,6 +35,7 @@ static nvhcq_status device_state(nvhcq_device *dev, nvhcq_profile_device **out) 
   }
   memset(pd->slots->host_pointer, 0, NVHCQ_PROFILE_SLOTS * 16);
   pd->dev = dev;
+  pd->next_id = 1;
   dev->profile = pd;
   pthread_mutex_lock(&nvhcq_profile_g.lock);
   pd->next = nvhcq_profile_g.devices;
@@ -53,60 +55,85 @@ static nvhcq_status queue_state(nvhcq_queue *q, nvhcq_profile_queue **out) {
   return NVHCQ_SUCCESS;
 }
 
-volatile uint64_t *nvhcq_profile_slot(const nvhcq_profile_device *pd, uint32_t slot) {
-  return (volatile uint64_t *)pd->slots->host_pointer + 2 * (size_t)slot;
+volatile uint64_t *nvhcq_profile_slot(const nvhcq_profile_device *pd, uint64_t id) {
+  return (volatile uint64_t *)pd->slots->host_pointer + 2 * (size_t)(id % NVHCQ_PROFILE_SLOTS);
 }
 
-/* Releases `id` into a new slot with the GPU time: on the copy engine in copy queues; on the
- * last launch's QMD where one can take it (the grid's end, and the chain is kept); else as a
- * host release after idle. */
-static nvhcq_status release(nvhcq_queue *q, uint64_t id, uint32_t *slot_out) {
+/* A new stamp: a release of the next id with the GPU time into its slot, on the copy engine in
+ * copy queues; on the last launch's QMD where one can take it (the grid's end, and the chain
+ * and its fences are kept); else as a host release after idle. */
+static nvhcq_status release(nvhcq_queue *q, uint64_t *id_out) {
   nvhcq_profile_device *pd = NULL;
   NVHCQ_TRY(device_state(q->dev, &pd));
-  uint32_t slot = pd->next_slot++ % NVHCQ_PROFILE_SLOTS;
-  uint64_t address = pd->slots->gpu_address + 16ull * slot;
+  uint64_t id = pd->next_id++;
+  uint64_t address = pd->slots->gpu_address + 16ull * (id % NVHCQ_PROFILE_SLOTS);
   if (q->kind == NVHCQ_QUEUE_COPY) {
     nvhcq_push_copy_signal(&q->push, address, id, q->dev->copy_payload64);
-  } else if (!nvhcq_queue_signal_on_qmd(q, address, id)) {
+  } else if (!nvhcq_queue_stamp_on_qmd(q, address, id)) {
     nvhcq_push_host_signal(&q->push, address, id);
     nvhcq_queue_end_chain(q);
     q->launch_pending = 0;
   }
-  *slot_out = slot;
+  *id_out = id;
   return q->push.error;
+}
+
+/* The GPU time of this point of the queue: the last stamp again when no command and no launch
+ * was recorded since (a launch's start is the end of the one before it, on one release), else
+ * a new one. */
+static nvhcq_status stamp(nvhcq_queue *q, nvhcq_profile_queue *pq, uint64_t *id) {
+  if (pq->last_id && pq->last_len == q->push.len && pq->last_qmd == q->last_qmd)
+    return *id = pq->last_id, NVHCQ_SUCCESS;
+  NVHCQ_TRY(release(q, id));
+  pq->last_id = *id, pq->last_len = q->push.len, pq->last_qmd = q->last_qmd;
+  return NVHCQ_SUCCESS;
 }
 
 nvhcq_status nvhcq_profile_begin(nvhcq_queue *q) {
   nvhcq_profile_queue *pq = NULL;
   NVHCQ_TRY(queue_state(q, &pq));
-  pq->open_id = __atomic_fetch_add(&nvhcq_profile_g.next_id, 1, __ATOMIC_RELAXED);
-  NVHCQ_TRY(release(q, pq->open_id, &pq->open_slot));
-  pq->open = 1;
-  return NVHCQ_SUCCESS;
+  return stamp(q, pq, &pq->open_id);
 }
 
 nvhcq_status nvhcq_profile_end(nvhcq_queue *q, const nvhcq_profile_what *what) {
   nvhcq_profile_queue *pq = NULL;
   NVHCQ_TRY(queue_state(q, &pq));
   if (pq->count == pq->capacity) {
-    uint32_t cap = pq->capacity ? 2 * pq->capacity : 16;
+    uint32_t cap = pq->capacity ? 2 * pq->capacity : 64;
     nvhcq_profile_op *grown = realloc(pq->ops, cap * sizeof *grown);
     if (!grown) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "profiler: out of host memory");
     pq->ops = grown, pq->capacity = cap;
   }
-  nvhcq_profile_op *op = &pq->ops[pq->count];
-  memset(op, 0, sizeof *op);
-  op->what = *what;
-  snprintf(op->name, sizeof op->name, "%s", what->name ? what->name : "");
-  op->what.name = NULL;
-  op->begin_id = pq->open ? pq->open_id : 0;
-  op->begin_slot = pq->open_slot;
-  op->end_id = __atomic_fetch_add(&nvhcq_profile_g.next_id, 1, __ATOMIC_RELAXED);
-  NVHCQ_TRY(release(q, op->end_id, &op->end_slot));
-  op->copy_channel = q->kind == NVHCQ_QUEUE_COPY;
-  pq->open = 0;
-  pq->count++;
+  uint64_t end = 0;
+  NVHCQ_TRY(stamp(q, pq, &end));
+  pq->ops[pq->count++] = (nvhcq_profile_op){.what = *what,
+                                            .begin_id = pq->open_id,
+                                            .end_id = end,
+                                            .copy_channel = q->kind == NVHCQ_QUEUE_COPY};
+  pq->open_id = 0;
   return NVHCQ_SUCCESS;
+}
+
+/* Interned under the lock: each name once, kept until the process exits (events outlive their
+ * modules); a kernel keeps its copy, so this runs once per kernel. */
+const char *nvhcq_profile_kernel_name(nvhcq_kernel *k) {
+  if (k->profile_name) return k->profile_name;
+  nvhcq_profile_global *g = &nvhcq_profile_g;
+  const char *name = k->cubin->name;
+  pthread_mutex_lock(&g->lock);
+  for (size_t i = 0; i < g->kernel_name_count && !k->profile_name; i++)
+    if (!strcmp(g->kernel_names[i], name)) k->profile_name = g->kernel_names[i];
+  if (!k->profile_name && g->kernel_name_count == g->kernel_name_capacity) {
+    size_t cap = g->kernel_name_capacity ? 2 * g->kernel_name_capacity : 64;
+    char **grown = realloc(g->kernel_names, cap * sizeof *grown);
+    if (grown) g->kernel_names = grown, g->kernel_name_capacity = cap;
+  }
+  if (!k->profile_name && g->kernel_name_count < g->kernel_name_capacity) {
+    char *copy = strdup(name);
+    if (copy) k->profile_name = g->kernel_names[g->kernel_name_count++] = copy;
+  }
+  pthread_mutex_unlock(&g->lock);
+  return k->profile_name;
 }
 
 void nvhcq_profile_forget(nvhcq_queue *q) {
@@ -116,15 +143,14 @@ void nvhcq_profile_forget(nvhcq_queue *q) {
   q->profile = NULL;
 }
 
-/* The value a slot holds: copy engines without 64-bit payloads release the lower half. */
-static int released(const nvhcq_profile_device *pd, uint32_t slot, uint64_t id) {
-  uint64_t v = __atomic_load_n(nvhcq_profile_slot(pd, slot), __ATOMIC_ACQUIRE);
+/* Whether stamp `id` was released: copy engines without 64-bit payloads release the lower half. */
+static int released(const nvhcq_profile_device *pd, uint64_t id) {
+  uint64_t v = __atomic_load_n(nvhcq_profile_slot(pd, id), __ATOMIC_ACQUIRE);
   return v == id || v == (uint32_t)id;
 }
 
 static int instance_done(const nvhcq_profile_device *pd, const nvhcq_profile_instance *in) {
-  const nvhcq_profile_op *last = &in->ops[in->count - 1];
-  return released(pd, last->end_slot, last->end_id);
+  return released(pd, in->ops[in->count - 1].end_id);
 }
 
 /* Moves every pending instance of the device that has completed (all of them with `all`: the
@@ -150,7 +176,7 @@ static nvhcq_status collect_previous_run(nvhcq_profile_device *pd, const nvhcq_p
     nvhcq_profile_instance *in = &pd->pending[i];
     if (in->queue != pq->serial || in->generation != pd->dev->generation) continue;
     const nvhcq_profile_op *last = &in->ops[in->count - 1];
-    volatile uint64_t *v = nvhcq_profile_slot(pd, last->end_slot);
+    volatile uint64_t *v = nvhcq_profile_slot(pd, last->end_id);
     uint64_t want =
         pd->dev->copy_payload64 || !last->copy_channel ? last->end_id : (uint32_t)last->end_id;
     NVHCQ_TRY(nvhcq_wait_value(pd->dev, v, want, pd->dev->timeout_ms, 0,
@@ -158,8 +184,8 @@ static nvhcq_status collect_previous_run(nvhcq_profile_device *pd, const nvhcq_p
   }
   nvhcq_profile_collect(pd, 0);
   for (uint32_t i = 0; i < pq->count; i++) {
-    if (pq->ops[i].begin_id) *nvhcq_profile_slot(pd, pq->ops[i].begin_slot) = 0;
-    *nvhcq_profile_slot(pd, pq->ops[i].end_slot) = 0;
+    if (pq->ops[i].begin_id) *nvhcq_profile_slot(pd, pq->ops[i].begin_id) = 0;
+    *nvhcq_profile_slot(pd, pq->ops[i].end_id) = 0;
   }
   return NVHCQ_SUCCESS;
 }
@@ -213,7 +239,7 @@ void nvhcq_profile_drain(nvhcq_profile_device *pd) {
     const nvhcq_profile_op *last = &in->ops[in->count - 1];
     uint64_t want =
         pd->dev->copy_payload64 || !last->copy_channel ? last->end_id : (uint32_t)last->end_id;
-    if (nvhcq_wait_value(pd->dev, nvhcq_profile_slot(pd, last->end_slot), want, pd->dev->timeout_ms,
+    if (nvhcq_wait_value(pd->dev, nvhcq_profile_slot(pd, last->end_id), want, pd->dev->timeout_ms,
                          0, "profiler"))
       break;
   }

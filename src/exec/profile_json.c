@@ -9,11 +9,25 @@
 
 #include "exec/profile_internal.h"
 
-static uint64_t stamp(const nvhcq_profile_device *pd, uint32_t slot, uint64_t id, int *ok) {
-  volatile uint64_t *s = nvhcq_profile_slot(pd, slot);
+/* Stamp `id`'s GPU time, and whether the slot still holds it. */
+static uint64_t stamp(const nvhcq_profile_device *pd, uint64_t id, int *ok) {
+  volatile uint64_t *s = nvhcq_profile_slot(pd, id);
   uint64_t v = __atomic_load_n(s, __ATOMIC_ACQUIRE);
   *ok = v == id || v == (uint32_t)id;
   return s[1];
+}
+
+/* The last stamp read, for the next operation's start, which is mostly the same stamp: the slots
+ * are host memory the GPU writes, slow for the CPU to read. */
+typedef struct last_stamp {
+  uint64_t id, ns;
+  int ok;
+} last_stamp;
+
+static uint64_t stamp_once(const nvhcq_profile_device *pd, uint64_t id, int *ok, last_stamp *last) {
+  if (id != last->id) last->id = id, last->ns = stamp(pd, id, &last->ok);
+  *ok = last->ok;
+  return last->ns;
 }
 
 static nvhcq_profile_event *new_event(void) {
@@ -36,47 +50,19 @@ static void note_delta(int device, int64_t delta) {
   g->have_delta[device] = 1;
 }
 
-/* "WHAT 4.0 MiB": a copy by its size. */
-static void name_copy(char *out, size_t size, const char *what, uint64_t b) {
-  if (b >= (1u << 20))
-    snprintf(out, size, "%s %.1f MiB", what, b / 1048576.0);
-  else if (b >= 1024)
-    snprintf(out, size, "%s %.1f KiB", what, b / 1024.0);
-  else
-    snprintf(out, size, "%s %" PRIu64 " B", what, b);
-}
-
-/* A kernel by its name; a copy by its size, a signal and a wait by their value. */
-static void name_op(char *out, size_t size, const nvhcq_profile_op *op) {
-  switch (op->what.kind) {
-  case NVHCQ_PROFILE_COPY:
-    name_copy(out, size, "copy", op->what.bytes);
-    break;
-  case NVHCQ_PROFILE_SIGNAL:
-    snprintf(out, size, "signal %" PRIu64, op->what.value);
-    break;
-  case NVHCQ_PROFILE_WAIT:
-    snprintf(out, size, "wait >= %" PRIu64, op->what.value);
-    break;
-  default:
-    snprintf(out, size, "%s", op->name[0] ? op->name : "kernel");
-    break;
-  }
-}
-
 static void take_op(const nvhcq_profile_device *pd, const nvhcq_profile_instance *in,
-                    const nvhcq_profile_op *op, uint64_t *flow) {
+                    const nvhcq_profile_op *op, uint64_t *flow, last_stamp *last) {
   int ok, begin_ok = 0;
-  uint64_t end = stamp(pd, op->end_slot, op->end_id, &ok);
-  uint64_t begin = op->begin_id ? stamp(pd, op->begin_slot, op->begin_id, &begin_ok) : end;
+  uint64_t begin = op->begin_id ? stamp_once(pd, op->begin_id, &begin_ok, last) : 0;
+  uint64_t end = stamp_once(pd, op->end_id, &ok, last);
   nvhcq_profile_event *e = ok ? new_event() : NULL;
   if (!e) {
     nvhcq_profile_g.lost++;
     return;
   }
-  if (!begin_ok || begin > end) begin = end;
+  if (!op->begin_id || !begin_ok || begin > end) begin = end;
   e->kind = op->what.kind;
-  name_op(e->name, sizeof e->name, op);
+  e->name = op->what.name;
   e->device = pd->dev->index;
   e->copy_channel = op->copy_channel;
   e->queue = in->queue, e->replay = in->replay;
@@ -99,13 +85,13 @@ void nvhcq_profile_take_instance(nvhcq_profile_device *pd, const nvhcq_profile_i
   uint64_t flow = 0;
   if (e) {
     e->kind = NVHCQ_PROFILE_SUBMIT;
-    snprintf(e->name, sizeof e->name, "submit queue %u", in->queue);
     e->device = index, e->copy_channel = in->copy_channel;
     e->queue = in->queue, e->replay = in->replay, e->ops = in->count;
     e->begin_ns = in->host_start_ns, e->end_ns = in->host_end_ns;
     e->flow = flow = in->count ? ++g->next_flow : 0;
   }
-  for (uint32_t i = 0; i < in->count; i++) take_op(pd, in, &in->ops[i], &flow);
+  last_stamp last = {0, 0, 0};
+  for (uint32_t i = 0; i < in->count; i++) take_op(pd, in, &in->ops[i], &flow, &last);
   pthread_mutex_unlock(&g->lock);
 }
 
@@ -116,7 +102,7 @@ void nvhcq_profile_host_copy(const nvhcq_device *dev, const char *what, uint64_t
   nvhcq_profile_event *e = new_event();
   if (e) {
     e->kind = NVHCQ_PROFILE_COPY, e->host_copy = 1;
-    name_copy(e->name, sizeof e->name, what, bytes);
+    e->name = what; /* "write", "read" or "copy": a literal */
     e->device = dev->index, e->bytes = bytes;
     e->begin_ns = host_start_ns, e->end_ns = end;
   }
@@ -124,6 +110,38 @@ void nvhcq_profile_host_copy(const nvhcq_device *dev, const char *what, uint64_t
 }
 
 /* ---- the JSON ---- */
+
+/* "WHAT 4.0 MiB": a copy by its size. */
+static void name_copy(char *out, size_t size, const char *what, uint64_t b) {
+  if (b >= (1u << 20))
+    snprintf(out, size, "%s %.1f MiB", what, b / 1048576.0);
+  else if (b >= 1024)
+    snprintf(out, size, "%s %.1f KiB", what, b / 1024.0);
+  else
+    snprintf(out, size, "%s %" PRIu64 " B", what, b);
+}
+
+/* A kernel by its name (its first 63 bytes); a copy by its size, a signal and a wait by their
+ * value, a submission by its queue. */
+static void name_event(char *out, size_t size, const nvhcq_profile_event *e) {
+  switch ((int)e->kind) {
+  case NVHCQ_PROFILE_SUBMIT:
+    snprintf(out, size, "submit queue %u", e->queue);
+    break;
+  case NVHCQ_PROFILE_COPY:
+    name_copy(out, size, e->host_copy ? e->name : "copy", e->bytes);
+    break;
+  case NVHCQ_PROFILE_SIGNAL:
+    snprintf(out, size, "signal %" PRIu64, e->value);
+    break;
+  case NVHCQ_PROFILE_WAIT:
+    snprintf(out, size, "wait >= %" PRIu64, e->value);
+    break;
+  default:
+    snprintf(out, size, "%.63s", e->name && e->name[0] ? e->name : "kernel");
+    break;
+  }
+}
 
 static void put_string(FILE *f, const char *s) {
   fputc('"', f);
@@ -189,8 +207,10 @@ static void put_args(FILE *f, const nvhcq_profile_event *e) {
 static void put_event(FILE *f, const nvhcq_profile_event *e) {
   int host = e->kind == NVHCQ_PROFILE_SUBMIT || e->host_copy;
   int pid = host ? 0 : e->device + 1, tid = host ? e->host_copy : e->copy_channel + 1;
+  char name[64];
+  name_event(name, sizeof name, e);
   fputs(",\n{\"name\":", f);
-  put_string(f, e->name);
+  put_string(f, name);
   fprintf(f, ",\"cat\":\"%s\",\"ph\":\"%s\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f", category(e->kind),
           e->kind == NVHCQ_PROFILE_SIGNAL ? "i" : "X", pid, tid, us(e, e->begin_ns));
   if (e->kind == NVHCQ_PROFILE_SIGNAL)

@@ -18,6 +18,7 @@ struct nvhcq_queue {
   uint32_t *last_qmd;
   uint64_t last_qmd_gpu;
   uint32_t *last_qmd_shadow;
+  unsigned last_qmd_stamps; /* its release slots the profiler's stamps hold, a bit each */
   uint32_t qmd_shadows[2][96];
   int launch_pending;
   uint64_t args_first; /* first argument-ring position this recording uses, ~0 if none */
@@ -118,5 +119,8 @@ nvhcq_status nvhcq_queue_record_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t
 nvhcq_status nvhcq_queue_record_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value);
 /* Puts a signal into the last launch's QMD if it has a free release; 1 when it did. */
 int nvhcq_queue_signal_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value);
+/* The same for a profiler timestamp, which leaves the grid the device-scope fence a chain gives
+ * it (launch.c, fence_before_successor). */
+int nvhcq_queue_stamp_on_qmd(nvhcq_queue *q, uint64_t address, uint64_t value);
 
 #endif

@@ -115,11 +115,21 @@ uint64_t nvhcq_qmd_get(nvhcq_qmd_version v, const uint32_t *qmd, nvhcq_qmd_field
   return b ? nvhcq_qmd_read_bits(qmd, b->hi, b->lo) : 0;
 }
 
+/* Whether layout `l` has field `f` and `value` fits it: check_write's test without its message,
+ * for the helpers that run on every launch. */
+static int fits(const nvhcq_qmd_layout *l, nvhcq_qmd_field f, uint64_t value) {
+  if (!l || (unsigned)f >= NVHCQ_QMD_FIELD_COUNT || !l->bits[f].present) return 0;
+  unsigned width = l->bits[f].hi - l->bits[f].lo + 1u;
+  return width >= 64 || !(value >> width);
+}
+
 static nvhcq_status apply(nvhcq_qmd_version v, uint32_t *qmd, const qmd_write *w, size_t n) {
+  const nvhcq_qmd_layout *l = layout_of(v);
   /* All checked before any is written: a bad value leaves the QMD as it was. */
-  for (size_t i = 0; i < n; i++) NVHCQ_TRY(check_write(v, w[i].field, w[i].value));
+  for (size_t i = 0; i < n; i++)
+    if (!fits(l, w[i].field, w[i].value)) return check_write(v, w[i].field, w[i].value);
   for (size_t i = 0; i < n; i++) {
-    const nvhcq_qmd_bits *b = bits_of(v, w[i].field);
+    const nvhcq_qmd_bits *b = &l->bits[w[i].field];
     nvhcq_qmd_write_bits(qmd, b->hi, b->lo, w[i].value);
   }
   return NVHCQ_SUCCESS;
@@ -332,6 +342,31 @@ void nvhcq_qmd_copy_chain_words(nvhcq_qmd_version v, uint32_t *dst, const uint32
     if (!b) continue;
     for (unsigned w = b->lo / 32; w <= b->hi / 32u; w++) dst[w] = src[w];
   }
+}
+
+void nvhcq_qmd_copy_release_words(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src,
+                                  unsigned slot) {
+  static const nvhcq_qmd_field release[] = {
+      NVHCQ_QMD_RELEASE0_ENABLE,        NVHCQ_QMD_RELEASE0_STRUCTURE_SIZE,
+      NVHCQ_QMD_RELEASE0_MEMBAR_TYPE,   NVHCQ_QMD_RELEASE0_REDUCTION_ENABLE,
+      NVHCQ_QMD_RELEASE0_REDUCTION_OP,  NVHCQ_QMD_RELEASE0_REDUCTION_FORMAT,
+      NVHCQ_QMD_RELEASE0_PAYLOAD64B,    NVHCQ_QMD_RELEASE0_ADDRESS_LOWER,
+      NVHCQ_QMD_RELEASE0_ADDRESS_UPPER, NVHCQ_QMD_RELEASE0_PAYLOAD_LOWER,
+      NVHCQ_QMD_RELEASE0_PAYLOAD_UPPER,
+  };
+  const nvhcq_qmd_layout *l = layout_of(v);
+  if (!l || slot >= NVHCQ_QMD_RELEASES) return;
+  /* One run of dwords from the first to the last the slot's fields touch (4 on V03, 10 to 22 on
+   * V04 and V05, a tenth to a quarter of the QMD): the dwords between are equal in both, as dst
+   * is src's copy. */
+  unsigned first = ~0u, last = 0;
+  for (size_t i = 0; i < QMD_COUNT(release); i++) {
+    const nvhcq_qmd_bits *b = &l->bits[release[i] + slot];
+    if (!b->present) continue;
+    first = b->lo / 32u < first ? b->lo / 32u : first;
+    last = b->hi / 32u > last ? b->hi / 32u : last;
+  }
+  for (unsigned w = first; w <= last; w++) dst[w] = src[w];
 }
 
 int nvhcq_qmd_launch_layout_for(nvhcq_qmd_version v, nvhcq_qmd_launch_layout *out) {

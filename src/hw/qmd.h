@@ -125,5 +125,9 @@ void nvhcq_qmd_copy_field(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *sr
 /* Copies the dwords that hold the fields chaining changes (dependent QMD, fence, the successor's
  * prefetch) from `src` to `dst`: `dst` is the QMD already in GPU-visible memory. */
 void nvhcq_qmd_copy_chain_words(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src);
+/* The same for the fields of release `slot` (0..2), after nvhcq_qmd_set_release on `src`; the
+ * dwords between them too, which must be equal in both. */
+void nvhcq_qmd_copy_release_words(nvhcq_qmd_version v, uint32_t *dst, const uint32_t *src,
+                                  unsigned slot);
 
 #endif

@@ -1,11 +1,14 @@
 /* The timeline profiler on the mock GPU: the trace of copies, signals, waits and submissions
- * (eager queues submitted twice, recorded replays, synchronous copies), its errors, and that a
- * queue records no extra command while the profiler is off. */
+ * (eager queues submitted twice, recorded replays, synchronous copies), its errors, that a queue
+ * records no extra command while the profiler is off, and that profiled launches keep the chain
+ * and the fences they have unprofiled. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "exec/queue.h"
+#include "hw/qmd.h"
 #include "mock/mock.h"
 #include "nvhcq.h"
 #include "test.h"
@@ -152,4 +155,133 @@ static void t_off_adds_nothing(void) {
   close_mock(dev);
 }
 
-TEST_MAIN({"errors", t_errors}, {"trace", t_trace}, {"off_adds_nothing", t_off_adds_nothing})
+/* ---- launches: a grid runner that notes each grid's fence and releases ---- */
+
+#define MAX_GRIDS 16
+
+typedef struct grid_fence {
+  uint64_t membar, chasing;
+  int releases;
+} grid_fence;
+
+static grid_fence fences[MAX_GRIDS];
+static int grid_count; /* the channel's thread writes, the test reads after a signal */
+
+static int note_grid(const nvhcq_mock_grid *g) {
+  nvhcq_qmd_version v = (nvhcq_qmd_version)g->qmd_version;
+  const uint32_t *qmd = nvhcq_mock_gpu_pointer(g->qmd_address, nvhcq_qmd_size(v));
+  int n = __atomic_load_n(&grid_count, __ATOMIC_RELAXED);
+  if (qmd && n < MAX_GRIDS) {
+    fences[n].membar = nvhcq_qmd_get(v, qmd, NVHCQ_QMD_CWD_MEMBAR_TYPE);
+    fences[n].chasing = nvhcq_qmd_get(v, qmd, NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE);
+    fences[n].releases = 0;
+    for (unsigned s = 0; s < NVHCQ_QMD_RELEASES; s++)
+      fences[n].releases += (int)nvhcq_qmd_get(v, qmd, NVHCQ_QMD_RELEASE0_ENABLE + s);
+  }
+  __atomic_store_n(&grid_count, n + 1, __ATOMIC_RELEASE);
+  return 0;
+}
+
+/* Three chained launches of `k` between two signals, then a launch, a signal and a launch; run
+ * with the grid runner above. */
+static void run_launches(nvhcq_device *dev, nvhcq_kernel *k) {
+  nvhcq_queue *q = NULL;
+  nvhcq_signal *a = NULL, *b = NULL;
+  nvhcq_dim3 one = {1, 1, 1};
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &b) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, a, 1) == NVHCQ_SUCCESS);
+  for (int i = 0; i < 3; i++)
+    TEST_CHECK(nvhcq_queue_launch(q, k, one, (nvhcq_dim3){32, 1, 1}, 0, NULL, 0) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, b, 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_launch(q, k, one, (nvhcq_dim3){64, 1, 1}, 0, NULL, 0) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, b, 2) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_launch(q, k, one, (nvhcq_dim3){64, 1, 1}, 0, NULL, 0) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, b, 3) == NVHCQ_SUCCESS);
+  __atomic_store_n(&grid_count, 0, __ATOMIC_RELAXED);
+  nvhcq_mock_set_grid_hook(note_grid);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_signal_cpu_wait(b, 3, 0) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  nvhcq_mock_set_grid_hook(NULL);
+  TEST_CHECK(__atomic_load_n(&grid_count, __ATOMIC_ACQUIRE) == 5);
+  TEST_CHECK(nvhcq_queue_destroy(q) == NVHCQ_SUCCESS);
+  nvhcq_signal_destroy(a);
+  nvhcq_signal_destroy(b);
+}
+
+/* The kernels' slices in the order written, as start and duration in microseconds. */
+static int kernel_slices(const char *path, double *ts, double *dur, int most) {
+  FILE *f = fopen(path, "r");
+  if (!f) return -1;
+  char line[1024];
+  int n = 0;
+  while (fgets(line, sizeof line, f) && n < most) {
+    const char *p = strstr(line, "\"cat\":\"kernel\"");
+    if (p && sscanf(strstr(p, "\"ts\":"), "\"ts\":%lf,\"dur\":%lf", &ts[n], &dur[n]) == 2) n++;
+  }
+  fclose(f);
+  return n;
+}
+
+static nvhcq_kernel *empty_kernel(nvhcq_device *dev, nvhcq_module **mod) {
+  const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
+  char path[600];
+  snprintf(path, sizeof path, "%s/device_kernels_sm_90.cubin",
+           dir ? dir : NVHCQ_TEST_CUBIN_DEFAULT);
+  nvhcq_kernel *k = NULL;
+  if (access(path, R_OK) != 0) return NULL;
+  TEST_CHECK_MSG(nvhcq_module_load_file(dev, path, mod) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  if (*mod) TEST_CHECK(nvhcq_module_get_kernel(*mod, "empty", &k) == NVHCQ_SUCCESS);
+  return k;
+}
+
+/* The same launches unprofiled and profiled get the same fences: chained grids the device-scope
+ * membar with task chasing, a grid whose QMD releases a signal (or ends the chain) the system
+ * scope. Profiled, each grid's QMD carries one more release (its end); its start is the end of
+ * the grid before it, the same release, so a kernel's slice starts where the one before ended. */
+static void t_launch_fences(void) {
+  NEED_MOCK_DEVICE(dev);
+  nvhcq_module *mod = NULL;
+  nvhcq_kernel *k = empty_kernel(dev, &mod);
+  if (!k) {
+    close_mock(dev);
+    TEST_SKIP("no device_kernels_sm_90.cubin (nvcc did not build the test cubins)");
+  }
+  const uint64_t dev_scope = NVHCQ_QMD_CWD_MEMBAR_TYPE_L1_MEMBAR;
+  const uint64_t sys_scope = NVHCQ_QMD_CWD_MEMBAR_TYPE_L1_SYSMEMBAR;
+  const uint64_t want_membar[5] = {dev_scope, dev_scope, sys_scope, sys_scope, sys_scope};
+  const int want_releases[5] = {0, 0, 1, 1, 1};
+  char path[] = "/tmp/nvhcq-profile-XXXXXX";
+  int fd = mkstemp(path);
+  TEST_CHECK(fd >= 0);
+  close(fd);
+  for (int profiled = 0; profiled < 2; profiled++) {
+    if (profiled) TEST_CHECK(nvhcq_profile_start(path) == NVHCQ_SUCCESS);
+    run_launches(dev, k);
+    if (profiled) TEST_CHECK_MSG(nvhcq_profile_stop() == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    for (int i = 0; i < 5; i++) {
+      TEST_CHECK_MSG(fences[i].membar == want_membar[i] &&
+                         fences[i].chasing == (want_membar[i] == dev_scope),
+                     "profiled %d, grid %d: CWD_MEMBAR_TYPE %llu, task chasing %llu", profiled, i,
+                     (unsigned long long)fences[i].membar, (unsigned long long)fences[i].chasing);
+      TEST_CHECK_MSG(fences[i].releases == want_releases[i] + profiled,
+                     "profiled %d, grid %d: %d releases", profiled, i, fences[i].releases);
+    }
+  }
+  double ts[8], dur[8];
+  TEST_CHECK(kernel_slices(path, ts, dur, 8) == 5);
+  for (int i = 0; i + 1 < 5; i++)
+    TEST_CHECK_MSG(ts[i + 1] - (ts[i] + dur[i]) < 0.0015 && ts[i + 1] - (ts[i] + dur[i]) > -0.0015,
+                   "kernel %d ends at %.3f, kernel %d starts at %.3f", i, ts[i] + dur[i], i + 1,
+                   ts[i + 1]);
+  TEST_CHECK(count_in_file(path, "\"name\":\"empty\",\"cat\":\"kernel\"") == 5);
+  TEST_CHECK(count_in_file(path, "\"grid\":\"1,1,1\",\"block\":\"64,1,1\"") == 2);
+  TEST_CHECK(count_in_file(path, "\"lost_operations\":0") == 1);
+  unlink(path);
+  nvhcq_module_unload(mod);
+  close_mock(dev);
+}
+
+TEST_MAIN({"errors", t_errors}, {"trace", t_trace}, {"off_adds_nothing", t_off_adds_nothing},
+          {"launch_fences", t_launch_fences})

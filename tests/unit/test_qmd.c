@@ -380,6 +380,26 @@ static void test_release(void) {
   TEST_CHECK(q[53] == (0xffu | 1u << 23 | 1u << 29));
 }
 
+/* A release set on the CPU's copy reaches the GPU's copy with the dwords it changed, and only
+ * the dwords from its first to its last field are written. */
+static void test_copy_release_words(void) {
+  for (unsigned i = 0; i < 3; i++)
+    for (unsigned slot = 0; slot < 3; slot++) {
+      uint32_t cpu[QMD_DWORDS] = {0}, gpu[QMD_DWORDS] = {0};
+      TEST_CHECK(nvhcq_qmd_set_release(versions[i], cpu, slot, 0x12345670ull, 0x99) ==
+                 NVHCQ_SUCCESS);
+      nvhcq_qmd_copy_release_words(versions[i], gpu, cpu, slot);
+      TEST_CHECK_MSG(memcmp(cpu, gpu, sizeof cpu) == 0, "V%02d slot %u", (int)versions[i], slot);
+      uint32_t marked[QMD_DWORDS];
+      for (unsigned w = 0; w < QMD_DWORDS; w++) marked[w] = 0xdeadbeefu;
+      nvhcq_qmd_copy_release_words(versions[i], marked, cpu, slot);
+      unsigned written = 0;
+      for (unsigned w = 0; w < QMD_DWORDS; w++) written += marked[w] != 0xdeadbeefu;
+      TEST_CHECK_MSG(written >= 4 && written <= 22, "V%02d slot %u: %u dwords", (int)versions[i],
+                     slot, written);
+    }
+}
+
 static void test_shared_memory(void) {
   uint32_t q[QMD_DWORDS] = {0};
   TEST_CHECK(nvhcq_qmd_set_shared_memory(NVHCQ_QMD_V04, q, 0x1234, 32 << 10, 32 << 10, 100 << 10) ==
@@ -515,5 +535,6 @@ TEST_MAIN(TEST(test_version_for_class), TEST(test_size_per_version),
           TEST(test_refuses_oversized_value), TEST(test_refuses_absent_field),
           TEST(test_field_names), TEST(test_bits_spanning_dwords), TEST(test_dims_are_byte_aligned),
           TEST(test_program_address), TEST(test_constant_buffer), TEST(test_release),
-          TEST(test_shared_memory), TEST(test_local_memory), TEST(test_dependent), TEST(test_fence),
-          TEST(test_prefetch_successor), TEST(test_launch_writer_matches_setters))
+          TEST(test_copy_release_words), TEST(test_shared_memory), TEST(test_local_memory),
+          TEST(test_dependent), TEST(test_fence), TEST(test_prefetch_successor),
+          TEST(test_launch_writer_matches_setters))
