@@ -370,9 +370,9 @@ const char *nvhcq_device_stall(nvhcq_device *dev) {
     uint32_t rung = __atomic_load_n(&ch->rung_again, __ATOMIC_RELAXED);
     add(&t,
         "; GPU %d's %s channel (the %s queues' work) has %u submitted entr%s it has not fetched "
-        "(GP_GET %u, GP_PUT %u), its doorbell rung again %u time%s: unless earlier work there is "
-        "still running, the GPU is not running this channel (a doorbell it lost, or a channel it "
-        "no longer schedules) and a longer NVHCQ_TIMEOUT_MS will not help",
+        "(GP_GET %u, GP_PUT %u), its doorbell rung again %u time%s: unless earlier work there "
+        "still runs or waits, the GPU is not running this channel (a doorbell it lost, or a "
+        "channel it no longer schedules) and a longer NVHCQ_TIMEOUT_MS will not help",
         dev->index, ch->name, ch->name, pending, pending == 1 ? "y" : "ies", get, put, rung,
         rung == 1 ? "" : "s");
   }
