@@ -447,13 +447,16 @@ static int run_entry(mock_channel *ch, uint64_t entry) {
 
 /* ---- doorbells ---- */
 
-/* The token in the channel's doorbell word (read under the mock's lock: the word's page may be
- * freed), 0 if it has none; `wipe` clears the word after reading it. */
+/* Guards the channels' doorbell pointers: the page they point into may be freed. Not the mock's
+ * lock, which is held while a channel's thread is joined. */
+static pthread_mutex_t doorbell_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The token in the channel's doorbell word, 0 if it has none; `wipe` clears the word after. */
 static uint32_t doorbell_word(mock_channel *ch, int wipe) {
-  pthread_mutex_lock(&nvhcq_mock.lock);
+  pthread_mutex_lock(&doorbell_lock);
   uint32_t *bell = ch->doorbell, v = bell ? __atomic_load_n(bell, __ATOMIC_ACQUIRE) : 0;
   if (bell && wipe) __atomic_store_n(bell, 0, __ATOMIC_RELEASE);
-  pthread_mutex_unlock(&nvhcq_mock.lock);
+  pthread_mutex_unlock(&doorbell_lock);
   return v;
 }
 
@@ -498,8 +501,10 @@ static int doorbell_heard(mock_channel *ch, uint32_t put) {
 }
 
 void mock_channel_drop_doorbell(mock_channel *ch, const uint8_t *page, uint64_t size) {
+  pthread_mutex_lock(&doorbell_lock);
   if ((const uint8_t *)ch->doorbell >= page && (const uint8_t *)ch->doorbell < page + size)
     ch->doorbell = NULL;
+  pthread_mutex_unlock(&doorbell_lock);
 }
 
 void mock_doorbells_clear(void) {

@@ -375,6 +375,14 @@ static void t_lost_doorbell_is_rung_again(void) {
                    copy ? "copy" : "compute", r.fired, r.rung_again, r.later_put);
     TEST_CHECK(copy ? host_holds_in() : !step || out_is_step());
   }
+  /* Closed while a doorbell is lost: the close neither hangs nor leaves anything. */
+  TEST_CHECK(nvhcq_mock_gpu_fail("doorbell", 1, 0) == 0);
+  nvhcq_queue *q;
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_copy(q, nvhcq_buffer_gpu_address(host), nvhcq_buffer_gpu_address(in),
+                              WORDS * 4) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  nvhcq_queue_destroy(q);
   close_device();
 }
 
