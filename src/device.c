@@ -330,13 +330,26 @@ static nvhcq_status register_uvm(nvhcq_device *dev) {
 
 /* ---- open / close ---- */
 
-static uint32_t default_timeout(void) {
+/* NVHCQ_TIMEOUT_MS: the device timeout, a whole number of milliseconds from 1 to 2^32 - 1 (10 s
+ * when unset). Anything else is refused: "10s" would otherwise be read as 10 ms. */
+static nvhcq_status read_timeout(nvhcq_device *dev) {
   const char *env = getenv("NVHCQ_TIMEOUT_MS");
-  long v = env ? strtol(env, NULL, 10) : 0;
-  return v > 0 ? (uint32_t)v : 10000;
+  dev->timeout_ms = 10000;
+  if (!env || !*env) return NVHCQ_SUCCESS;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull(env, &end, 10);
+  if (errno || *end || env[0] == '-' || v == 0 || v > UINT32_MAX)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "NVHCQ_TIMEOUT_MS=%s: say how many milliseconds waits may take, a whole "
+                      "number from 1 to %u (or unset it for the default of 10000)",
+                      env, UINT32_MAX);
+  dev->timeout_ms = (uint32_t)v;
+  return NVHCQ_SUCCESS;
 }
 
 static nvhcq_status open_steps(nvhcq_device *dev, int index) {
+  NVHCQ_TRY(read_timeout(dev));
   NVHCQ_TRY(nvhcq_open_ctl(&dev->rm.fd_ctl));
   static nv_ioctl_card_info_t cards[NV_MAX_CARDS];
   int visible[NV_MAX_CARDS], count;
@@ -387,7 +400,7 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   dev->magic = NVHCQ_DEVICE_MAGIC;
   dev->index = index;
   dev->rm.fd_ctl = dev->rm.fd_uvm = dev->fd_uvm2 = dev->fd_dev = dev->usermode_fd = -1;
-  dev->timeout_ms = default_timeout();
+  dev->timeout_ms = 10000; /* NVHCQ_TIMEOUT_MS is read while opening */
   dev->next_host_handle = HOST_HANDLE_BASE;
   nvhcq_fault_init(dev);
   nvhcq_slab_init(dev);

@@ -1,5 +1,6 @@
 /* GPFIFO submission: commands copied into a channel's command ring, waits for room while the GPU
- * has not fetched enough (back-pressure from GP_GET), and the doorbell. */
+ * has not fetched enough (back-pressure from GP_GET), and the doorbell, rung again when the GPU
+ * seems not to have heard it. */
 #include "core/channel.h"
 #include "util/clock.h"
 
@@ -48,15 +49,33 @@ static int has_room(nvhcq_channel *ch, uint64_t end) {
   return end - oldest <= ch->cmd_words;
 }
 
+int nvhcq_channel_ring_again(nvhcq_channel *ch, uint32_t *seen_get) {
+  if (!ch->handle || !ch->gp_get || !ch->doorbell) return 0;
+  uint32_t get = __atomic_load_n(ch->gp_get, __ATOMIC_ACQUIRE);
+  uint32_t put = __atomic_load_n(ch->gp_put, __ATOMIC_ACQUIRE);
+  int stalled = get != put && get == *seen_get;
+  *seen_get = get;
+  if (!stalled) return 0;
+  __atomic_store_n(ch->doorbell, __atomic_load_n(&ch->token, __ATOMIC_RELAXED), __ATOMIC_RELEASE);
+  __atomic_fetch_add(&ch->rung_again, 1, __ATOMIC_RELAXED);
+  return 1;
+}
+
 static nvhcq_status wait_for_room(nvhcq_channel *ch, uint64_t end) {
   /* GP_GET lives in GPU memory: reading it crosses the bus, so only when room looks short. */
   if (has_room(ch, end)) return NVHCQ_SUCCESS;
-  double deadline = 0;
+  double deadline = 0, next_look = 0;
+  uint32_t seen_get = ~0u;
   for (unsigned spins = 0;; spins++) {
     refresh_retired(ch);
     if (has_room(ch, end)) return NVHCQ_SUCCESS;
-    if (spins == 0) deadline = nvhcq_now_ms() + ch->timeout_ms;
-    if (nvhcq_now_ms() > deadline)
+    double now = nvhcq_now_ms();
+    if (spins == 0) deadline = now + ch->timeout_ms, next_look = now + 1;
+    if (now >= next_look) {
+      nvhcq_channel_ring_again(ch, &seen_get);
+      next_look = now + 1;
+    }
+    if (now > deadline)
       return nvhcq_fail(NVHCQ_ERROR_TIMEOUT,
                         "%s channel: the GPU has not consumed earlier commands for %u ms (%llu "
                         "entries pending); the channel may be hung or faulted",
@@ -74,11 +93,12 @@ static void ring_doorbell(nvhcq_channel *ch, uint64_t gpu_address, uint32_t n, u
   ch->entry_start[slot] = start;
   ch->ring[slot] = NVHCQ_GPFIFO_ENTRY(gpu_address, n);
   ch->submitted++;
-  /* Commands and the entry must be visible before GP_PUT, and GP_PUT before the doorbell. */
+  /* Commands and the entry must be visible before GP_PUT, and GP_PUT before the doorbell. Both are
+   * plain stores (atomic only for waiters on other threads that read GP_PUT and ring again). */
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  *ch->gp_put = (uint32_t)(ch->submitted % ch->entries);
+  __atomic_store_n(ch->gp_put, (uint32_t)(ch->submitted % ch->entries), __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
-  *ch->doorbell = ch->token;
+  __atomic_store_n(ch->doorbell, ch->token, __ATOMIC_RELAXED);
 }
 
 nvhcq_status nvhcq_channel_submit(nvhcq_channel *ch, const uint32_t *words, uint32_t n) {

@@ -27,7 +27,8 @@ typedef struct nvhcq_channel {
   uint64_t retired;      /* entries known to be fully fetched by the GPU */
   uint64_t channel_va;   /* UVM channel range */
   uint32_t timeout_ms;
-  int qmd_version; /* for NVHCQ_TRACE=2's decoding of launches */
+  int qmd_version;     /* for NVHCQ_TRACE=2's decoding of launches */
+  uint32_t rung_again; /* doorbells rung again by waits (atomic: waiters may be on any thread) */
 } nvhcq_channel;
 
 /* Largest single submission copied into the command ring, in dwords. */
@@ -40,6 +41,12 @@ nvhcq_status nvhcq_channel_submit(nvhcq_channel *ch, const uint32_t *words,
 /* Submits commands already in GPU memory. */
 nvhcq_status nvhcq_channel_submit_gpu(nvhcq_channel *ch, uint64_t gpu_address,
                                       uint32_t n) NVHCQ_MUST_CHECK;
+
+/* A wait's look at a channel, at most once a millisecond: entries submitted but not fetched while
+ * GP_GET stands where the last look (`*seen_get`, ~0u at first) saw it mean the GPU may not have
+ * heard the doorbell, and it is rung again (one write; a doorbell for work already seen does
+ * nothing). Returns 1 if it rang. */
+int nvhcq_channel_ring_again(nvhcq_channel *ch, uint32_t *seen_get);
 
 /* Ring arithmetic, exposed for tests: how many of `submitted` entries the GPU has fetched,
  * given its GP_GET slot. */

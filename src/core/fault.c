@@ -356,6 +356,29 @@ const char *nvhcq_device_progress(const nvhcq_device *dev) {
   return line;
 }
 
+const char *nvhcq_device_stall(nvhcq_device *dev) {
+  static _Thread_local char line[640];
+  text t = {line, sizeof line, 0};
+  line[0] = '\0';
+  for (int c = 0; c < 2; c++) {
+    const nvhcq_channel *ch = c ? &dev->copy : &dev->compute;
+    if (!ch->handle || !ch->gp_get || !ch->entries) continue;
+    uint32_t get = __atomic_load_n(ch->gp_get, __ATOMIC_ACQUIRE) % ch->entries;
+    uint32_t put = __atomic_load_n(ch->gp_put, __ATOMIC_ACQUIRE) % ch->entries;
+    if (get == put) continue;
+    uint32_t pending = (put + ch->entries - get) % ch->entries;
+    uint32_t rung = __atomic_load_n(&ch->rung_again, __ATOMIC_RELAXED);
+    add(&t,
+        "; GPU %d's %s channel (the %s queues' work) has %u submitted entr%s it has not fetched "
+        "(GP_GET %u, GP_PUT %u), its doorbell rung again %u time%s: unless earlier work there "
+        "still runs or waits, the GPU is not running this channel (a doorbell it lost, or a "
+        "channel it no longer schedules) and a longer NVHCQ_TIMEOUT_MS will not help",
+        dev->index, ch->name, ch->name, pending, pending == 1 ? "y" : "ies", get, put, rung,
+        rung == 1 ? "" : "s");
+  }
+  return line;
+}
+
 int nvhcq_fault_channel_stopped(const nvhcq_device *dev, int copy) {
   const nvhcq_buffer *n = dev->notifiers[copy];
   return n && *(const volatile uint16_t *)((const char *)n->host_pointer + NOTIFIER_STATUS) != 0;

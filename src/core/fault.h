@@ -37,6 +37,9 @@ void nvhcq_fault_note_kernel(nvhcq_device *dev, const char *kernel);
 void nvhcq_fault_reset(nvhcq_device *dev);
 /* "; last kernel submitted: ..., internal progress: compute N of M, copy N of M" for messages. */
 const char *nvhcq_device_progress(const nvhcq_device *dev);
+/* For a timeout: "; GPU 0's compute channel ... has N submitted entries it has not fetched ..."
+ * for each channel whose GP_GET stands short of GP_PUT, or "" if the GPU fetched everything. */
+const char *nvhcq_device_stall(nvhcq_device *dev);
 /* The debugger object that lets the driver's saved SM and MMU fault records be read; without
  * it (the driver may refuse) faults are still reported, with less detail. */
 void nvhcq_fault_attach(nvhcq_device *dev);

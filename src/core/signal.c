@@ -1,6 +1,6 @@
 /* Signals: the device's page of semaphore slots, the signal calls of the API, and
- * nvhcq_wait_value, the one wait (sleep, spin, back off) that every wait on the GPU goes through.
- */
+ * nvhcq_wait_value, the one wait (sleep, spin, back off, ring a doorbell the GPU seems not to have
+ * heard again) that every wait on the GPU goes through. */
 #include "core/signal.h"
 #include "util/clock.h"
 #include "util/handle.h"
@@ -37,6 +37,27 @@ static void sleep_ns(uint64_t ns) {
  * stop this much short of the mark. */
 #define SLACK_MS 0.1
 
+/* Once a wait backs off, it looks at the device's channels every millisecond: a doorbell the GPU
+ * did not act on leaves entries unfetched, and ringing it again gets them going. */
+static void ring_again(nvhcq_device *dev, uint32_t seen_get[2], double *next_look_ms) {
+  double now = nvhcq_now_ms();
+  if (!dev || now < *next_look_ms) return;
+  *next_look_ms = now + 1.0;
+  for (int c = 0; c < 2; c++) nvhcq_channel_ring_again(nvhcq_device_channel(dev, c), &seen_get[c]);
+}
+
+static nvhcq_status timed_out(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
+                              uint32_t timeout_ms, const char *what) {
+  const char *stall = dev ? nvhcq_device_stall(dev) : "";
+  return nvhcq_fail(NVHCQ_ERROR_TIMEOUT,
+                    "%s: waited %u ms for value %llu, the signal holds %llu%s%s", what, timeout_ms,
+                    (unsigned long long)value, (unsigned long long)*value_ptr,
+                    stall[0] ? stall
+                             : "; the GPU work before it has not completed (raise "
+                               "NVHCQ_TIMEOUT_MS if it is slow)",
+                    dev ? nvhcq_device_progress(dev) : "");
+}
+
 nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
                               uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
   if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
@@ -55,16 +76,14 @@ nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, u
     }
     cpu_relax();
   }
+  uint32_t seen_get[2] = {~0u, ~0u};
+  double next_look_ms = 0;
   for (;;) {
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
     if (dev) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
     double waited = nvhcq_now_ms() - start;
-    if (waited > timeout_ms)
-      return nvhcq_fail(NVHCQ_ERROR_TIMEOUT,
-                        "%s: waited %u ms for value %llu, the signal holds %llu; the GPU work "
-                        "before it has not completed (raise NVHCQ_TIMEOUT_MS if it is slow)%s",
-                        what, timeout_ms, (unsigned long long)value, (unsigned long long)*value_ptr,
-                        dev ? nvhcq_device_progress(dev) : "");
+    if (waited > timeout_ms) return timed_out(dev, value_ptr, value, timeout_ms, what);
+    ring_again(dev, seen_get, &next_look_ms);
     /* Back off in steps of 1/32 of the time waited: the end is seen at most ~3% late, and a long
      * wait wakes at most once a millisecond. */
     double step_ms = waited / 32;

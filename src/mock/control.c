@@ -62,7 +62,8 @@ static uint32_t gr_info(uint32_t index) {
 }
 
 static uint32_t fb_info(uint32_t gpu, uint32_t index) {
-  uint64_t free_kib = MOCK_FB_KIB - (nvhcq_mock.vidmem_used[gpu] >> 10);
+  uint64_t used = mock_vidmem_used(gpu) >> 10;
+  uint64_t free_kib = used < MOCK_FB_KIB ? MOCK_FB_KIB - used : 0;
   switch (index) {
   case NV2080_CTRL_FB_INFO_INDEX_RAM_SIZE:
   case NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE:
@@ -283,6 +284,19 @@ static uint32_t sm_error_states(uint32_t client,
   return MOCK_NV_OK;
 }
 
+/* RM's record of the MMU faults of the SMs in the debugger's context: kept only where no UVM space
+ * handles them (UVM's event ring hears of those instead). */
+static uint32_t mmu_fault_info(const mock_obj *debugger,
+                               NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS *out) {
+  memset(out, 0, sizeof *out);
+  mock_obj *engine = debugger->hclass == GT200_DEBUGGER && debugger->target
+                         ? mock_find(debugger->client, debugger->target)
+                         : NULL;
+  mock_obj *channel = engine ? mock_find(engine->client, engine->parent) : NULL;
+  if (channel && channel->ch) mock_channel_rm_fault(channel->ch, out);
+  return MOCK_NV_OK;
+}
+
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
   mock_obj *client = mock_find(p->hClient, p->hClient);
   if (!client || client->hclass != NV01_ROOT_CLIENT) return MOCK_ERR_INVALID_CLIENT;
@@ -298,11 +312,7 @@ uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
   if (!size_ok || !params) return MOCK_ERR_INVALID_PARAM_STRUCT;
   if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES)
     return sm_error_states(p->hClient, params);
-  if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO) {
-    /* The SMs' MMU faults go to UVM's event ring (mock_uvm_report_fault), not this record. */
-    memset(params, 0, want);
-    return MOCK_NV_OK;
-  }
+  if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO) return mmu_fault_info(target, params);
   if ((p->cmd >> 16) == 0x906f || (p->cmd >> 16) == 0xc36f ||
       p->cmd == NVA06F_CTRL_CMD_GPFIFO_SCHEDULE)
     return channel_control(p, params);

@@ -1,6 +1,7 @@
 /* The mock's command processor: one thread per channel consumes GPFIFO entries, decodes the
  * host, copy and compute methods nvhcq emits (semaphores, copies, QMD launches and their chains)
- * and stops the channel with an Xid in its error notifier when a stream is malformed. */
+ * and stops the channel with an Xid in its error notifier when a stream is malformed or a failure
+ * is injected (inject.c); the doorbell is heard only where the injection loses one. */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,15 @@ struct mock_channel {
   uint64_t fault_address;
   char fault_what[32];
   NV83DE_SM_ERROR_STATE_REGISTERS sm_error; /* written before faulted is set */
+  /* RM's record of the SMs' MMU faults, kept where no UVM space handles them (NVHCQ_UVM=off). */
+  NV83DE_MMU_FAULT_INFO_ENTRY rm_fault;
+  uint32_t rm_faults;
+  /* Doorbells: the client's doorbell word (NULL if it has none, or it was freed), GP_PUT when the
+   * channel last looked, and an injected lost doorbell (the channel waits until GP_PUT moves past
+   * lost_put or the token is written again) or stuck channel (it hears nothing more). */
+  uint32_t *doorbell;
+  uint32_t seen_put, lost_put;
+  int lost, stuck;
 };
 
 /* ---- faults ---- */
@@ -43,7 +53,11 @@ void mock_channel_fault(mock_channel *ch, uint32_t xid, uint64_t address, const 
   ch->fault_address = address;
   snprintf(ch->fault_what, sizeof ch->fault_what, "%s", what);
   uint64_t now = mock_now_ns();
-  uint16_t engine = xid == MOCK_XID_PBDMA ? 0x27 : xid == MOCK_XID_GR ? 0x01 : ch->engine_type;
+  uint32_t own = __atomic_load_n(&ch->engine_type, __ATOMIC_ACQUIRE);
+  uint16_t engine = xid == MOCK_XID_PBDMA ? 0x27
+                    : xid == MOCK_XID_GR  ? NV2080_ENGINE_TYPE_GRAPHICS
+                    : own                 ? (uint16_t)own
+                                          : (uint16_t)NV2080_ENGINE_TYPE_COPY(0);
   memcpy(ch->notifier, &now, 8);
   memcpy(ch->notifier + 8, &xid, 4);
   memcpy(ch->notifier + 12, &engine, 2);
@@ -64,6 +78,13 @@ void mock_channel_fault_info(mock_channel *ch, NV906F_CTRL_GET_MMU_FAULT_INFO_PA
   out->faultString[sizeof out->faultString - 1] = 0;
 }
 
+void mock_channel_rm_fault(mock_channel *ch, NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS *out) {
+  memset(out, 0, sizeof *out);
+  if (!__atomic_load_n(&ch->faulted, __ATOMIC_ACQUIRE) || !ch->rm_faults) return;
+  out->mmuFaultInfoList[0] = ch->rm_fault;
+  out->count = ch->rm_faults;
+}
+
 static int fault(mock_channel *ch, uint32_t xid, uint64_t address, const char *fmt, unsigned a,
                  unsigned b) {
   char what[96];
@@ -76,10 +97,18 @@ static int fault(mock_channel *ch, uint32_t xid, uint64_t address, const char *f
 
 /* ---- memory ---- */
 
-static void *gpu(mock_channel *ch, uint64_t va, uint64_t len) {
+/* An MMU fault of the channel's copy engine or host: UVM hears of it first (as a fault of its
+ * hub client) where it handles the channel's address space, then the channel stops. */
+static void *unmapped(mock_channel *ch, uint64_t va, uint64_t len, int write) {
+  mock_uvm_report_fault(ch->client, va, write, 2);
+  fault(ch, MOCK_XID_MMU, va,
+        write ? "MMU fault: write of %u bytes" : "MMU fault: read of %u bytes", (unsigned)len, 0);
+  return NULL;
+}
+
+static void *gpu(mock_channel *ch, uint64_t va, uint64_t len, int write) {
   void *p = nvhcq_mock_gpu_pointer(va, len ? len : 1);
-  if (!p) fault(ch, MOCK_XID_MMU, va, "MMU fault: %u bytes unmapped", (unsigned)len, 0);
-  return p;
+  return p ? p : unmapped(ch, va, len, write);
 }
 
 static void sleep_ns(long ns) {
@@ -89,7 +118,7 @@ static void sleep_ns(long ns) {
 
 /* A semaphore release: the timestamp (if any) before the payload that announces it. */
 static int release(mock_channel *ch, uint64_t va, uint64_t payload, int payload64, int stamp) {
-  uint8_t *p = gpu(ch, va, stamp ? 16 : payload64 ? 8 : 4);
+  uint8_t *p = gpu(ch, va, stamp ? 16 : payload64 ? 8 : 4, 1);
   if (!p) return -1;
   if (stamp) __atomic_store_n((uint64_t *)(p + 8), mock_now_ns(), __ATOMIC_RELAXED);
   if (payload64)
@@ -113,7 +142,7 @@ static int acquired(uint32_t op, uint64_t now, uint64_t want, int payload64) {
 
 /* Blocks until the semaphore holds the payload, or the channel is stopped. */
 static int acquire(mock_channel *ch, uint64_t va, uint64_t want, uint32_t op, int payload64) {
-  uint8_t *p = gpu(ch, va, payload64 ? 8 : 4);
+  uint8_t *p = gpu(ch, va, payload64 ? 8 : 4, 0);
   if (!p) return -1;
   for (unsigned spins = 0;; spins++) {
     uint64_t now = payload64 ? __atomic_load_n((uint64_t *)p, __ATOMIC_ACQUIRE)
@@ -174,15 +203,37 @@ static int host_method(mock_channel *ch, unsigned subc, unsigned method, uint32_
 
 /* ---- copy engine ---- */
 
+/* ROBUST_CHANNEL_CE<n>_ERROR, the Xid of copy engine n (nverror.h's numbers). */
+static uint32_t ce_xid(uint32_t engine_type) {
+  static const uint8_t xids[] = {39, 40, 41, 70, 71, 72, 75, 76, 77, 85};
+  uint32_t n = engine_type >= 0x34 ? engine_type - 0x34 + 10 : engine_type - 0x09;
+  return n < 10 ? xids[n] : 126 + (n - 10);
+}
+
+/* An injected copy-engine error: the engine stops the channel without an MMU fault record. */
+static int ce_error(mock_channel *ch) {
+  uint32_t engine = __atomic_load_n(&ch->engine_type, __ATOMIC_ACQUIRE);
+  uint32_t xid = ce_xid(engine ? engine : NV2080_ENGINE_TYPE_COPY(0));
+  fprintf(stderr, "nvhcq mock: channel %u stopped, Xid %u: injected copy engine error\n", ch->token,
+          xid);
+  mock_channel_fault(ch, xid, 0, "");
+  return -1;
+}
+
 static int launch_dma(mock_channel *ch, uint32_t flags) {
   const uint32_t *c = ch->copy;
   if (flags & 3) {
+    int inject = mock_inject_copy();
+    if (inject == MOCK_INJECT_XID_CE) return ce_error(ch);
     uint64_t src = (uint64_t)c[NVC6B5_OFFSET_IN_UPPER / 4] << 32 | c[NVC6B5_OFFSET_IN_LOWER / 4];
     uint64_t dst = (uint64_t)c[NVC6B5_OFFSET_OUT_UPPER / 4] << 32 | c[NVC6B5_OFFSET_OUT_LOWER / 4];
     uint32_t n = c[NVC6B5_LINE_LENGTH_IN / 4];
-    void *s = gpu(ch, src, n), *d = s ? gpu(ch, dst, n) : NULL;
+    void *s = gpu(ch, src, n, 0);
+    void *d = !s                               ? NULL
+              : inject == MOCK_INJECT_MMU_COPY ? unmapped(ch, dst, n, 1)
+                                               : gpu(ch, dst, n, 1);
     if (!d) return -1;
-    memmove(d, s, n);
+    mock_copy(d, s, n);
   }
   uint32_t sem = (flags >> 3) & 3;
   if (!sem) return 0;
@@ -267,6 +318,26 @@ static int qmd_releases(mock_channel *ch, nvhcq_qmd_version v, const uint32_t *q
   return 0;
 }
 
+/* An injected SM exception: the grid does not run, and the SM's saved registers say it met an
+ * out-of-range address at the kernel's first instruction. */
+static int sm_exception(mock_channel *ch, const nvhcq_mock_grid *g) {
+  ch->sm_error = (NV83DE_SM_ERROR_STATE_REGISTERS){.hwwWarpEsr = 0x0e,
+                                                   .hwwWarpEsrPc = (uint32_t)g->program_address,
+                                                   .hwwWarpEsrPc64 = g->program_address};
+  return fault(ch, MOCK_XID_GR, g->program_address,
+               "injected SM exception: warp error 0x%x on SM %u", 0x0e, 0);
+}
+
+/* What the driver learns of an MMU fault of the SMs: UVM's events where UVM handles the address
+ * space, else RM's own record, which a debugger object reads. */
+static void report_sm_mmu_fault(mock_channel *ch, uint64_t address, int write) {
+  mock_uvm_report_fault(ch->client, address, write, 1);
+  if (ch->space != MOCK_SPACE_ALL) return;
+  ch->rm_fault = (NV83DE_MMU_FAULT_INFO_ENTRY){
+      .faultAddress = address & ~4095ull, .faultType = 0, .accessType = write ? 1u : 0u};
+  ch->rm_faults++;
+}
+
 static int run_qmd(mock_channel *ch, nvhcq_qmd_version v, uint64_t at, const uint32_t *q) {
   char error[512] = "";
   uint64_t fault_address = 0;
@@ -281,11 +352,14 @@ static int run_qmd(mock_channel *ch, nvhcq_qmd_version v, uint64_t at, const uin
                        .xid = &xid};
   read_grid(v, q, &g);
   read_windows(ch, &g);
+  int inject = mock_inject_grid();
+  if (inject == MOCK_INJECT_XID_GR) return sm_exception(ch, &g);
+  g.fault_first_access = inject == MOCK_INJECT_MMU_KERNEL;
   if (nvhcq_mock_run_grid(&g)) {
     /* A grid cut short because the channel is being stopped is no fault of its own. */
     if (__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) return -1;
     fprintf(stderr, "nvhcq mock: %s\n", error[0] ? error : "the grid failed");
-    if (xid == MOCK_XID_MMU) mock_uvm_report_fault(ch->client, fault_address, sm.write, 1);
+    if (xid == MOCK_XID_MMU) report_sm_mmu_fault(ch, fault_address, sm.write);
     ch->sm_error = (NV83DE_SM_ERROR_STATE_REGISTERS){.hwwGlobalEsr = sm.global_error,
                                                      .hwwWarpEsr = sm.warp_error,
                                                      .hwwWarpEsrPc = (uint32_t)sm.pc,
@@ -304,7 +378,7 @@ static int launch(mock_channel *ch, uint32_t hclass) {
   size_t size = nvhcq_qmd_size(v);
   uint64_t at = (uint64_t)ch->compute[NVC6C0_SEND_PCAS_A / 4] << 8;
   for (unsigned n = 0; n < MAX_CHAIN; n++) {
-    const uint32_t *q = gpu(ch, at, size);
+    const uint32_t *q = gpu(ch, at, size, 0);
     if (!q || run_qmd(ch, v, at, q)) return -1;
     if (!field(v, q, NVHCQ_QMD_DEPENDENT_QMD0_ENABLE) ||
         field(v, q, NVHCQ_QMD_DEPENDENT_QMD0_ACTION) != NVHCQ_QMD_DEPENDENT_ACTION_SCHEDULE)
@@ -367,18 +441,95 @@ static int run_entry(mock_channel *ch, uint64_t entry) {
   uint64_t va = entry & 0xfffffffffcull;
   uint32_t n = (uint32_t)(entry >> 42) & NVHCQ_GPFIFO_MAX_WORDS;
   if (!n) return 0;
-  const uint32_t *w = gpu(ch, va, 4ull * n);
+  const uint32_t *w = gpu(ch, va, 4ull * n, 0);
   return w ? run_segment(ch, w, n, va) : -1;
 }
+
+/* ---- doorbells ---- */
+
+/* Guards the channels' doorbell pointers: the page they point into may be freed. Not the mock's
+ * lock, which is held while a channel's thread is joined. */
+static pthread_mutex_t doorbell_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The token in the channel's doorbell word, 0 if it has none; `wipe` clears the word after. */
+static uint32_t doorbell_word(mock_channel *ch, int wipe) {
+  pthread_mutex_lock(&doorbell_lock);
+  uint32_t *bell = ch->doorbell, v = bell ? __atomic_load_n(bell, __ATOMIC_ACQUIRE) : 0;
+  if (bell && wipe) __atomic_store_n(bell, 0, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&doorbell_lock);
+  return v;
+}
+
+/* nvhcq rings right after it writes GP_PUT: that ring is the one lost. It is waited for (up to
+ * 100 ms: another channel's ring may have overwritten it) and wiped, so that the token seen in
+ * the word later is the doorbell rung again. */
+static void lose_doorbell(mock_channel *ch, uint32_t put) {
+  ch->lost = 1;
+  ch->lost_put = put;
+  uint64_t until = mock_now_ns() + 100000000ull;
+  while (doorbell_word(ch, 0) != ch->token && mock_now_ns() < until &&
+         !__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE))
+    sleep_ns(10000);
+  doorbell_word(ch, 1);
+  fprintf(stderr, "nvhcq mock: channel %u lost the doorbell of GP_PUT %u\n", ch->token, put);
+}
+
+/* Whether the channel takes up entries up to `put`. The mock reads GP_PUT without waiting for a
+ * doorbell, except where the injection lost one (until a later GP_PUT or the doorbell rung again)
+ * or made the channel deaf. A doorbell is a GP_PUT the channel has not seen before. */
+static int doorbell_heard(mock_channel *ch, uint32_t put) {
+  if (ch->stuck) return 0;
+  if (ch->lost) {
+    int rung = doorbell_word(ch, 0) == ch->token;
+    if (!rung && put == ch->lost_put) return 0;
+    ch->lost = 0;
+    ch->seen_put = put;
+    mock_inject_resumed(rung);
+    fprintf(stderr, "nvhcq mock: channel %u goes on (%s)\n", ch->token,
+            rung ? "its doorbell was rung again" : "a later submission moved GP_PUT");
+    return 1;
+  }
+  if (put == ch->seen_put) return 1;
+  ch->seen_put = put;
+  int inject = mock_inject_doorbell();
+  if (inject == MOCK_INJECT_DOORBELL_STUCK) {
+    ch->stuck = 1;
+    fprintf(stderr, "nvhcq mock: channel %u no longer hears its doorbell\n", ch->token);
+  }
+  if (inject == MOCK_INJECT_DOORBELL) lose_doorbell(ch, put);
+  return inject == MOCK_INJECT_NONE;
+}
+
+void mock_channel_drop_doorbell(mock_channel *ch, const uint8_t *page, uint64_t size) {
+  pthread_mutex_lock(&doorbell_lock);
+  if ((const uint8_t *)ch->doorbell >= page && (const uint8_t *)ch->doorbell < page + size)
+    ch->doorbell = NULL;
+  pthread_mutex_unlock(&doorbell_lock);
+}
+
+void mock_doorbells_clear(void) {
+  pthread_mutex_lock(&nvhcq_mock.lock);
+  for (uint32_t i = 0; i < nvhcq_mock.nobjs; i++) {
+    mock_obj *o = nvhcq_mock.objs[i];
+    if (o->hclass == mock_gpu->usermode && o->backing)
+      __atomic_store_n((uint32_t *)(o->backing + NVHCQ_USERMODE_NOTIFY_CHANNEL_PENDING), 0,
+                       __ATOMIC_RELEASE);
+  }
+  pthread_mutex_unlock(&nvhcq_mock.lock);
+}
+
+/* ---- the channel's thread ---- */
 
 static void *channel_main(void *arg) {
   mock_channel *ch = arg;
   mock_thread_space = ch->space;
+  mock_on_engine = 1;
   unsigned idle = 0;
   while (!__atomic_load_n(&ch->stop, __ATOMIC_ACQUIRE)) {
     uint32_t get = __atomic_load_n(&ch->userd[GP_GET_IDX], __ATOMIC_ACQUIRE);
     uint32_t put = __atomic_load_n(&ch->userd[GP_PUT_IDX], __ATOMIC_ACQUIRE);
-    if (get == put || put >= ch->entries || __atomic_load_n(&ch->faulted, __ATOMIC_ACQUIRE)) {
+    if (get == put || put >= ch->entries || __atomic_load_n(&ch->faulted, __ATOMIC_ACQUIRE) ||
+        !doorbell_heard(ch, put)) {
       if (idle++ < 64)
         sched_yield();
       else
@@ -394,6 +545,16 @@ static void *channel_main(void *arg) {
 }
 
 /* ---- lifetime ---- */
+
+/* The doorbell word of the usermode object in the channel's client, if it made one. */
+static uint32_t *client_doorbell(const mock_obj *channel) {
+  for (uint32_t i = 0; i < nvhcq_mock.nobjs; i++) {
+    mock_obj *o = nvhcq_mock.objs[i];
+    if (o->client == channel->client && o->hclass == mock_gpu->usermode && o->backing)
+      return (uint32_t *)(o->backing + NVHCQ_USERMODE_NOTIFY_CHANNEL_PENDING);
+  }
+  return NULL;
+}
 
 uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, uint32_t token) {
   mock_obj *err = mock_find(obj->client, p->hObjectError);
@@ -414,7 +575,8 @@ uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, ui
   ch->userd = (uint32_t *)(userd->backing + p->userdOffset[0]);
   ch->notifier = err->backing;
   ch->token = token;
-  ch->engine_type = p->engineType ? p->engineType : NV2080_ENGINE_TYPE_COPY(0);
+  ch->engine_type = p->engineType; /* else the engine object's (mock_channel_add_engine) */
+  ch->doorbell = client_doorbell(obj);
   if (pthread_create(&ch->thread, NULL, channel_main, ch)) {
     free(ch);
     return MOCK_ERR_NO_MEMORY;
@@ -426,6 +588,12 @@ uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, ui
 }
 
 void mock_channel_add_engine(mock_channel *ch, uint32_t hclass) {
+  /* A channel the client named no engine for runs on its engine object's: the graphics engine,
+   * or for a copy object the copy engine that works with it (CE0). */
+  uint32_t engine = is_compute(hclass) ? NV2080_ENGINE_TYPE_GRAPHICS : NV2080_ENGINE_TYPE_COPY(0);
+  uint32_t none = 0;
+  __atomic_compare_exchange_n(&ch->engine_type, &none, engine, 0, __ATOMIC_ACQ_REL,
+                              __ATOMIC_ACQUIRE);
   for (int i = 0; i < 4; i++)
     if (!ch->engines[i]) {
       __atomic_store_n(&ch->engines[i], hclass, __ATOMIC_RELEASE);

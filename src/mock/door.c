@@ -133,6 +133,7 @@ static const nvhcq_door_ops mock_ops = {mock_open,
 
 void nvhcq_mock_install(void) {
   mock_profile_select();
+  nvhcq_mock_gpu_fail(NULL, 0, 0);
   pthread_mutex_lock(&nvhcq_mock.lock);
   memset(nvhcq_mock.fds, 0, sizeof nvhcq_mock.fds);
   nvhcq_mock.next_handle = 0xcaf00000u;
@@ -157,6 +158,7 @@ static void install_if_asked(void) {
   if (env && *env && strcmp(env, "0") != 0 && nvhcq_door_is_real()) {
     nvhcq_mock_install();
     mock_fail_from_env();
+    mock_gpu_fail_from_env();
   }
 }
 

@@ -48,6 +48,7 @@ typedef struct mock_obj {
   int mapped;       /* and whether memory is mapped into it */
   uint32_t flags;   /* address spaces: their allocation flags */
   uint32_t gpu;     /* the GPU (probe index) of the device object it is under */
+  uint32_t target;  /* debuggers: the engine object (in the same client) whose context they read */
 } mock_obj;
 
 typedef struct mock_fd {
@@ -103,6 +104,9 @@ extern _Thread_local int mock_thread_space;
 int mock_space_of_client(uint32_t client);
 int mock_uvm_ioctl(int fd, int kind, unsigned long cmd, void *arg);
 void mock_ranges_drop(const mock_obj *obj);
+/* memmove for the engines' copies: a large copy into the mock's memory leaves holes where the
+ * source has nothing, so untouched gigabytes stay untouched. */
+void mock_copy(void *dst, const void *src, uint64_t n);
 /* RM's own mappings (NV_ESC_RM_MAP_MEMORY_DMA) enter the same table as UVM's ranges. */
 uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory);
 uint32_t mock_range_unmap(uint64_t base);
@@ -127,6 +131,13 @@ extern const mock_profile *mock_gpu;
 int mock_profile_select(void);
 uint32_t mock_profile_sms(void);
 int mock_is_gpfifo_class(uint32_t c);
+
+/* ---- device memory figures (ledger.c) ---- */
+/* Device memory this process's objects hold on GPU `gpu` grows by `delta` bytes. */
+void mock_vidmem_add(uint32_t gpu, int64_t delta);
+/* Device memory held on `gpu`: this process's, and with NVHCQ_MOCK_SHARED_FB every live
+ * process's that names the same file. */
+uint64_t mock_vidmem_used(uint32_t gpu);
 
 /* ---- controls (control.c) ---- */
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params);
@@ -153,6 +164,10 @@ void mock_channel_fault(mock_channel *ch, uint32_t xid, uint64_t address, const 
 void mock_channel_fault_info(mock_channel *ch, NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS *out);
 /* The SM error registers the driver saved for the channel's last SM exception (zero if none). */
 void mock_channel_sm_error(mock_channel *ch, NV83DE_SM_ERROR_STATE_REGISTERS *out);
+/* RM's record of the channel's SMs' MMU faults (kept where no UVM space handles them). */
+void mock_channel_rm_fault(mock_channel *ch, NV83DE_CTRL_DEBUG_READ_MMU_FAULT_INFO_PARAMS *out);
+/* A usermode object at [page, page + size) goes: the channel forgets its doorbell word there. */
+void mock_channel_drop_doorbell(mock_channel *ch, const uint8_t *page, uint64_t size);
 
 uint64_t mock_now_ns(void);
 
@@ -160,6 +175,31 @@ uint64_t mock_now_ns(void);
 /* 1 if this call is the one to fail (see nvhcq_mock_fail). */
 int mock_fail_now(const char *call);
 void mock_fail_from_env(void);
+
+/* ---- GPU-side failure injection (inject.c) ---- */
+enum {
+  MOCK_INJECT_NONE,
+  MOCK_INJECT_MMU_KERNEL,
+  MOCK_INJECT_MMU_COPY,
+  MOCK_INJECT_MMU_ADDRESS,
+  MOCK_INJECT_XID_GR,
+  MOCK_INJECT_XID_CE,
+  MOCK_INJECT_DOORBELL,
+  MOCK_INJECT_DOORBELL_STUCK,
+};
+/* Nonzero on a command processor's thread: only the GPU's own accesses are injected faults. */
+extern _Thread_local int mock_on_engine;
+/* Each counts one grid, copy or doorbell; the event to inject if this is the armed one's nth. */
+int mock_inject_grid(void);
+int mock_inject_copy(void);
+int mock_inject_doorbell(void);
+/* 1 if this GPU access of [va, va + len) is the injected fault at a chosen page. */
+int mock_inject_access(uint64_t va, uint64_t len);
+/* A lost doorbell's channel went on: rung again (1) or moved by a later GP_PUT (0). */
+void mock_inject_resumed(int rung_again);
+void mock_gpu_fail_from_env(void);
+/* Zeroes every doorbell word (cp.c): a ring written after this is one the mock can see. */
+void mock_doorbells_clear(void);
 
 /* ---- kernels (kernels.c) ---- */
 /* The default grid runner: the kernel's PTX through the interpreter. */

@@ -226,8 +226,12 @@ void mock_modules_drop(void) {
 
 /* ---- the grid runner ---- */
 
+/* What the grid's memory accesses go through: nvhcq_mock_gpu_pointer, and once an injected fault
+ * (*user nonzero: the first access faults). */
 static void *translate(void *user, uint64_t address, size_t size, int write) {
-  (void)user, (void)write;
+  (void)write;
+  int *fault_next = user;
+  if (*fault_next) return *fault_next = 0, NULL;
   return nvhcq_mock_gpu_pointer(address, size ? size : 1);
 }
 
@@ -255,12 +259,15 @@ static int builtin_copy(const nvhcq_mock_grid *g, const uint8_t *params) {
   memcpy(&src, params, 8);
   memcpy(&dst, params + 8, 8);
   memcpy(&n16, params + 16, 8);
-  void *s = nvhcq_mock_gpu_pointer(src, n16 * 16), *d = nvhcq_mock_gpu_pointer(dst, n16 * 16);
   if (!n16) return 0;
-  if (!s || !d)
+  void *s = g->fault_first_access ? NULL : nvhcq_mock_gpu_pointer(src, n16 * 16);
+  void *d = s ? nvhcq_mock_gpu_pointer(dst, n16 * 16) : NULL;
+  if (!s || !d) {
+    if (g->sm_error) g->sm_error->write = s != NULL;
     return fail(g, MOCK_XID_MMU, s ? dst : src, "%s: %s outside any mapping", BUILTIN_COPY,
                 s ? "destination" : "source");
-  memmove(d, s, n16 * 16);
+  }
+  mock_copy(d, s, n16 * 16);
   return 0;
 }
 
@@ -335,7 +342,8 @@ static int run_kernel(const nvhcq_mock_grid *g, const mock_module *m, const mock
   if (relayout_params(g, k, params_size, &moved))
     return fail(g, MOCK_XID_MMU, g->cbank0_address, "kernel %s: its parameters in bank 0 %s",
                 k->name, "reach past the mapping");
-  nvhcq_ptx_memory memory = {translate, NULL};
+  int fault_next = g->fault_first_access;
+  nvhcq_ptx_memory memory = {translate, &fault_next};
   nvhcq_ptx_launch_config c = {
       .params = moved ? moved : params,
       .params_size = params_size,
@@ -350,6 +358,9 @@ static int run_kernel(const nvhcq_mock_grid *g, const mock_module *m, const mock
   nvhcq_ptx_fault f;
   nvhcq_ptx_status s = nvhcq_ptx_launch(k->ptx, &c, &f);
   free(moved);
+  if (s == NVHCQ_PTX_OK && fault_next) /* no global access: the injected fault is a fetch's */
+    return fail(g, MOCK_XID_MMU, k->code, "kernel %s: injected MMU fault at its code%s", k->name,
+                "");
   if (s == NVHCQ_PTX_OK) return 0;
   if (s == NVHCQ_PTX_FAULT || s == NVHCQ_PTX_UNSUPPORTED) return ptx_fault_to_grid(g, k, &f);
   return fail(g, MOCK_XID_GR, k->code, "kernel %s: the interpreter refused the launch (%s)",

@@ -39,6 +39,9 @@ typedef struct nvhcq_mock_grid {
   uint64_t *fault_address;
   uint32_t *xid;
   nvhcq_mock_sm_error *sm_error;
+  /* Injected (nvhcq_mock_gpu_fail mmu_kernel): the grid's first global memory access faults as
+   * if its page were unmapped (or, if it makes none, its first instruction fetch). */
+  int fault_first_access;
 } nvhcq_mock_grid;
 
 /* Runs one grid; 0 on success. The default runs the kernel's PTX (src/mock/kernels.c). */
@@ -83,6 +86,34 @@ void nvhcq_mock_fail(const char *call, uint32_t nth);
 /* Calls that matched since nvhcq_mock_fail, and the one that was failed (NULL if none yet). */
 uint32_t nvhcq_mock_fail_count(void);
 const char *nvhcq_mock_failed_call(void);
+
+/* GPU-side failure injection: what the GPU does wrong, and when. Events:
+ *   mmu_kernel      the nth grid faults at its first global memory access (the page counts as
+ *                   unmapped): UVM's fault events, or with no UVM space (NVHCQ_UVM=off) RM's MMU
+ *                   fault record, then Xid 31 in the channel's error notifier;
+ *   mmu_copy        the nth copy faults writing its destination (UVM's events for a copy engine,
+ *                   the channel's fault record, Xid 31);
+ *   mmu_address     the nth GPU access (a kernel's, a copy's, a semaphore's or the command
+ *                   processor's own) that touches the page holding `address` faults there;
+ *   xid_gr          the nth grid stops its channel with Xid 13 (ROBUST_CHANNEL_GR_EXCEPTION: an
+ *                   SM reports an out-of-range address; its error registers are saved);
+ *   xid_ce          the nth copy stops its channel with its copy engine's Xid (39 for CE0, 41
+ *                   for CE2: ROBUST_CHANNEL_CE<n>_ERROR);
+ *   doorbell        the nth doorbell is lost: the channel does not look at GP_PUT until a later
+ *                   submission moves it or the doorbell is rung again;
+ *   doorbell_stuck  from the nth doorbell on, the channel ignores every doorbell (a channel the
+ *                   GPU no longer schedules) until it is freed.
+ * nth counts from 1 (0 means 1), from this call, over every channel; each injection fires once.
+ * NULL turns it off; an unknown event returns -1. */
+int nvhcq_mock_gpu_fail(const char *event, uint32_t nth, uint64_t address);
+/* The same from "<event>[:<nth>][@<address>]" (NVHCQ_MOCK_GPU_FAIL's form); -1 if malformed. */
+int nvhcq_mock_gpu_fail_parse(const char *spec);
+/* What the injection did: whether it fired, and for a lost doorbell what got the channel going
+ * again (the doorbell rung again, or a later submission's GP_PUT). */
+typedef struct nvhcq_mock_injected {
+  uint32_t fired, rung_again, later_put;
+} nvhcq_mock_injected;
+nvhcq_mock_injected nvhcq_mock_gpu_fail_status(void);
 
 /* Live RM objects (clients and everything under them), open mock fds, command-processor
  * threads, UVM ranges and module records: all zero once every device is closed. */

@@ -50,15 +50,23 @@ static uint32_t give_backing(mock_obj *o, uint64_t size) {
   return MOCK_NV_OK;
 }
 
+/* Channels whose doorbell word lies in a usermode object that goes forget it. */
+static void drop_doorbells(const mock_obj *usermode) {
+  for (uint32_t i = 0; i < nvhcq_mock.nobjs; i++)
+    if (nvhcq_mock.objs[i]->ch)
+      mock_channel_drop_doorbell(nvhcq_mock.objs[i]->ch, usermode->backing, usermode->size);
+}
+
 static void release_obj(mock_obj *o) {
   if (o->ch) mock_channel_destroy(o->ch);
+  if (o->hclass == mock_gpu->usermode && o->backing) drop_doorbells(o);
   if (o->mapped) mock_range_unmap(o->va); /* RM unmaps a virtual object that goes */
   if (o->memfd >= 0 || o->pinned) mock_ranges_drop(o);
   for (int i = 0; i < MOCK_MAX_FDS; i++)
     if (nvhcq_mock.fds[i].map == o) nvhcq_mock.fds[i].map = NULL;
   if (o->backing && !o->pinned) munmap(o->backing, o->size);
   if (o->memfd >= 0) close(o->memfd);
-  if (o->vidmem) nvhcq_mock.vidmem_used[o->gpu] -= o->size;
+  if (o->vidmem) mock_vidmem_add(o->gpu, -(int64_t)o->size);
   free(o);
 }
 
@@ -137,11 +145,11 @@ static int known_class(uint32_t c) {
 static uint32_t alloc_memory(mock_obj *o, NV_MEMORY_ALLOCATION_PARAMS *m) {
   if (m->size == 0) return MOCK_ERR_INVALID_ARGUMENT;
   o->vidmem = o->hclass == NV01_MEMORY_LOCAL_USER;
-  if (o->vidmem && nvhcq_mock.vidmem_used[o->gpu] + m->size > (MOCK_FB_KIB << 10))
+  if (o->vidmem && mock_vidmem_used(o->gpu) + m->size > (MOCK_FB_KIB << 10))
     return MOCK_ERR_NO_MEMORY;
   uint32_t s = give_backing(o, m->size);
   if (s) return s;
-  if (o->vidmem) nvhcq_mock.vidmem_used[o->gpu] += m->size;
+  if (o->vidmem) mock_vidmem_add(o->gpu, (int64_t)m->size);
   m->limit = m->size - 1;
   return MOCK_NV_OK;
 }
@@ -179,6 +187,10 @@ static uint32_t init_obj(mock_obj *o, void *params) {
     return MOCK_NV_OK;
   }
   if (c == mock_gpu->usermode) return give_backing(o, 0x10000);
+  if (c == GT200_DEBUGGER) {
+    o->target = ((const NV83DE_ALLOC_PARAMETERS *)params)->hClass3dObject;
+    return MOCK_NV_OK;
+  }
   if (c == FERMI_CONTEXT_SHARE_A)
     return parent->hclass == KEPLER_CHANNEL_GROUP_A ? MOCK_NV_OK : MOCK_ERR_INVALID_OBJECT_PARENT;
   if (mock_is_gpfifo_class(c)) {

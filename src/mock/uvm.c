@@ -1,11 +1,12 @@
 /* The mock's UVM: registrations checked and otherwise no-ops, external ranges and the memory
- * mapped into them (the table the command processor translates GPU addresses with), the tools
- * event ring (it stays empty). */
+ * mapped into them (the table the command processor translates GPU addresses with, and the
+ * engines' copies that keep sparse memory sparse), the tools event ring faults are posted to. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mock/internal.h"
 #include "mock/mock.h"
@@ -108,6 +109,7 @@ int mock_space_of_client(uint32_t client) {
 }
 
 void *nvhcq_mock_gpu_pointer(uint64_t va, uint64_t len) {
+  if (mock_inject_access(va, len)) return NULL;
   void *at = NULL;
   int space = mock_thread_space;
   pthread_rwlock_rdlock(&nvhcq_mock.va_lock);
@@ -119,6 +121,71 @@ void *nvhcq_mock_gpu_pointer(uint64_t va, uint64_t len) {
   }
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
   return at;
+}
+
+/* ---- copies that keep sparse memory sparse ---- */
+
+/* Pieces of a large copy into the mock's memory are looked at one by one: a piece whose source
+ * holds nothing (a hole, or zeros) and whose destination is a hole is left alone, so copies of
+ * mostly untouched gigabytes cost neither the host memory nor the time. */
+#define SPARSE_PIECE (64u << 10)
+
+/* The memfd and offset behind host memory of a mock memory object (-1: other host memory). */
+static int backing_of(const uint8_t *p, uint64_t len, uint64_t *offset) {
+  int fd = -1;
+  pthread_rwlock_rdlock(&nvhcq_mock.va_lock);
+  for (uint32_t i = 0; i < nvhcq_mock.nranges && fd < 0; i++) {
+    const mock_range *r = &nvhcq_mock.ranges[i];
+    if (!r->host || !r->obj || r->obj->memfd < 0 || p < r->host || p - r->host + len > r->length)
+      continue;
+    fd = r->obj->memfd;
+    *offset = (uint64_t)(p - r->obj->backing);
+  }
+  pthread_rwlock_unlock(&nvhcq_mock.va_lock);
+  return fd;
+}
+
+/* Where a memfd holds data next, at or after `from` (UINT64_MAX: nowhere); a hole reads as
+ * zeros. Asked once per run of holes: the search walks the file's pages. */
+static uint64_t next_data(int fd, uint64_t from) {
+  off_t data = lseek(fd, (off_t)from, SEEK_DATA);
+  return data < 0 ? UINT64_MAX : (uint64_t)data;
+}
+
+/* Whether [at, at + k) of the memfd (-1: not one) is a hole; *next caches next_data, which the
+ * copy's own writes (all before `at`) do not move. */
+static int hole(int fd, uint64_t *next, uint64_t at, uint64_t k) {
+  if (fd < 0) return 0;
+  if (*next <= at) *next = next_data(fd, at);
+  return *next >= at + k;
+}
+
+/* memcmp against zeros: libc's, fast even in a build without optimization. */
+static int all_zero(const uint8_t *p, size_t n) {
+  static const uint8_t zeros[SPARSE_PIECE];
+  return memcmp(p, zeros, n) == 0;
+}
+
+void mock_copy(void *dst, const void *src, uint64_t n) {
+  uint8_t *d = dst;
+  const uint8_t *s = src;
+  uint64_t d_off = 0, s_off = 0;
+  int large = n >= 2 * SPARSE_PIECE && !(d < s + n && s < d + n);
+  int d_fd = large ? backing_of(d, n, &d_off) : -1, s_fd = large ? backing_of(s, n, &s_off) : -1;
+  if (d_fd < 0 && s_fd < 0) {
+    memmove(d, s, n);
+    return;
+  }
+  uint64_t d_next = 0, s_next = 0;
+  for (uint64_t at = 0; at < n; at += SPARSE_PIECE) {
+    size_t k = n - at < SPARSE_PIECE ? (size_t)(n - at) : SPARSE_PIECE;
+    int d_hole = hole(d_fd, &d_next, d_off + at, k);
+    if (hole(s_fd, &s_next, s_off + at, k)) {
+      if (!d_hole) memset(d + at, 0, k); /* reading a hole through a mapping would fill it */
+      continue;
+    }
+    if (!d_hole || !all_zero(s + at, k)) memcpy(d + at, s + at, k);
+  }
 }
 
 /* Calls that only need their arguments to make sense. */
