@@ -4,6 +4,7 @@
 #ifndef NVHCQ_TEST_H
 #define NVHCQ_TEST_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,17 @@ static inline double test_now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* File descriptors this process has open (/proc/self/fd, its own listing fd and . and ..
+ * included: compare counts, not values); -1 if the listing cannot be read. */
+static inline int test_count_fds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  if (!d) return -1;
+  while (readdir(d)) n++;
+  closedir(d);
+  return n;
 }
 
 typedef struct test_case {

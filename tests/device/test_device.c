@@ -1,19 +1,10 @@
 /* Foundation tests on a real GPU. Without one (no /dev/nvidiactl) each test says so and skips. */
-#include <dirent.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "device_test.h"
-
-static int count_fds(void) {
-  DIR *d = opendir("/proc/self/fd");
-  int n = 0;
-  while (d && readdir(d)) n++;
-  if (d) closedir(d);
-  return n;
-}
 
 /* Resident host memory of this process, in KiB. */
 static long rss_kib(void) {
@@ -66,7 +57,7 @@ static void t_open_close_loop(void) {
   NEED_DEVICE();
   uint64_t free_before = 0, free_after = 0;
   TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_before) == NVHCQ_SUCCESS);
-  int fds = count_fds();
+  int fds = test_count_fds();
   long rss_after_first = 0;
   for (int i = 0; i < 100; i++) {
     if (i == 1) rss_after_first = rss_kib();
@@ -79,7 +70,7 @@ static void t_open_close_loop(void) {
     TEST_CHECK(nvhcq_device_close(d) == NVHCQ_SUCCESS);
   }
   TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_after) == NVHCQ_SUCCESS);
-  TEST_CHECK_MSG(count_fds() == fds, "fds before %d after %d", fds, count_fds());
+  TEST_CHECK_MSG(test_count_fds() == fds, "fds before %d after %d", fds, test_count_fds());
   long grown = rss_kib() - rss_after_first;
   printf("  100 opens: resident memory grew by %ld KiB after the first\n", grown);
   TEST_CHECK_MSG(grown < 8192, "host memory grew by %ld KiB over 99 open/close cycles", grown);

@@ -2,7 +2,6 @@
  * check its output, unload, free, close. Afterwards the process holds the fds and the GPU the
  * free memory they had before the first, and resident memory is where it stood once nvhcq's
  * bounded caches had filled (a warm-up). Runs on the mock GPU too, and with NVHCQ_UVM=off. */
-#include <dirent.h>
 #include <stdio.h>
 
 #include "device_test.h"
@@ -17,14 +16,6 @@
 #define WARMUP_BLOCK      50
 #define WARMUP_STABLE_KIB 64
 #define WARMUP_MAX        1000
-
-static int count_fds(void) {
-  DIR *d = opendir("/proc/self/fd");
-  int n = 0;
-  while (d && readdir(d)) n++;
-  if (d) closedir(d);
-  return n;
-}
 
 /* Resident pages of this process (/proc/self/statm, second field), in KiB. */
 static long rss_kib(void) {
@@ -96,7 +87,7 @@ static void t_thousand_lifetimes(void) {
   uint64_t free_start = 0, free_end = 0;
   TEST_CHECK(nvhcq_device_close_wait(NULL) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_start) == NVHCQ_SUCCESS);
-  int fds_start = count_fds();
+  int fds_start = test_count_fds();
   int warm = warm_up(cubin);
   if (warm < 0) return;
   long rss_start = rss_kib();
@@ -104,7 +95,7 @@ static void t_thousand_lifetimes(void) {
     if (cycle(cubin, i)) return;
   TEST_CHECK(nvhcq_device_close_wait(NULL) == NVHCQ_SUCCESS); /* the last close's release */
   TEST_CHECK(nvhcq_device_get_free_memory(dev, &free_end) == NVHCQ_SUCCESS);
-  int fds_end = count_fds();
+  int fds_end = test_count_fds();
   long rss_end = rss_kib();
   printf("  %d warm-up and %d measured cycles: fds %d -> %d, GPU free memory %llu -> %llu KiB, "
          "resident memory %ld -> %ld KiB\n",

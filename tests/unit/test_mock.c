@@ -15,6 +15,7 @@
 #include "mock/internal.h"
 #include "mock/mock.h"
 #include "nvhcq.h"
+#include "mock_test.h"
 #include "test.h"
 
 #ifdef NO_DEVICE_ADDRESS_SPACE
@@ -29,27 +30,6 @@ static const int device_address_space = 1;
         "AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");      \
   nvhcq_device *dev = open_mock();                                                                 \
   if (!dev) return
-
-/* Installs the mock and opens its device 0. */
-static nvhcq_device *open_mock(void) {
-  nvhcq_mock_install();
-  nvhcq_device *dev = NULL;
-  nvhcq_status s = nvhcq_device_open(0, &dev);
-  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "open: %s", nvhcq_last_error());
-  return s ? NULL : dev;
-}
-
-/* Closes the device, waits for the release it leaves to the background, and checks that the
- * mock holds nothing any more. */
-static void close_mock(nvhcq_device *dev) {
-  TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
-  TEST_CHECK(nvhcq_device_close_wait(NULL) == NVHCQ_SUCCESS);
-  nvhcq_mock_counts c = nvhcq_mock_live();
-  TEST_CHECK_MSG(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0 && c.modules == 0,
-                 "live after close: %u objects, %u fds, %u channels, %u ranges, %u modules",
-                 c.objects, c.fds, c.channels, c.ranges, c.modules);
-  nvhcq_mock_uninstall();
-}
 
 /* Bytes from a linear congruential sequence: no two sizes or seeds alike. */
 static void fill(uint8_t *p, size_t n, uint32_t seed) {

@@ -3,7 +3,6 @@
  * recovering and closing make is failed in turn (nvhcq_mock_fail); each time nvhcq must return a
  * clear error (or carry on where the call is optional), leave no mock object, fd or thread
  * behind, and the next open must work. */
-#include <dirent.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,15 +30,6 @@ typedef struct walk {
   } while (0)
 
 static char cubin_path[600];
-
-static int open_fds(void) {
-  DIR *d = opendir("/proc/self/fd");
-  int n = 0;
-  if (!d) return -1;
-  while (readdir(d)) n++;
-  closedir(d);
-  return n;
-}
 
 static nvhcq_status signal_and_wait(walk *w, nvhcq_queue *q) {
   STEP(nvhcq_queue_signal(q, w->sig, ++w->value));
@@ -157,8 +147,8 @@ static int inject(uint32_t nth, int fds, char *seen, size_t seen_size) {
       strcat(seen, seen[0] ? ", " : ""), strcat(seen, name);
   }
   int clean = mock_empty(name);
-  TEST_CHECK_MSG(open_fds() == fds, "call %u (%s): %d fds open, %d before", nth, name, open_fds(),
-                 fds);
+  TEST_CHECK_MSG(test_count_fds() == fds, "call %u (%s): %d fds open, %d before", nth, name,
+                 test_count_fds(), fds);
   /* The next open works. */
   nvhcq_device *dev = NULL;
   TEST_CHECK_MSG(nvhcq_device_open(0, &dev) == NVHCQ_SUCCESS, "after call %u (%s): %s", nth, name,
@@ -178,7 +168,7 @@ static void t_every_call_fails_once(void) {
   TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");
 #endif
   find_kernels();
-  int fds = open_fds();
+  int fds = test_count_fds();
   walk w = {0};
   nvhcq_mock_install();
   nvhcq_mock_fail("any", 0); /* count only */

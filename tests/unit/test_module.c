@@ -10,6 +10,7 @@
 #include "exec/module.h"
 #include "mock/mock.h"
 #include "nvhcq.h"
+#include "mock_test.h"
 #include "test.h"
 
 #ifdef NO_DEVICE_ADDRESS_SPACE
@@ -47,23 +48,6 @@ static int read_cubin(void) {
   if (!read_cubin()) TEST_SKIP("no device_kernels_sm_90.cubin (built with nvcc)");                 \
   nvhcq_device *dev = open_mock();                                                                 \
   if (!dev) return
-
-static nvhcq_device *open_mock(void) {
-  nvhcq_mock_install();
-  nvhcq_device *dev = NULL;
-  nvhcq_status s = nvhcq_device_open(0, &dev);
-  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "open: %s", nvhcq_last_error());
-  return s ? NULL : dev;
-}
-
-static void close_mock(nvhcq_device *dev) {
-  TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
-  TEST_CHECK(nvhcq_device_close_wait(NULL) == NVHCQ_SUCCESS);
-  nvhcq_mock_counts c = nvhcq_mock_live();
-  TEST_CHECK_MSG(c.objects == 0 && c.fds == 0 && c.ranges == 0,
-                 "live after close: %u objects, %u fds, %u ranges", c.objects, c.fds, c.ranges);
-  nvhcq_mock_uninstall();
-}
 
 static nvhcq_module *load(nvhcq_device *dev) {
   nvhcq_module *m = NULL;

@@ -11,6 +11,7 @@
 #include "hw/qmd.h"
 #include "mock/mock.h"
 #include "nvhcq.h"
+#include "mock_test.h"
 #include "test.h"
 
 #ifdef NO_DEVICE_ADDRESS_SPACE
@@ -19,25 +20,12 @@ static const int device_address_space = 0;
 static const int device_address_space = 1;
 #endif
 
-static nvhcq_device *open_mock(void) {
-  nvhcq_mock_install();
-  nvhcq_device *dev = NULL;
-  nvhcq_status s = nvhcq_device_open(0, &dev);
-  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "open: %s", nvhcq_last_error());
-  return s ? NULL : dev;
-}
-
 #define NEED_MOCK_DEVICE(dev)                                                                      \
   if (!device_address_space)                                                                       \
     TEST_SKIP(                                                                                     \
         "AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");      \
   nvhcq_device *dev = open_mock();                                                                 \
   if (!dev) return
-
-static void close_mock(nvhcq_device *dev) {
-  TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
-  nvhcq_mock_uninstall();
-}
 
 /* How many times `needle` occurs in the file. */
 static int count_in_file(const char *path, const char *needle) {

@@ -1,0 +1,31 @@
+/* What the unit tests that run on the mock GPU share: opening its device 0, and closing it with
+ * a check that the mock holds nothing afterwards. */
+#ifndef NVHCQ_MOCK_TEST_H
+#define NVHCQ_MOCK_TEST_H
+
+#include "mock/mock.h"
+#include "nvhcq.h"
+#include "test.h"
+
+/* Installs the mock and opens its device 0; NULL (with a failed check) if that fails. */
+static inline nvhcq_device *open_mock(void) {
+  nvhcq_mock_install();
+  nvhcq_device *dev = NULL;
+  nvhcq_status s = nvhcq_device_open(0, &dev);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "open: %s", nvhcq_last_error());
+  return s ? NULL : dev;
+}
+
+/* Closes the device, waits for the release it leaves to the background, checks that the mock
+ * holds no object, fd, channel, range or module any more, and uninstalls it. */
+static inline void close_mock(nvhcq_device *dev) {
+  TEST_CHECK_MSG(nvhcq_device_close(dev) == NVHCQ_SUCCESS, "close: %s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_device_close_wait(NULL) == NVHCQ_SUCCESS);
+  nvhcq_mock_counts c = nvhcq_mock_live();
+  TEST_CHECK_MSG(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0 && c.modules == 0,
+                 "live after close: %u objects, %u fds, %u channels, %u ranges, %u modules",
+                 c.objects, c.fds, c.channels, c.ranges, c.modules);
+  nvhcq_mock_uninstall();
+}
+
+#endif
