@@ -276,19 +276,6 @@ static int report(int size, const uint16_t *a, const uint16_t *b, const outcome 
   return ok;
 }
 
-static void *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  void *data = n > 0 ? malloc((size_t)n) : NULL;
-  fseek(f, 0, SEEK_SET);
-  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) free(data), data = NULL;
-  fclose(f);
-  *size = (size_t)n;
-  return data;
-}
-
 int main(int argc, char **argv) {
   if (argc != 2)
     return fprintf(stderr,

@@ -478,19 +478,6 @@ static void report_table(const int *run, const outcome *o, int have_cu) {
   }
 }
 
-static void *read_file(const char *path, size_t *size) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  void *data = n > 0 ? malloc((size_t)n) : NULL;
-  fseek(f, 0, SEEK_SET);
-  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) free(data), data = NULL;
-  fclose(f);
-  *size = (size_t)n;
-  return data;
-}
-
 /* Marks the kernels to run (all, or the one named); 0 when the name is unknown. */
 static int select_cases(const char *only, int *run) {
   int any = 0;

@@ -21,19 +21,11 @@ static const char *bench_dir(void) {
   return env ? env : NVHCQ_BENCH_DIR;
 }
 
-static void *read_file(const char *name, size_t *size) {
+/* A cubin of the build's bench/ folder (or $NVHCQ_BENCH_DIR). */
+static void *read_bench_file(const char *name, size_t *size) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", bench_dir(), name);
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  void *data = malloc((size_t)n);
-  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) free(data), data = NULL;
-  fclose(f);
-  *size = (size_t)n;
-  return data;
+  return read_file(path, size);
 }
 
 static int on_mock(void) {
@@ -60,7 +52,7 @@ static void nv_open(double out[4]) {
 
 static void nv_first_kernel(double out[4]) {
   size_t size;
-  void *cubin = read_file("startup_kernels_sm_90.cubin", &size);
+  void *cubin = read_bench_file("startup_kernels_sm_90.cubin", &size);
   if (!cubin) exit(2);
   double t0 = now_s();
   nvhcq_device *d;
@@ -93,7 +85,7 @@ static void nv_frees(double out[4]) {
   nvhcq_queue *q;
   nvhcq_module *m = NULL;
   size_t size;
-  void *cubin = on_mock() ? NULL : read_file("startup_kernels_sm_90.cubin", &size);
+  void *cubin = on_mock() ? NULL : read_bench_file("startup_kernels_sm_90.cubin", &size);
   if (cubin) {
     nvhcq_kernel *k;
     CHECK_NV(nvhcq_module_load(d, cubin, size, &m));
@@ -128,7 +120,7 @@ static void nv_frees(double out[4]) {
 
 static void nv_module_load(double out[4]) {
   size_t size;
-  void *cubin = read_file("startup_module_sm_90.cubin", &size);
+  void *cubin = read_bench_file("startup_module_sm_90.cubin", &size);
   if (!cubin) exit(2);
   nvhcq_device *d;
   CHECK_NV(nvhcq_device_open(0, &d));
@@ -172,7 +164,7 @@ static void cu_open(double out[4]) {
 
 static void cu_first_kernel(double out[4]) {
   size_t size;
-  void *cubin = read_file("startup_kernels_sm_90.cubin", &size);
+  void *cubin = read_bench_file("startup_kernels_sm_90.cubin", &size);
   if (!cubin) exit(2);
   double t0 = now_s();
   cuda_context();
@@ -190,7 +182,7 @@ static void cu_first_kernel(double out[4]) {
 
 static void cu_frees(double out[4]) {
   size_t size;
-  void *cubin = read_file("startup_kernels_sm_90.cubin", &size);
+  void *cubin = read_bench_file("startup_kernels_sm_90.cubin", &size);
   if (!cubin) exit(2);
   cuda_context();
   static uint64_t ptr[FREES];
@@ -225,7 +217,7 @@ static void cu_frees(double out[4]) {
 
 static void cu_module_load(double out[4]) {
   size_t size;
-  void *cubin = read_file("startup_module_sm_90.cubin", &size);
+  void *cubin = read_bench_file("startup_module_sm_90.cubin", &size);
   if (!cubin) exit(2);
   cuda_context();
   cu_fn unload_fn = cu_sym("cuModuleUnload");

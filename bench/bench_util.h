@@ -15,6 +15,18 @@ static inline double now_s(void) {
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* The whole file at `path` (malloc'd) and its size in *size; NULL if it cannot be read. */
+static inline void *read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  void *data = n > 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)n) : NULL;
+  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) free(data), data = NULL;
+  fclose(f);
+  if (data) *size = (size_t)n;
+  return data;
+}
+
 static inline int cmp_double(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
   return x < y ? -1 : x > y;

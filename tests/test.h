@@ -28,6 +28,19 @@ static inline int test_count_fds(void) {
   return n;
 }
 
+/* The whole file at `path` (malloc'd, with one zero byte after it, so text can be used as a
+ * string) and its size in *size; NULL if it cannot be read or is empty. */
+static inline void *test_read_file(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+  char *data = n > 0 && fseek(f, 0, SEEK_SET) == 0 ? malloc((size_t)n + 1) : NULL;
+  if (data && fread(data, 1, (size_t)n, f) != (size_t)n) free(data), data = NULL;
+  fclose(f);
+  if (data) data[n] = 0, *size = (size_t)n;
+  return data;
+}
+
 typedef struct test_case {
   const char *name;
   void (*fn)(void);

@@ -136,10 +136,6 @@ static void fence_before_successor(const nvhcq_compute_state *cs, uint32_t *qmd,
   nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_DEVICE);
 }
 
-/* Orders a new launch after the queue's previous one: chained when the previous QMD can name a
- * dependent (it schedules this one when it completes), else a wait for idle and a PCAS of its
- * own. The previous QMD sits in GPU-visible memory the GPU has not read yet: only the dwords
- * chaining changes are written again. */
 /* NVHCQ_DEBUG_CBANK_INVALIDATE=chained: a chained grid does not invalidate bank 0 in the
  * constant cache (every QMD is built asking for it, CONSTANT_BUFFER_INVALIDATE(0)). It is wrong,
  * and kept to show why: the invalidation costs 0.10 us per chained grid on the H200 (empty
@@ -157,6 +153,10 @@ static void skip_constant_invalidate(const nvhcq_compute_state *cs, uint32_t *qm
   nvhcq_qmd_copy_field(v, qmd_cpu, shadow, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0);
 }
 
+/* Orders a new launch after the queue's previous one: chained when the previous QMD can name a
+ * dependent (it schedules this one when it completes), else a wait for idle and a PCAS of its
+ * own. The previous QMD sits in GPU-visible memory the GPU has not read yet: only the dwords
+ * chaining changes are written again. */
 static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, uint32_t *next) {
   const nvhcq_compute_state *cs = &q->dev->compute_state;
   nvhcq_qmd_version v = cs->qmd_version;

@@ -680,18 +680,6 @@ static void test_fatbin(void) {
   free(c);
 }
 
-static void *read_all(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  void *b = malloc((size_t)n);
-  if (b && fread(b, 1, (size_t)n, f) != (size_t)n) free(b), b = NULL;
-  fclose(f);
-  return b;
-}
-
 /* nvcc's own fatbins load (no kernel runs, so the mock does too): the SASS entry for the GPU, or
  * the zstd-compressed PTX compiled by nvJitLink, with the parameter table of the kernel. */
 static void test_fatbin_files(void) {
@@ -702,7 +690,8 @@ static void test_fatbin_files(void) {
   for (int i = 0; i < 2; i++) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-    void *image = read_all(path);
+    size_t image_size;
+    void *image = test_read_file(path, &image_size);
     TEST_CHECK_MSG(image != NULL, "%s", path);
     if (!image) continue;
     CUmodule m;

@@ -7,17 +7,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cubin_path.h"
 #include "nvhcq.h"
 #include "test.h"
 
 static nvhcq_device *dev;
 static nvhcq_module *mod;
-
-/* NVHCQ_MOCK=1: the library drives its mock GPU (src/mock/) instead of the driver. */
-static inline int on_mock(void) {
-  const char *mock = getenv("NVHCQ_MOCK");
-  return mock && *mock && strcmp(mock, "0") != 0;
-}
 
 /* Skips the calling test on the mock GPU, saying why it needs real hardware. */
 #define SKIP_ON_MOCK(why)                                                                          \
@@ -38,19 +33,9 @@ static inline int open_device(void) {
   return 0;
 }
 
-/* The test kernels' cubin for the open device's architecture (NVHCQ_TEST_CUBIN_DIR, else where
- * this build put them); on the mock, NVHCQ_MOCK_PTX names the PTX it runs them from. */
+/* The test kernels' cubin for the open device's architecture (cubin_path.h). */
 static inline void test_cubin_path(char *path, size_t size) {
-  nvhcq_device_info info = {.struct_size = sizeof info};
-  nvhcq_device_query_info(dev, &info);
-  const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
-#ifdef NVHCQ_TEST_CUBIN_DEFAULT
-  if (!dir) dir = NVHCQ_TEST_CUBIN_DEFAULT;
-#endif
-#ifdef NVHCQ_TEST_PTX_FILE
-  if (on_mock()) setenv("NVHCQ_MOCK_PTX", NVHCQ_TEST_PTX_FILE, 0);
-#endif
-  snprintf(path, size, "%s/device_kernels_%s.cubin", dir ? dir : ".", info.arch);
+  test_cubin_path_for(dev, path, size);
 }
 
 /* Opens the device and loads the test kernels for its architecture. */

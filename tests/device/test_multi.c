@@ -9,16 +9,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "cubin_path.h"
 #include "nvhcq.h"
 #include "test.h"
 
 static nvhcq_device *gpu[2];
 static nvhcq_module *mods[2];
-
-static int on_mock(void) {
-  const char *mock = getenv("NVHCQ_MOCK");
-  return mock && *mock && strcmp(mock, "0") != 0;
-}
 
 static int gpu_count(void) {
   int n = 0;
@@ -75,17 +71,8 @@ static void close_both(void) {
 
 static nvhcq_kernel *kernel(int i, const char *name) {
   if (!mods[i]) {
-    nvhcq_device_info info = {.struct_size = sizeof info};
-    nvhcq_device_query_info(gpu[i], &info);
-    const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
-#ifdef NVHCQ_TEST_CUBIN_DEFAULT
-    if (!dir) dir = NVHCQ_TEST_CUBIN_DEFAULT;
-#endif
-#ifdef NVHCQ_TEST_PTX_FILE
-    if (on_mock()) setenv("NVHCQ_MOCK_PTX", NVHCQ_TEST_PTX_FILE, 0);
-#endif
     char path[512];
-    snprintf(path, sizeof path, "%s/device_kernels_%s.cubin", dir ? dir : ".", info.arch);
+    test_cubin_path_for(gpu[i], path, sizeof path);
     if (nvhcq_module_load_file(gpu[i], path, &mods[i])) {
       TEST_CHECK_MSG(0, "load %s on GPU %d: %s", path, i, nvhcq_last_error());
       return NULL;

@@ -7,6 +7,21 @@
 #include "nvhcq.h"
 #include "test.h"
 
+/* Skips the calling test under AddressSanitizer, whose shadow leaves no room for device memory
+ * (test.h: NO_DEVICE_ADDRESS_SPACE). */
+#ifdef NO_DEVICE_ADDRESS_SPACE
+#define SKIP_WITHOUT_DEVICE_ADDRESS_SPACE()                                                        \
+  TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory")
+#else
+#define SKIP_WITHOUT_DEVICE_ADDRESS_SPACE() (void)0
+#endif
+
+/* Declares `dev`, the mock's device 0, or ends the calling test (skipped or failed). */
+#define NEED_MOCK_DEVICE(dev)                                                                      \
+  SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();                                                             \
+  nvhcq_device *dev = open_mock();                                                                 \
+  if (!dev) return
+
 /* Installs the mock and opens its device 0; NULL (with a failed check) if that fails. */
 static inline nvhcq_device *open_mock(void) {
   nvhcq_mock_install();

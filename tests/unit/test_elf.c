@@ -30,15 +30,9 @@ typedef struct blob {
 /* ---- loading ----------------------------------------------------------------------------- */
 
 static bool load_file(const char *path, blob *b) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return false;
-  bool ok = fseek(f, 0, SEEK_END) == 0;
-  long n = ok ? ftell(f) : -1;
-  ok = n > 0 && fseek(f, 0, SEEK_SET) == 0 && (b->data = malloc((size_t)n)) != NULL;
-  ok = ok && fread(b->data, 1, (size_t)n, f) == (size_t)n;
-  fclose(f);
-  b->size = ok ? (size_t)n : 0;
-  return ok;
+  b->size = 0;
+  b->data = test_read_file(path, &b->size);
+  return b->data != NULL;
 }
 
 /* Loads DIR/kernels_<arch>.cubin, or sets skip_message and returns false. */

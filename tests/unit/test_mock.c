@@ -18,19 +18,6 @@
 #include "mock_test.h"
 #include "test.h"
 
-#ifdef NO_DEVICE_ADDRESS_SPACE
-static const int device_address_space = 0;
-#else
-static const int device_address_space = 1;
-#endif
-
-#define NEED_MOCK_DEVICE(dev)                                                                      \
-  if (!device_address_space)                                                                       \
-    TEST_SKIP(                                                                                     \
-        "AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");      \
-  nvhcq_device *dev = open_mock();                                                                 \
-  if (!dev) return
-
 /* Bytes from a linear congruential sequence: no two sizes or seeds alike. */
 static void fill(uint8_t *p, size_t n, uint32_t seed) {
   uint64_t x = seed | 1ull << 40;
@@ -454,11 +441,10 @@ static void t_close_leaves_slow_calls_behind(void) {
 /* NVHCQ_UVM=off: memory of every kind is mapped through RM's virtual memory objects at the CPU's
  * addresses (the copies read and write it there), and nothing is left after close. */
 static void t_rm_only_mapping(void) {
+  SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();
   setenv("NVHCQ_UVM", "off", 1);
-  nvhcq_device *dev = device_address_space ? open_mock() : NULL;
+  nvhcq_device *dev = open_mock();
   unsetenv("NVHCQ_UVM");
-  if (!device_address_space)
-    TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");
   if (!dev) return;
   for (nvhcq_memory_kind k = 0; k < 4; k++) {
     round_trip(dev, 4097, 1, k, (k + 1) % 4);
@@ -485,8 +471,7 @@ static void t_other_profiles(void) {
   } want[] = {{"a100", "sm_80", 108, 0xc6c0, 0xc6b5},
               {"rtx4090", "sm_89", 128, 0xc9c0, 0xc7b5},
               {"b200", "sm_100", 148, 0xcdc0, 0xc9b5}};
-  if (!device_address_space)
-    TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");
+  SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();
   for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
     setenv("NVHCQ_MOCK_GPU", want[i].key, 1);
     NEED_MOCK_DEVICE(dev);
@@ -506,8 +491,7 @@ static void t_other_profiles(void) {
  * signal page and a copy between them, and nothing left in the mock once both close (GPU 1
  * first, while GPU 0 still maps its buffer). */
 static void t_two_gpus(void) {
-  if (!device_address_space)
-    TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");
+  SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();
   setenv("NVHCQ_MOCK_GPUS", "2", 1);
   nvhcq_mock_install();
   unsetenv("NVHCQ_MOCK_GPUS");

@@ -13,12 +13,6 @@
 #include "mock_test.h"
 #include "test.h"
 
-#ifdef NO_DEVICE_ADDRESS_SPACE
-static const int device_address_space = 0;
-#else
-static const int device_address_space = 1;
-#endif
-
 static void *cubin;
 static size_t cubin_size;
 
@@ -29,22 +23,12 @@ static int read_cubin(void) {
   char path[600];
   snprintf(path, sizeof path, "%s/device_kernels_sm_90.cubin",
            dir ? dir : NVHCQ_TEST_CUBIN_DEFAULT);
-  FILE *f = fopen(path, "rb");
-  if (!f) return 0;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  cubin = malloc((size_t)n);
-  cubin_size = cubin && fread(cubin, 1, (size_t)n, f) == (size_t)n ? (size_t)n : 0;
-  fclose(f);
-  if (!cubin_size) free(cubin), cubin = NULL;
+  cubin = test_read_file(path, &cubin_size);
   return cubin != NULL;
 }
 
-#define NEED_MOCK_DEVICE(dev)                                                                      \
-  if (!device_address_space)                                                                       \
-    TEST_SKIP(                                                                                     \
-        "AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");      \
+#define NEED_MOCK_DEVICE_AND_CUBIN(dev)                                                            \
+  SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();                                                             \
   if (!read_cubin()) TEST_SKIP("no device_kernels_sm_90.cubin (built with nvcc)");                 \
   nvhcq_device *dev = open_mock();                                                                 \
   if (!dev) return
@@ -58,7 +42,7 @@ static nvhcq_module *load(nvhcq_device *dev) {
 
 /* Driver calls (RM, UVM, open, mmap: the mock's "any") a load and its unload make. */
 static void t_loads_after_the_first_call_no_driver(void) {
-  NEED_MOCK_DEVICE(dev);
+  NEED_MOCK_DEVICE_AND_CUBIN(dev);
   nvhcq_mock_fail("any", 0); /* counts only */
   nvhcq_module *first = load(dev);
   uint32_t first_calls = nvhcq_mock_fail_count();
@@ -87,7 +71,7 @@ static void t_loads_after_the_first_call_no_driver(void) {
 /* While a queued wait holds the compute channel, an unloaded module's range stays taken: the next
  * load goes elsewhere. Once the GPU is past it, the range is handed out again. */
 static void t_unloaded_code_kept_while_the_gpu_may_run_it(void) {
-  NEED_MOCK_DEVICE(dev);
+  NEED_MOCK_DEVICE_AND_CUBIN(dev);
   nvhcq_signal *gate;
   nvhcq_queue *q;
   TEST_CHECK(nvhcq_signal_create(dev, 0, &gate) == NVHCQ_SUCCESS);
@@ -129,7 +113,7 @@ static void t_unloaded_code_kept_while_the_gpu_may_run_it(void) {
 /* Slices that do not fit a chunk get a new one; one empty chunk is kept, a second is freed, and
  * an image larger than a chunk gets one of its own that goes with it. */
 static void t_arena_chunks(void) {
-  NEED_MOCK_DEVICE(dev);
+  NEED_MOCK_DEVICE_AND_CUBIN(dev);
   const uint64_t mib = 1u << 20;
   nvhcq_arena_slice a, b, big;
   TEST_CHECK(nvhcq_arena_alloc(dev, 3 * mib, &a) == NVHCQ_SUCCESS);
@@ -153,7 +137,7 @@ static void t_arena_chunks(void) {
 
 /* Free memory after an unload is what it was before the load: empty chunks count as free. */
 static void t_free_memory_after_unload(void) {
-  NEED_MOCK_DEVICE(dev);
+  NEED_MOCK_DEVICE_AND_CUBIN(dev);
   uint64_t before = 0, loaded = 0, after = 0;
   TEST_CHECK(nvhcq_device_get_free_memory(dev, &before) == NVHCQ_SUCCESS);
   nvhcq_module *m = load(dev);
@@ -169,7 +153,7 @@ static void t_free_memory_after_unload(void) {
 
 /* The template is built on the first lookup, once, and binds the module's code. */
 static void t_template_on_first_lookup(void) {
-  NEED_MOCK_DEVICE(dev);
+  NEED_MOCK_DEVICE_AND_CUBIN(dev);
   nvhcq_module *m = load(dev);
   if (!m) return;
   int built = 0;

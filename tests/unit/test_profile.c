@@ -14,19 +14,6 @@
 #include "mock_test.h"
 #include "test.h"
 
-#ifdef NO_DEVICE_ADDRESS_SPACE
-static const int device_address_space = 0;
-#else
-static const int device_address_space = 1;
-#endif
-
-#define NEED_MOCK_DEVICE(dev)                                                                      \
-  if (!device_address_space)                                                                       \
-    TEST_SKIP(                                                                                     \
-        "AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory");      \
-  nvhcq_device *dev = open_mock();                                                                 \
-  if (!dev) return
-
 /* How many times `needle` occurs in the file. */
 static int count_in_file(const char *path, const char *needle) {
   FILE *f = fopen(path, "r");

@@ -13,20 +13,15 @@
 static nvhcq_ptx_module *load(const char *file) {
   char path[512];
   snprintf(path, sizeof path, "%s/%s", NVHCQ_PTX_DIR, file);
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
+  size_t n = 0;
+  char *text = test_read_file(path, &n);
   nvhcq_ptx_module *m = NULL;
   char err[256] = "";
-  if (text && fread(text, 1, (size_t)n, f) == (size_t)n) {
-    nvhcq_ptx_status st = nvhcq_ptx_module_load(text, (size_t)n, &m, err, sizeof err);
+  if (text) {
+    nvhcq_ptx_status st = nvhcq_ptx_module_load(text, n, &m, err, sizeof err);
     TEST_CHECK_MSG(st == NVHCQ_PTX_OK, "%s: %s", path, err);
   }
   free(text);
-  fclose(f);
   return m;
 }
 
