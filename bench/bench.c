@@ -33,6 +33,7 @@ static void bench_nvhcq(size_t size, results *r) {
   double t0 = now_s();
   CHECK_NV(nvhcq_device_open(0, &dev));
   r->open_ms = (now_s() - t0) * 1e3;
+  bench_settle(dev);
   nvhcq_buffer *a, *b, *host;
   CHECK_NV(nvhcq_buffer_create(dev, size, NVHCQ_MEMORY_DEVICE, &a));
   CHECK_NV(nvhcq_buffer_create(dev, size, NVHCQ_MEMORY_DEVICE, &b));

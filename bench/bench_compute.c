@@ -47,6 +47,7 @@ static double nv_init(void) {
 }
 
 static void nv_rest(results *r) {
+  bench_settle(dev);
   nvhcq_device_info info = {.struct_size = sizeof info};
   nvhcq_device_query_info(dev, &info);
   nvhcq_dim3 one = {1, 1, 1};

@@ -144,6 +144,7 @@ static int nv_open(const void *image, size_t size) {
     fprintf(stderr, "nvhcq_bench_gemm: nvhcq cannot open GPU 0: %s\n", nvhcq_last_error());
     return 0;
   }
+  bench_settle(nv_dev);
   nvhcq_device_info info = {.struct_size = sizeof info};
   CHECK_NV(nvhcq_device_query_info(nv_dev, &info));
   if (strcmp(info.arch, "sm_90")) {

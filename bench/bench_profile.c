@@ -70,6 +70,7 @@ int main(int argc, char **argv) {
   nvhcq_kernel *empty, *add;
   nvhcq_buffer *x, *y, *z;
   CHECK_NV(nvhcq_device_open(0, &dev));
+  bench_settle(dev);
   CHECK_NV(nvhcq_module_load_file(dev, argv[1], &mod));
   CHECK_NV(nvhcq_module_get_kernel(mod, "empty", &empty));
   CHECK_NV(nvhcq_module_get_kernel(mod, "vector_add", &add));

@@ -370,6 +370,7 @@ static int nv_open(const void *image, size_t size) {
     fprintf(stderr, "nvhcq_bench_real: nvhcq cannot open GPU 0: %s\n", nvhcq_last_error());
     return 0;
   }
+  bench_settle(nv_dev);
   CHECK_NV(nvhcq_module_load(nv_dev, image, size, &nv_mod));
   CHECK_NV(nvhcq_signal_create(nv_dev, 0, &nv_sig[0]));
   CHECK_NV(nvhcq_signal_create(nv_dev, 0, &nv_sig[1]));

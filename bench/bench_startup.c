@@ -142,6 +142,44 @@ static void nv_module_load(double out[4]) {
   free(cubin);
 }
 
+/* NVHCQ_UVM=background: after the first kernel, a 1 MiB allocation and an empty launch every 2 ms
+ * until the device has moved onto UVM. The registration's time behind the work, the move's delay
+ * of the submission it happened at, the slowest allocation meanwhile (RM calls wait for UVM's),
+ * and the time from the open until the move. All 0 where the device never moves. */
+static void nv_move(double out[4]) {
+  size_t size;
+  void *cubin = read_bench_file("startup_kernels_sm_90.cubin", &size);
+  if (!cubin) exit(2);
+  double t0 = now_s(), slowest = 0;
+  nvhcq_device *d;
+  nvhcq_module *m;
+  nvhcq_kernel *k;
+  CHECK_NV(nvhcq_device_open(0, &d));
+  CHECK_NV(nvhcq_module_load(d, cubin, size, &m));
+  CHECK_NV(nvhcq_module_get_kernel(m, "empty_kernel", &k));
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  for (int i = 0; i < 1500; i++) {
+    CHECK_NV(nvhcq_kernel_launch_cpu_wait(k, (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){32, 1, 1}, 0, NULL,
+                                          0, NULL));
+    CHECK_NV(nvhcq_device_query_info(d, &info));
+    if (info.uvm_attached) break;
+    double a0 = now_s();
+    nvhcq_buffer *b;
+    CHECK_NV(nvhcq_buffer_create(d, 1 << 20, NVHCQ_MEMORY_DEVICE, &b));
+    CHECK_NV(nvhcq_buffer_destroy(b));
+    slowest = now_s() - a0 > slowest ? now_s() - a0 : slowest;
+    struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+  }
+  int moved = info.uvm_attached && info.uvm_move_ms > 0;
+  out[0] = moved ? info.uvm_attach_ms : 0;
+  out[1] = moved ? info.uvm_move_ms : 0;
+  out[2] = moved ? slowest * 1e3 : 0;
+  out[3] = moved ? (now_s() - t0) * 1e3 : 0;
+  CHECK_NV(nvhcq_device_close(d));
+  free(cubin);
+}
+
 /* ---- libcuda's equivalents ---- */
 
 static cu_fn cu_sym(const char *name) {
@@ -291,6 +329,11 @@ int main(int argc, char **argv) {
   on = run(nv_first_kernel, 0, repeats, n), oc = run(cu_first_kernel, 1, repeats, c);
   row("init to first kernel done", "ms", on, n[0], oc, c[0]);
   row("close after a kernel, until it returns", "ms", on, n[1], oc, c[1]);
+  on = run(nv_move, 0, repeats, n) && n[1] > 0;
+  row("registration with UVM, behind the first work", "ms", on, n[0], 0, 0);
+  row("  the move onto UVM, delaying one submission", "ms", on, n[1], 0, 0);
+  row("  the slowest 1 MiB alloc+free meanwhile", "ms", on, n[2], 0, 0);
+  row("  open until moved", "ms", on, n[3], 0, 0);
   on = run(nv_frees, 0, repeats, n), oc = run(cu_frees, 1, repeats, c);
   row("1000 frees while work runs: each, median", "us", on, n[0], oc, c[0]);
   row("1000 frees while work runs: the slowest", "us", on, n[1], oc, c[1]);

@@ -46,6 +46,14 @@ static inline double median(double *v, int n) {
     }                                                                                              \
   } while (0)
 
+/* Figures after start-up: the device moves onto UVM now (waiting for its registration), not at a
+ * submission being timed; bench_startup measures the move itself. NVHCQ_UVM=off keeps it off. */
+static inline void bench_settle(nvhcq_device *dev) {
+  nvhcq_status s = nvhcq_device_attach_uvm(dev);
+  if (s && s != NVHCQ_ERROR_UNSUPPORTED)
+    fprintf(stderr, "bench: the device stays off UVM: %s\n", nvhcq_last_error());
+}
+
 /* libcuda is reached through dlopen, its results as plain ints. */
 #define CHECK_CU(x)                                                                                \
   do {                                                                                             \

@@ -197,8 +197,12 @@ CUresult cuDriverGetVersion(int *driverVersion) {
 static CUresult open_device(int index, nvcu_device *d) {
   nvhcq_status s = nvhcq_device_open(index, &d->dev);
   if (s) return nvcu_status(s, "opening the GPU");
+  /* On UVM from the first kernel, as CUDA contexts are: MMU faults reported within about a
+   * millisecond, peer access, and no move onto UVM partway through a program's timed loops. */
+  s = nvhcq_device_attach_uvm(d->dev);
+  if (s == NVHCQ_ERROR_UNSUPPORTED) s = NVHCQ_SUCCESS; /* NVHCQ_UVM=off asked for none */
   d->info.struct_size = sizeof d->info;
-  s = nvhcq_device_query_info(d->dev, &d->info);
+  if (!s) s = nvhcq_device_query_info(d->dev, &d->info);
   for (int e = 0; e < 2 && !s; e++) {
     s = nvhcq_queue_create(d->dev, e ? NVHCQ_QUEUE_COPY : NVHCQ_QUEUE_COMPUTE, &d->queue[e]);
     if (!s) s = nvhcq_signal_create(d->dev, 0, &d->timeline[e]);

@@ -119,6 +119,11 @@ typedef struct nvhcq_device_info {
   uint32_t shared_per_block; /* the most one block may use (CUDA's opt-in limit) */
   uint32_t blocks_per_sm;    /* resident blocks per SM, at most */
   uint32_t reserved2;        /* 0 */
+  /* Added with the background registration with UVM (see nvhcq_device_attach_uvm): */
+  int uvm_attached;     /* 1 in UVM's address space (fast fault reports, peers), 0 in RM's */
+  uint32_t reserved3;   /* 0 */
+  double uvm_attach_ms; /* how long registering with UVM took (behind the open, or during it) */
+  double uvm_move_ms;   /* how long the move onto UVM's address space held up a submission */
 } nvhcq_device_info;
 
 /* Number of GPUs visible to this process, after CUDA_VISIBLE_DEVICES and NVHCQ_VISIBLE_DEVICES.
@@ -150,6 +155,13 @@ NVHCQ_API nvhcq_status nvhcq_device_close(nvhcq_device *dev);
 /* nvhcq_device_close, then waits until everything of this GPU's closes so far is released (fds
  * closed, driver objects freed). NULL: waits for every GPU's. */
 NVHCQ_API nvhcq_status nvhcq_device_close_wait(nvhcq_device *dev);
+/* A device opens in RM's own address space and is registered with UVM on a background thread
+ * meanwhile (UVM's bring-up of a GPU takes ~95 ms); at its first submission after that it moves
+ * onto UVM's address space (every buffer keeps its address). This waits for the registration and
+ * moves the device now, for code that wants UVM's fast fault reports from the first kernel on,
+ * or peer mappings. Nothing to do with NVHCQ_UVM=eager; NVHCQ_ERROR_UNSUPPORTED with
+ * NVHCQ_UVM=off; the registration's error (the device stays in RM's space) if it failed. */
+NVHCQ_API nvhcq_status nvhcq_device_attach_uvm(nvhcq_device *dev);
 /* Fills *info; info->struct_size must be set (see the top of this file). */
 NVHCQ_API nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_device_info *info);
 /* The CPU waits until all work submitted on both channels has completed. */

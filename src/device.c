@@ -3,6 +3,7 @@
  * its part of the device (the GPU context, signals, timelines, compute state); closing tears
  * them down in reverse. Nothing below calls into this file. */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include "core/device.h"
 #include "core/peer.h"
 #include "core/timeline.h"
+#include "core/uvm.h"
 #include "driver/door.h"
 #include "driver/release.h"
 #include "exec/module.h"
@@ -57,23 +59,6 @@ static nvhcq_status detect_driver(nvhcq_device *dev) {
   dev->info.open_kernel_module =
       nvhcq_door->read_text("/proc/driver/nvidia/version", text, sizeof text) > 0 &&
       strstr(text, "Open Kernel Module") != NULL;
-  return NVHCQ_SUCCESS;
-}
-
-static nvhcq_status open_uvm(nvhcq_device *dev) {
-  dev->rm.fd_uvm = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR);
-  dev->fd_uvm2 = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR);
-  if (dev->rm.fd_uvm < 0 || dev->fd_uvm2 < 0)
-    return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER,
-                      "cannot open /dev/nvidia-uvm: %s; load the nvidia-uvm module "
-                      "(modprobe nvidia-uvm) or run nvidia-modprobe -u",
-                      strerror(errno));
-  UVM_INITIALIZE_PARAMS init = {0};
-  NVHCQ_TRY(nvhcq_uvm_call(&dev->rm, UVM_INITIALIZE, "UVM_INITIALIZE", &init,
-                           offsetof(UVM_INITIALIZE_PARAMS, rmStatus)));
-  /* Ties the second fd to the first's address space; CUDA gets an error here too, harmlessly. */
-  UVM_MM_INITIALIZE_PARAMS mm = {.uvmFd = dev->rm.fd_uvm};
-  nvhcq_door->ioctl(dev->fd_uvm2, UVM_MM_INITIALIZE, &mm);
   return NVHCQ_SUCCESS;
 }
 
@@ -270,11 +255,7 @@ static nvhcq_status alloc_gpu_objects(nvhcq_device *dev, const nv_ioctl_card_inf
   request_boost(dev);
   /* UVM takes only an address space it owns (externally owned, faulting); without UVM it is
    * RM's, which maps memory and the channels' context buffers into it itself. */
-  NV_VASPACE_ALLOCATION_PARAMETERS vp = {.flags = dev->rm_only ? 0 : NV_VASPACE_FLAGS_NVHCQ,
-                                         .vaBase = 0x1000,
-                                         .vaSize = 0x1fffffb000000ull};
-  return nvhcq_rm_alloc(&dev->rm, dev->h_device, FERMI_VASPACE_A, &vp,
-                        dev->rm.branch->vaspace_params_size, &dev->h_vaspace);
+  return nvhcq_uvm_alloc_vaspace(&dev->rm, dev->h_device, !dev->rm_only, &dev->h_vaspace);
 }
 
 /* The usermode page holds the doorbell; it is mapped write-only, as CUDA does. */
@@ -298,33 +279,22 @@ static nvhcq_status map_usermode(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
-/* NVHCQ_UVM: "eager" (the default) registers the GPU with UVM while opening; "off" does without
- * UVM (no UVM_REGISTER_GPU, the ~95 ms of an open on the H200) at the cost of slower fault reports.
- */
+/* NVHCQ_UVM: "background" (the default) opens in RM's address space and registers the GPU with
+ * UVM on a thread meanwhile (uvm.c); "eager" registers it while opening (UVM_REGISTER_GPU is ~95
+ * ms of an open on the H200); "off" does without UVM, at the cost of slower fault reports. */
 static nvhcq_status read_uvm_mode(nvhcq_device *dev) {
   const char *env = getenv("NVHCQ_UVM");
-  if (!env || !*env || !strcmp(env, "eager")) return NVHCQ_SUCCESS;
-  if (strcmp(env, "off"))
+  int set = env && *env;
+  dev->uvm_mode = !set || !strcmp(env, "background") ? NVHCQ_UVM_BACKGROUND
+                  : !strcmp(env, "eager")            ? NVHCQ_UVM_EAGER
+                  : !strcmp(env, "off")              ? NVHCQ_UVM_OFF
+                                                     : -1;
+  if (dev->uvm_mode < 0)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                      "NVHCQ_UVM=%s: say eager (register with UVM while opening, the default) or "
-                      "off (map memory through RM alone)",
+                      "NVHCQ_UVM=%s: say background (register with UVM behind the open, the "
+                      "default), eager (while opening) or off (map memory through RM alone)",
                       env);
-  dev->rm_only = 1;
-  return NVHCQ_SUCCESS;
-}
-
-static nvhcq_status register_uvm(nvhcq_device *dev) {
-  UVM_REGISTER_GPU_PARAMS g = {.rmCtrlFd = -1};
-  memcpy(g.gpu_uuid.uuid, dev->info.uuid, 16);
-  NVHCQ_TRY(nvhcq_uvm_call(&dev->rm, UVM_REGISTER_GPU, "UVM_REGISTER_GPU", &g,
-                           offsetof(UVM_REGISTER_GPU_PARAMS, rmStatus)));
-  dev->uvm_gpu_registered = 1;
-  UVM_REGISTER_GPU_VASPACE_PARAMS v = {
-      .rmCtrlFd = dev->rm.fd_ctl, .hClient = dev->rm.root, .hVaSpace = dev->h_vaspace};
-  memcpy(v.gpuUuid.uuid, dev->info.uuid, 16);
-  NVHCQ_TRY(nvhcq_uvm_call(&dev->rm, UVM_REGISTER_GPU_VASPACE, "UVM_REGISTER_GPU_VASPACE", &v,
-                           offsetof(UVM_REGISTER_GPU_VASPACE_PARAMS, rmStatus)));
-  dev->uvm_vaspace_registered = 1;
+  dev->rm_only = dev->uvm_mode != NVHCQ_UVM_EAGER;
   return NVHCQ_SUCCESS;
 }
 
@@ -370,12 +340,16 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, 0, NV01_ROOT_CLIENT, NULL, 0, &dev->rm.root));
   NVHCQ_TRY(detect_driver(dev));
   NVHCQ_TRY(read_uvm_mode(dev));
-  if (!dev->rm_only) NVHCQ_TRY(open_uvm(dev));
+  if (dev->uvm_mode == NVHCQ_UVM_EAGER) NVHCQ_TRY(nvhcq_open_uvm(&dev->rm, &dev->fd_uvm2));
   NVHCQ_TRY(nvhcq_open_gpu(dev->rm.fd_ctl, dev->minor, &dev->fd_dev));
   NVHCQ_TRY(alloc_gpu_objects(dev, card));
+  dev->uvm_not_started = dev->uvm_mode == NVHCQ_UVM_BACKGROUND;
   NVHCQ_TRY(map_usermode(dev));
-  if (!dev->rm_only) {
-    NVHCQ_TRY(register_uvm(dev));
+  if (dev->uvm_mode == NVHCQ_UVM_EAGER) {
+    double t0 = nvhcq_now_ms();
+    NVHCQ_TRY(nvhcq_uvm_register(&dev->rm, dev->info.uuid, dev->h_vaspace, &dev->uvm_gpu_registered,
+                                 &dev->uvm_vaspace_registered));
+    dev->info.uvm_attach_ms = nvhcq_now_ms() - t0;
     nvhcq_fault_watch_open(dev);
   }
   NVHCQ_TRY(nvhcq_va_ranges_init());
@@ -404,6 +378,7 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   dev->next_host_handle = HOST_HANDLE_BASE;
   nvhcq_fault_init(dev);
   nvhcq_slab_init(dev);
+  pthread_mutex_init(&dev->alloc_lock, NULL);
   dev->no_slabs = getenv("NVHCQ_DEBUG_NO_SLABS") != NULL; /* each buffer its own allocation */
   dev->fault.name_pc = nvhcq_module_name_pc;
   nvhcq_status s = open_steps(dev, index);
@@ -415,6 +390,7 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
     return nvhcq_fail(s, "%s", saved);
   }
   dev->info.open_ms = nvhcq_now_ms() - t0;
+  dev->info.uvm_attached = !dev->rm_only;
   *out = dev;
   return NVHCQ_SUCCESS;
 }
@@ -501,6 +477,7 @@ static void close_driver(nvhcq_device *dev, int wait) {
                      .low_range_count = dev->stuck_va_count,
                      .low_range_bytes = NVHCQ_CHANNEL_VA_BYTES};
   memcpy(r.uuid, dev->info.uuid, 16);
+  nvhcq_uvm_attach_hand_over(dev, &r); /* a registration still running ends there */
   nvhcq_release_start(&r, wait || nvhcq_release_wait_by_default());
 }
 
@@ -515,7 +492,10 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
   nvhcq_peer_device_closing(dev);    /* its mappings of other devices' memory, theirs of its */
   nvhcq_profile_device_closing(dev); /* reads the times of what ran, writes NVHCQ_PROFILE's trace */
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
+  /* A hung channel is stopped now: freeing it later would wait seconds for a preemption. */
   if (dev->broken) nvhcq_context_stop_compute(dev);
+  dev->closing = 1; /* from here on the driver's objects are left to the release */
+  nvhcq_uvm_drop_retired(dev, dev->broken); /* channels a move onto UVM left behind */
   nvhcq_context_destroy(dev);
   nvhcq_reclaim_all(dev); /* no channel is left to touch what was destroyed */
   nvhcq_slab_fini(dev);
@@ -531,6 +511,7 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
   nvhcq_context_free_rings(dev);
   nvhcq_fault_fini(dev);
   close_driver(dev, wait);
+  pthread_mutex_destroy(&dev->alloc_lock);
   nvhcq_retire(dev);
   if (s) return nvhcq_fail(s, "%s", saved);
   return NVHCQ_SUCCESS;
@@ -558,6 +539,7 @@ nvhcq_status nvhcq_device_close_wait(nvhcq_device *dev) {
 nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   nvhcq_context_stop_compute(dev);
+  nvhcq_uvm_drop_retired(dev, 1);
   nvhcq_context_destroy(dev);
   nvhcq_reclaim_all(dev); /* the old channels, the only users of what was destroyed, are gone */
   nvhcq_fault_reset(dev);
@@ -569,6 +551,11 @@ nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   if (s) return nvhcq_fail_context(s, "recovering GPU %d", dev->index);
   dev->broken = 0;
   return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_device_attach_uvm(nvhcq_device *dev) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  return nvhcq_uvm_attach_now(dev);
 }
 
 nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_device_info *info) {
@@ -592,6 +579,7 @@ nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_byte
    * followed by this call expects. */
   nvhcq_release_join(dev->minor);
   if (!dev->broken) (void)nvhcq_reclaim_wait_all(dev);
+  (void)!nvhcq_uvm_settle(dev); /* channels a move onto UVM left behind count as free */
   nvhcq_slab_trim(dev);
   nvhcq_arena_trim(dev);
   uint64_t kib = 0;

@@ -17,8 +17,10 @@
 #define CMD_RING_BYTES (2u << 20)
 #define NOTIFIER_BYTES (64u << 10)
 
+/* While the device closes, UVM's unregistration of the address space lets go of its channels
+ * (the release does it), as the freeing of the client frees them. */
 static void unregister_channel(nvhcq_device *dev, nvhcq_channel *ch) {
-  if (!ch->channel_va) return;
+  if (!ch->channel_va || dev->closing) return;
   UVM_UNREGISTER_CHANNEL_PARAMS u = {
       .rmCtrlFd = dev->rm.fd_ctl, .hClient = dev->rm.root, .hChannel = ch->handle};
   memcpy(u.gpuUuid.uuid, dev->info.uuid, 16);
@@ -29,8 +31,13 @@ static void unregister_channel(nvhcq_device *dev, nvhcq_channel *ch) {
 /* UVM lets go of every channel of a group before the driver frees any of them: the group's
  * shared buffers stay mapped while one registration holds them. */
 static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
-  if (ch->handle) nvhcq_rm_free(&dev->rm, ch->group, ch->handle);
-  if (ch->channel_va) {
+  if (ch->handle && !dev->closing) nvhcq_rm_free(&dev->rm, ch->group, ch->handle);
+  if (ch->channel_va && dev->closing) {
+    /* UVM holds the range until the release unregisters it: the release returns it. */
+    nvhcq_low_unmap(ch->channel_va, NVHCQ_CHANNEL_VA_BYTES);
+    uint64_t *grown = realloc(dev->stuck_va, (dev->stuck_va_count + 1) * sizeof *grown);
+    if (grown) dev->stuck_va = grown, dev->stuck_va[dev->stuck_va_count++] = ch->channel_va;
+  } else if (ch->channel_va) {
     nvhcq_low_unmap(ch->channel_va, NVHCQ_CHANNEL_VA_BYTES);
     nvhcq_va_free(nvhcq_va_low(), ch->channel_va, NVHCQ_CHANNEL_VA_BYTES);
   }
@@ -216,19 +223,73 @@ nvhcq_status nvhcq_context_create(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
-/* Binds the engine objects to their subchannels and sets the shader windows, then waits for
- * both channels: the device is ready when this returns. */
+/* Binds the engine objects to their subchannels and sets the shader windows, each channel after
+ * its timeline reached after[copy] if `after` is given. */
+static nvhcq_status submit_setup(nvhcq_device *dev, const uint64_t *after, uint64_t v[2]) {
+  for (int c = 0; c < 2; c++) {
+    nvhcq_push *p = nvhcq_timeline_scratch(dev);
+    if (after) nvhcq_push_host_wait(p, dev->timeline.signal[c]->gpu_address, after[c]);
+    nvhcq_push_method1(p, c ? NVHCQ_SUBC_COPY : NVHCQ_SUBC_COMPUTE, NVC6C0_SET_OBJECT,
+                       c ? dev->classes.copy : dev->classes.compute);
+    if (!c) nvhcq_compute_push_state(dev, p);
+    NVHCQ_TRY(nvhcq_device_submit_scratch(dev, c, &v[c]));
+  }
+  return NVHCQ_SUCCESS;
+}
+
+/* The device is ready when this returns. */
 nvhcq_status nvhcq_context_setup(nvhcq_device *dev) {
-  nvhcq_push *p = nvhcq_timeline_scratch(dev);
-  nvhcq_push_method1(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_OBJECT, dev->classes.compute);
-  nvhcq_compute_push_state(dev, p);
-  uint64_t v0, v1;
-  NVHCQ_TRY(nvhcq_device_submit_scratch(dev, 0, &v0));
-  p = nvhcq_timeline_scratch(dev);
-  nvhcq_push_method1(p, NVHCQ_SUBC_COPY, NVC6C0_SET_OBJECT, dev->classes.copy);
-  NVHCQ_TRY(nvhcq_device_submit_scratch(dev, 1, &v1));
-  NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 0, v0));
-  return nvhcq_device_wait_timeline(dev, 1, v1);
+  uint64_t v[2];
+  NVHCQ_TRY(submit_setup(dev, NULL, v));
+  NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 0, v[0]));
+  return nvhcq_device_wait_timeline(dev, 1, v[1]);
+}
+
+nvhcq_status nvhcq_context_setup_after(nvhcq_device *dev, const uint64_t after[2]) {
+  uint64_t v[2];
+  return submit_setup(dev, after, v);
+}
+
+/* Exchanges the device's context with a saved one. */
+static void swap_context(nvhcq_device *dev, nvhcq_context_saved *s) {
+  nvhcq_context_saved d = {.present = 1,
+                           .h_group = dev->h_group,
+                           .h_ctxshare = dev->h_ctxshare,
+                           .h_copy_group = dev->h_copy_group,
+                           .h_debugger = dev->fault.h_debugger,
+                           .compute = dev->compute,
+                           .copy = dev->copy,
+                           .gpfifo_area = dev->gpfifo_area,
+                           .cmd_area = dev->cmd_area,
+                           .notifiers = {dev->notifiers[0], dev->notifiers[1]}};
+  dev->h_group = s->h_group, dev->h_ctxshare = s->h_ctxshare, dev->h_copy_group = s->h_copy_group;
+  dev->fault.h_debugger = s->h_debugger;
+  dev->compute = s->compute, dev->copy = s->copy;
+  dev->gpfifo_area = s->gpfifo_area, dev->cmd_area = s->cmd_area;
+  dev->notifiers[0] = s->notifiers[0], dev->notifiers[1] = s->notifiers[1];
+  memcpy(d.drained_at, s->drained_at, sizeof d.drained_at);
+  *s = d;
+}
+
+void nvhcq_context_take(nvhcq_device *dev, nvhcq_context_saved *out) {
+  nvhcq_context_saved none = {0};
+  swap_context(dev, &none);
+  *out = none;
+}
+
+void nvhcq_context_put_back(nvhcq_device *dev, nvhcq_context_saved *saved) {
+  swap_context(dev, saved);
+  memset(saved, 0, sizeof *saved);
+}
+
+void nvhcq_context_destroy_saved(nvhcq_device *dev, nvhcq_context_saved *saved, int stop) {
+  if (!saved->present) return;
+  swap_context(dev, saved);
+  if (stop) nvhcq_context_stop_compute(dev);
+  nvhcq_context_destroy(dev);
+  nvhcq_context_free_rings(dev);
+  swap_context(dev, saved);
+  memset(saved, 0, sizeof *saved);
 }
 
 /* Freeing a channel whose kernel never ends waits seconds for a preemption that cannot happen;
@@ -246,8 +307,8 @@ void nvhcq_context_destroy(nvhcq_device *dev) {
   unregister_channel(dev, &dev->copy);
   destroy_channel(dev, &dev->compute);
   destroy_channel(dev, &dev->copy);
-  if (dev->h_copy_group) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_copy_group);
-  if (dev->h_group) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_group);
+  if (dev->h_copy_group && !dev->closing) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_copy_group);
+  if (dev->h_group && !dev->closing) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_group);
   dev->h_group = dev->h_ctxshare = dev->h_copy_group = 0;
 }
 

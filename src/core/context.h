@@ -3,7 +3,21 @@
 #ifndef NVHCQ_CONTEXT_H
 #define NVHCQ_CONTEXT_H
 
+#include <stdint.h>
+
+#include "core/channel.h"
 #include "util/error.h"
+
+/* A GPU context moved out of the device: the channels, their group and context share, their
+ * rings, error notifiers and debugger object, kept until the GPU is past `drained_at` on the two
+ * internal timelines (the device moved to another address space meanwhile: uvm.c). */
+typedef struct nvhcq_context_saved {
+  int present;
+  uint32_t h_group, h_ctxshare, h_copy_group, h_debugger;
+  nvhcq_channel compute, copy;
+  nvhcq_buffer *gpfifo_area, *cmd_area, *notifiers[2];
+  uint64_t drained_at[2];
+} nvhcq_context_saved;
 
 /* Chooses the copy engine (NVHCQ_COPY_ENGINE), once, before the first nvhcq_context_create. */
 nvhcq_status nvhcq_context_pick_copy_engine(nvhcq_device *dev) NVHCQ_MUST_CHECK;
@@ -12,6 +26,15 @@ nvhcq_status nvhcq_context_create(nvhcq_device *dev) NVHCQ_MUST_CHECK;
 /* Binds the engine objects to their subchannels and sets the compute state, then waits for both
  * channels: the device is ready when this returns. */
 nvhcq_status nvhcq_context_setup(nvhcq_device *dev) NVHCQ_MUST_CHECK;
+/* The same for channels that follow others: each first waits for its timeline to reach
+ * after[copy], and nothing waits here. */
+nvhcq_status nvhcq_context_setup_after(nvhcq_device *dev, const uint64_t after[2]) NVHCQ_MUST_CHECK;
+/* Moves the device's context into *out, leaving none (nvhcq_context_create makes the next). */
+void nvhcq_context_take(nvhcq_device *dev, nvhcq_context_saved *out);
+/* Puts a taken context back in place of the device's (which must have none). */
+void nvhcq_context_put_back(nvhcq_device *dev, nvhcq_context_saved *saved);
+/* Frees a taken context (stopping its compute channel first if `stop`), if there is one. */
+void nvhcq_context_destroy_saved(nvhcq_device *dev, nvhcq_context_saved *saved, int stop);
 /* Stops the compute channel as a fault would, unless the driver already has (a hung kernel makes
  * freeing the channel wait seconds otherwise). */
 void nvhcq_context_stop_compute(nvhcq_device *dev);

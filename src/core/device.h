@@ -3,11 +3,13 @@
 #ifndef NVHCQ_DEVICE_H
 #define NVHCQ_DEVICE_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #include "core/arena.h"
 #include "core/channel.h"
 #include "core/compute.h"
+#include "core/context.h"
 #include "core/fault.h"
 #include "core/memory.h"
 #include "core/reclaim.h"
@@ -41,13 +43,28 @@ struct nvhcq_device {
   void *usermode_map;
   int usermode_fd;
   int uvm_gpu_registered, uvm_vaspace_registered;
-  /* NVHCQ_UVM=off: no UVM at all. The address space is RM's, memory is mapped into it through
-   * virtual memory objects at the CPU's addresses, and faults are reported from the channels'
-   * error notifiers only. */
+  /* RM's own address space: memory is mapped into it through virtual memory objects at the CPU's
+   * addresses, and faults are reported from the channels' error notifiers only. So it is for
+   * NVHCQ_UVM=off's whole life, and with NVHCQ_UVM=background (the default) until the device
+   * moves onto the UVM address space a thread made for it (uvm.c). */
   int rm_only;
+  int uvm_mode;                    /* NVHCQ_UVM_* (uvm.h) */
+  int uvm_not_started;             /* background mode: the registration starts at the first
+                                      submission (its RM calls slow the open's down otherwise) */
+  struct nvhcq_uvm_attach *attach; /* the background registration, until the device moves */
+  uint32_t h_rm_vaspace;           /* the RM address space left behind by that move, or 0 */
+  nvhcq_context_saved retired;     /* the channels left behind by it, until they drain */
+  char uvm_error[512];             /* why the device could not move, if it could not */
+  /* Every allocation of its own (not slab blocks), so the move can map each into the new space
+   * (memory.c, under alloc_lock: buffers are destroyed on whichever thread drops the last use). */
+  pthread_mutex_t alloc_lock;
+  nvhcq_buffer *allocations;
   uint32_t timeout_ms;
   uint32_t next_host_handle;
-  int broken;          /* a channel faulted or a wait timed out: recover or close */
+  int broken; /* a channel faulted or a wait timed out: recover or close */
+  /* Closing: the driver's objects are left to the release (freeing the client frees them all,
+   * off the caller's thread); buffers give back only their CPU mappings and addresses. */
+  int closing;
   uint32_t generation; /* channel generation: each recovery starts a new one */
 
   /* The GPU context (context.c): the group, its context share, the channels and their rings. */

@@ -60,7 +60,8 @@ void nvhcq_fault_attach(nvhcq_device *dev) {
 }
 
 void nvhcq_fault_detach(nvhcq_device *dev) {
-  if (dev->fault.h_debugger) nvhcq_rm_free(&dev->rm, dev->h_device, dev->fault.h_debugger);
+  if (dev->fault.h_debugger && !dev->closing)
+    nvhcq_rm_free(&dev->rm, dev->h_device, dev->fault.h_debugger);
   dev->fault.h_debugger = 0;
 }
 
@@ -314,16 +315,22 @@ static void describe_channel_fault(nvhcq_device *dev, const nvhcq_channel *ch, t
       p.faultType);
 }
 
+/* Channel c: 0 compute, 1 copy; 2 and 3 the same of those a move onto UVM left behind. */
 static void describe(nvhcq_device *dev, int c, uint32_t xid, uint32_t engine, text *t) {
   char ebuf[32];
-  add(t, "GPU %d: the driver stopped the %s channel: Xid %u, %s, on the %s", dev->index,
-      c ? "copy" : "compute", xid, nvhcq_xid_name(xid), engine_name(engine, ebuf, sizeof ebuf));
+  add(t, "GPU %d: the driver stopped the %s channel%s: Xid %u, %s, on the %s", dev->index,
+      c % 2 ? "copy" : "compute", c >= 2 ? " (of those before the move onto UVM)" : "", xid,
+      nvhcq_xid_name(xid), engine_name(engine, ebuf, sizeof ebuf));
   size_t before = t->len;
   if (dev->fault.h_debugger) {
     describe_sm_errors(dev, t);
     describe_mmu_fault(dev, t);
   }
-  if (t->len == before) describe_channel_fault(dev, c ? &dev->copy : &dev->compute, t);
+  const nvhcq_channel *ch = c == 0   ? &dev->compute
+                            : c == 1 ? &dev->copy
+                            : c == 2 ? &dev->retired.compute
+                                     : &dev->retired.copy;
+  if (t->len == before) describe_channel_fault(dev, ch, t);
   add(t,
       "%s. Work on this device can no longer complete: call nvhcq_device_recover (memory "
       "stays valid) or close the device",
@@ -379,9 +386,12 @@ const char *nvhcq_device_stall(nvhcq_device *dev) {
   return line;
 }
 
+static int stopped(const nvhcq_buffer *notifier) {
+  return *(const volatile uint16_t *)((const char *)notifier->host_pointer + NOTIFIER_STATUS) != 0;
+}
+
 int nvhcq_fault_channel_stopped(const nvhcq_device *dev, int copy) {
-  const nvhcq_buffer *n = dev->notifiers[copy];
-  return n && *(const volatile uint16_t *)((const char *)n->host_pointer + NOTIFIER_STATUS) != 0;
+  return dev->notifiers[copy] && stopped(dev->notifiers[copy]);
 }
 
 /* Writes what stopped the channels into dev->fault.text, if anything did and it is not there yet;
@@ -393,9 +403,11 @@ static int read_fault(nvhcq_device *dev) {
   if (next_fatal_fault(dev, &f)) {
     describe_uvm_fault(dev, &f, &t);
   } else {
-    for (int c = 0; c < 2 && !t.len; c++) {
-      if (!nvhcq_fault_channel_stopped(dev, c)) continue;
-      const volatile uint8_t *n = dev->notifiers[c]->host_pointer;
+    for (int c = 0; c < 4 && !t.len; c++) {
+      /* Channels a move onto UVM left behind may still fault on work they had (2 and 3). */
+      nvhcq_buffer *const *notifiers = c < 2 ? dev->notifiers : dev->retired.notifiers;
+      if (!notifiers[c % 2] || !stopped(notifiers[c % 2])) continue;
+      const volatile uint8_t *n = notifiers[c % 2]->host_pointer;
       __atomic_thread_fence(__ATOMIC_ACQUIRE);
       describe(dev, c, *(const volatile uint32_t *)(n + NOTIFIER_XID),
                *(const volatile uint16_t *)(n + NOTIFIER_ENGINE), &t);

@@ -219,22 +219,66 @@ static nvhcq_status map_to_gpu_rm(nvhcq_device *dev, nvhcq_buffer *b) {
   return s;
 }
 
+/* A buffer made before the device moved onto UVM is mapped in both address spaces. */
 static void unmap_from_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
-  if (!b->h_virtual) {
-    nvhcq_uvm_free(&dev->rm, b->gpu_address, b->mapped_size);
-    return;
-  }
+  if (b->uvm_mapped) nvhcq_uvm_free(&dev->rm, b->gpu_address, b->mapped_size);
+  if (!b->h_virtual) return;
   nvhcq_rm_unmap_dma(&dev->rm, dev->h_device, b->h_virtual, b->handle, b->gpu_address);
   nvhcq_rm_free(&dev->rm, dev->h_device, b->h_virtual);
 }
 
-/* Undoes whatever of an allocation was done, in reverse order. */
+/* Under dev->alloc_lock. */
+static void list_add(nvhcq_device *dev, nvhcq_buffer *b) {
+  b->all_prev = NULL;
+  b->all_next = dev->allocations;
+  if (dev->allocations) dev->allocations->all_prev = b;
+  dev->allocations = b;
+}
+
+static void list_remove(nvhcq_device *dev, nvhcq_buffer *b) {
+  pthread_mutex_lock(&dev->alloc_lock);
+  if (b->all_prev)
+    b->all_prev->all_next = b->all_next;
+  else if (dev->allocations == b)
+    dev->allocations = b->all_next;
+  if (b->all_next) b->all_next->all_prev = b->all_prev;
+  b->all_prev = b->all_next = NULL;
+  pthread_mutex_unlock(&dev->alloc_lock);
+}
+
+nvhcq_status nvhcq_memory_map_all_uvm(nvhcq_device *dev) {
+  nvhcq_status s = NVHCQ_SUCCESS;
+  pthread_mutex_lock(&dev->alloc_lock);
+  for (nvhcq_buffer *b = dev->allocations; b && !s; b = b->all_next)
+    if (!b->uvm_mapped && !(s = map_to_gpu(dev, b))) b->uvm_mapped = 1;
+  pthread_mutex_unlock(&dev->alloc_lock);
+  return s;
+}
+
+/* Into the device's current address space, and onto its list, under the lock the move's walk of
+ * that list holds: a buffer is mapped either before the move (and then by it) or after it. */
+static nvhcq_status map_for_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
+  pthread_mutex_lock(&dev->alloc_lock);
+  nvhcq_status s = dev->rm_only ? map_to_gpu_rm(dev, b) : map_to_gpu(dev, b);
+  if (!s) {
+    b->uvm_mapped = !dev->rm_only;
+    list_add(dev, b);
+  }
+  pthread_mutex_unlock(&dev->alloc_lock);
+  return s;
+}
+
+/* Undoes whatever of an allocation was done, in reverse order. While the device closes, the
+ * memory object and its GPU mappings are left to the client's release (freeing the client frees
+ * them): the CPU mapping and the addresses go now, which is safe because the GPU mappings that
+ * remain are in this device's address spaces only, which nothing maps into again. */
 static void release(nvhcq_buffer *b, int gpu_mapped) {
   nvhcq_device *dev = b->dev;
   nvhcq_peer_buffer_released(b); /* other devices' mappings of it go first */
-  if (gpu_mapped) unmap_from_gpu(dev, b);
+  if (gpu_mapped) list_remove(dev, b);
+  if (gpu_mapped && !dev->closing) unmap_from_gpu(dev, b);
   if (b->host_pointer) nvhcq_door->munmap(b->host_pointer, b->mapped_size);
-  if (b->handle) nvhcq_rm_free(&dev->rm, dev->h_device, b->handle);
+  if (b->handle && !dev->closing) nvhcq_rm_free(&dev->rm, dev->h_device, b->handle);
   if (b->map_fd >= 0) nvhcq_door->close(b->map_fd);
   if (b->gpu_address) {
     if (b->low) nvhcq_low_unmap(b->gpu_address, b->mapped_size);
@@ -276,7 +320,7 @@ static nvhcq_status alloc_once(nvhcq_device *dev, size_t size, nvhcq_memory_kind
     if (!s && kind != NVHCQ_MEMORY_DEVICE)
       s = map_to_cpu(dev, b, options->map_flags, kind == NVHCQ_MEMORY_HOST_UNCACHED);
   }
-  if (!s) s = dev->rm_only ? map_to_gpu_rm(dev, b) : map_to_gpu(dev, b);
+  if (!s) s = map_for_gpu(dev, b);
   if (s) {
     release(b, 0);
     return nvhcq_fail_context(s, "allocating %zu bytes of %s memory on GPU %d", size,

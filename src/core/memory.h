@@ -20,12 +20,14 @@ struct nvhcq_buffer {
   uint32_t page_size;   /* of its GPU mapping: 4 KiB, 64 KiB or 2 MiB */
   void *host_pointer;
   uint32_t handle;    /* RM memory object */
-  uint32_t h_virtual; /* its range of GPU addresses, in an RM-only address space; 0 with UVM */
+  uint32_t h_virtual; /* its range of GPU addresses in RM's address space, or 0 */
+  int uvm_mapped;     /* mapped into the device's UVM address space */
   int map_fd;         /* the fd the CPU mapping was made through, or -1 */
   int low;            /* address from the CPU-visible range */
   int user;           /* made by nvhcq_buffer_create: mapped into the devices with peer access */
-  nvhcq_buffer *prev, *next; /* the device's user buffers (peer.c, under its lock) */
-  struct nvhcq_slab *slab;   /* the slab it is a block of (slab.c), or NULL */
+  nvhcq_buffer *prev, *next;         /* the device's user buffers (peer.c, under its lock) */
+  struct nvhcq_slab *slab;           /* the slab it is a block of (slab.c), or NULL */
+  nvhcq_buffer *all_prev, *all_next; /* dev->allocations (not slab blocks) */
 };
 
 /* NVOS33 flags for CPU mappings the CPU only writes in bulk (command and argument rings):
@@ -44,6 +46,10 @@ nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kin
 nvhcq_status nvhcq_memory_free(nvhcq_buffer *buf);
 /* Frees *b if it is set, and clears it. */
 void nvhcq_memory_drop(nvhcq_buffer **b);
+
+/* Maps every allocation of the device into its UVM address space (dev->h_vaspace, registered),
+ * where it is not yet: the move off RM's address space (uvm.c). */
+nvhcq_status nvhcq_memory_map_all_uvm(nvhcq_device *dev) NVHCQ_MUST_CHECK;
 
 /* Validates a user handle: non-NULL, ours, not freed. */
 nvhcq_status nvhcq_buffer_check(const nvhcq_buffer *buf, const char *what) NVHCQ_MUST_CHECK;

@@ -1,5 +1,5 @@
-/* Opening the driver: /dev/nvidiactl, a GPU's /dev/nvidiaN registered with it, and the GPUs the
- * driver lists, filtered by the visible-devices variables. */
+/* Opening the driver: /dev/nvidiactl, a GPU's /dev/nvidiaN registered with it, the GPUs the
+ * driver lists (filtered by the visible-devices variables), and UVM's fds. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -80,4 +80,21 @@ nvhcq_status nvhcq_open_gpu(int fd_ctl, uint32_t minor, int *fd) {
     *fd = -1;
   }
   return s;
+}
+
+nvhcq_status nvhcq_open_uvm(nvhcq_rm *rm, int *fd_uvm2) {
+  rm->fd_uvm = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR);
+  *fd_uvm2 = nvhcq_door->open("/dev/nvidia-uvm", O_RDWR);
+  if (rm->fd_uvm < 0 || *fd_uvm2 < 0)
+    return nvhcq_fail(NVHCQ_ERROR_NO_DRIVER,
+                      "cannot open /dev/nvidia-uvm: %s; load the nvidia-uvm module "
+                      "(modprobe nvidia-uvm) or run nvidia-modprobe -u",
+                      strerror(errno));
+  UVM_INITIALIZE_PARAMS init = {0};
+  NVHCQ_TRY(nvhcq_uvm_call(rm, UVM_INITIALIZE, "UVM_INITIALIZE", &init,
+                           offsetof(UVM_INITIALIZE_PARAMS, rmStatus)));
+  /* Ties the second fd to the first's address space; CUDA gets an error here too, harmlessly. */
+  UVM_MM_INITIALIZE_PARAMS mm = {.uvmFd = rm->fd_uvm};
+  nvhcq_door->ioctl(*fd_uvm2, UVM_MM_INITIALIZE, &mm);
+  return NVHCQ_SUCCESS;
 }

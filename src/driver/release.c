@@ -36,6 +36,7 @@ static void unregister_uvm(nvhcq_release *r) {
 /* In the order a synchronous close had: UVM first, then the client (freeing the root frees
  * every object under it), then the fds, then the ranges UVM held. */
 static void release_now(nvhcq_release *r) {
+  if (r->prelude) r->prelude(r, r->prelude_arg);
   unregister_uvm(r);
   if (r->rm.root) nvhcq_rm_free(&r->rm, 0, r->rm.root);
   for (int i = 0; i < NVHCQ_RELEASE_FDS; i++)

@@ -19,6 +19,10 @@ typedef struct nvhcq_release {
   uint64_t *low_ranges;       /* low address ranges UVM holds until its fd closes, or NULL */
   uint32_t low_range_count;   /* they are returned to nvhcq_va_low() last */
   uint64_t low_range_bytes;
+  /* Called first, on the releasing thread: a part of the device still working in the background
+   * finishes and adds what it holds to the release. NULL if none. */
+  void (*prelude)(struct nvhcq_release *r, void *arg);
+  void *prelude_arg;
 } nvhcq_release;
 
 /* Releases `r` (taken over: its ranges array is freed after) on a thread of its own, or here if

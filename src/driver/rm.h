@@ -77,6 +77,9 @@ nvhcq_status nvhcq_uvm_free(nvhcq_rm *rm, uint64_t base, uint64_t length);
 nvhcq_status nvhcq_open_ctl(int *fd) NVHCQ_MUST_CHECK;
 /* Opens /dev/nvidia<minor> and registers it with the control fd; *fd is -1 on failure. */
 nvhcq_status nvhcq_open_gpu(int fd_ctl, uint32_t minor, int *fd) NVHCQ_MUST_CHECK;
+/* Opens UVM twice (rm->fd_uvm and *fd_uvm2, tied to it) and initializes it; the fds are -1 or
+ * open on failure, for the caller to close. */
+nvhcq_status nvhcq_open_uvm(nvhcq_rm *rm, int *fd_uvm2) NVHCQ_MUST_CHECK;
 /* NVHCQ_VISIBLE_DEVICES, else CUDA_VISIBLE_DEVICES, else NULL. */
 const char *nvhcq_visible_list(void);
 /* The driver's GPUs, compacted into `cards` (NV_MAX_CARDS entries), and in `visible` the indexes

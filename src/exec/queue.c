@@ -2,6 +2,7 @@
  * and submitting them to their channel. */
 #include "exec/queue.h"
 #include "core/peer.h"
+#include "core/uvm.h"
 #include "exec/profile.h"
 #include "util/handle.h"
 #include "util/abi.h"
@@ -130,6 +131,7 @@ nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst, uint64_t src, uint64
 nvhcq_status nvhcq_queue_submit(nvhcq_queue *q) {
   NVHCQ_TRY(nvhcq_queue_check(q));
   NVHCQ_TRY(q->push.error);
+  nvhcq_uvm_poll(q->dev); /* the move onto UVM happens between submissions */
   if (q->dev->broken) return nvhcq_device_cpu_wait_idle(q->dev); /* says why */
   nvhcq_queue_name_last_kernel(q);
   if (!nvhcq_profiling()) return q->ops->submit(q);

@@ -24,12 +24,18 @@ static inline int have_gpu(void) {
   return access("/dev/nvidiactl", F_OK) == 0 || on_mock();
 }
 
-/* Opens device 0 if it is not open yet; 1 (with a failed check) if it cannot be opened. */
+/* Opens device 0 if it is not open yet; 1 (with a failed check) if it cannot be opened. The
+ * device moves onto UVM at once (unless NVHCQ_UVM=off): free-memory figures and fault reports
+ * then do not change partway through a test. test_device's t_work_carries_across_the_move tests
+ * the move made at a submission. */
 static inline int open_device(void) {
   if (!dev && nvhcq_device_open(0, &dev)) {
     TEST_CHECK_MSG(0, "open: %s", nvhcq_last_error());
     return 1;
   }
+  nvhcq_status s = nvhcq_device_attach_uvm(dev);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS || s == NVHCQ_ERROR_UNSUPPORTED, "moving onto UVM: %s",
+                 nvhcq_last_error());
   return 0;
 }
 

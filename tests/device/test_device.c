@@ -490,6 +490,81 @@ static void t_small_buffers(void) {
                  (unsigned long long)free_before >> 10, (unsigned long long)free_after >> 10);
 }
 
+/* The UVM state of a device, fresh. */
+static nvhcq_device_info info_of(nvhcq_device *d) {
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  TEST_CHECK(nvhcq_device_query_info(d, &info) == NVHCQ_SUCCESS);
+  return info;
+}
+
+/* One copy from `from` into `to` through queue q, signalled and waited for. */
+static nvhcq_status copy_through(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value,
+                                 nvhcq_buffer *to, nvhcq_buffer *from, size_t n) {
+  nvhcq_status s =
+      nvhcq_queue_copy(q, nvhcq_buffer_gpu_address(to), nvhcq_buffer_gpu_address(from), n);
+  if (!s) s = nvhcq_queue_signal(q, sig, value);
+  if (!s) s = nvhcq_queue_submit(q);
+  return s ? s : nvhcq_signal_cpu_wait(sig, value, 5000);
+}
+
+/* NVHCQ_UVM=background (the default): a device opens in RM's address space, starts registering
+ * with UVM at its first submission and moves onto UVM's space at a submission after the
+ * registration is done. Buffers made before the move keep their addresses and bytes, queues and
+ * signals made before it work after it, new buffers work in the new space, and the channels left
+ * behind are freed once drained (the free-memory figure settles). */
+static void t_work_carries_across_the_move(void) {
+  SKIP_WITHOUT_GPU();
+  const char *mode = getenv("NVHCQ_UVM");
+  if (mode && *mode && strcmp(mode, "background")) TEST_SKIP("NVHCQ_UVM names another mode");
+  enum { N = 1 << 20 };
+  nvhcq_device *d = NULL;
+  TEST_CHECK_MSG(nvhcq_device_open(0, &d) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  if (!d) return;
+  TEST_CHECK(info_of(d).uvm_attached == 0);
+  nvhcq_buffer *vid = NULL, *host = NULL, *back = NULL, *later = NULL;
+  nvhcq_queue *q = NULL;
+  nvhcq_signal *sig = NULL;
+  TEST_CHECK(nvhcq_buffer_create(d, N, NVHCQ_MEMORY_DEVICE, &vid) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(d, N, NVHCQ_MEMORY_HOST, &host) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(d, N, NVHCQ_MEMORY_HOST, &back) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(d, NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(d, 0, &sig) == NVHCQ_SUCCESS);
+  if (!vid || !host || !back || !q || !sig) return;
+  uint8_t *h = nvhcq_buffer_host_pointer(host), *b = nvhcq_buffer_host_pointer(back);
+  fill(h, N, 21);
+  uint64_t value = 0;
+  TEST_CHECK(copy_through(q, sig, ++value, vid, host, N) == NVHCQ_SUCCESS);
+  /* Submissions until the device has moved (the registration takes ~100 ms on the H200). */
+  for (int i = 0; i < 2000 && !info_of(d).uvm_attached; i++) {
+    TEST_CHECK(copy_through(q, sig, ++value, back, vid, 4096) == NVHCQ_SUCCESS);
+    usleep(5000);
+  }
+  nvhcq_device_info info = info_of(d);
+  TEST_CHECK_MSG(info.uvm_attached == 1, "no move after 10 s of submissions");
+  TEST_CHECK(info.uvm_attach_ms >= 0 && info.uvm_move_ms > 0);
+  printf(
+      "  registered with UVM in %.1f ms behind the work; the move took %.2f ms of a submission\n",
+      info.uvm_attach_ms, info.uvm_move_ms);
+  memset(b, 0, N);
+  TEST_CHECK(copy_through(q, sig, ++value, back, vid, N) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(memcmp(h, b, N) == 0, "device memory made before the move lost its bytes");
+  TEST_CHECK(nvhcq_buffer_create(d, N, NVHCQ_MEMORY_DEVICE, &later) == NVHCQ_SUCCESS);
+  fill(h, N, 22);
+  TEST_CHECK(later && copy_through(q, sig, ++value, later, host, N) == NVHCQ_SUCCESS);
+  TEST_CHECK(later && copy_through(q, sig, ++value, vid, later, N) == NVHCQ_SUCCESS);
+  memset(b, 0, N);
+  TEST_CHECK(copy_through(q, sig, ++value, back, vid, N) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(memcmp(h, b, N) == 0, "a copy through memory made after the move went wrong");
+  uint64_t free_bytes = 0;
+  TEST_CHECK(nvhcq_device_get_free_memory(d, &free_bytes) == NVHCQ_SUCCESS && free_bytes > 0);
+  TEST_CHECK(nvhcq_device_attach_uvm(d) == NVHCQ_SUCCESS); /* already there: nothing to do */
+  nvhcq_buffer_destroy(later), nvhcq_buffer_destroy(vid);
+  nvhcq_buffer_destroy(host), nvhcq_buffer_destroy(back);
+  nvhcq_queue_destroy(q);
+  nvhcq_signal_destroy(sig);
+  TEST_CHECK_MSG(nvhcq_device_close(d) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+}
+
 static void t_close(void) {
   NEED_DEVICE();
   teardown();
@@ -499,4 +574,5 @@ TEST_MAIN(TEST(t_info), TEST(t_small_buffers), TEST(t_open_close_loop),
           TEST(t_alloc_big_and_too_big), TEST(t_round_trips), TEST(t_mapped_memory),
           TEST(t_big_copy_over_4gib), TEST(t_cross_channel_order), TEST(t_ring_wraps),
           TEST(t_wait_times_out), TEST(t_bad_input), TEST(t_async_copy_engine),
-          TEST(t_destroy_while_copy_reads), TEST(t_destroys_do_not_wait), TEST(t_close))
+          TEST(t_destroy_while_copy_reads), TEST(t_destroys_do_not_wait),
+          TEST(t_work_carries_across_the_move), TEST(t_close))

@@ -58,6 +58,8 @@ static int open_device(int uvm) {
   int bad = nvhcq_device_open(0, &dev) != NVHCQ_SUCCESS;
   TEST_CHECK_MSG(!bad, "open: %s", nvhcq_last_error());
   if (bad) return 1;
+  /* UVM's fault reports from the first kernel on: the move is made now, not at a submission. */
+  if (uvm) TEST_CHECK_MSG(nvhcq_device_attach_uvm(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   if (cubin_path[0]) {
     TEST_CHECK(nvhcq_module_load_file(dev, cubin_path, &mod) == NVHCQ_SUCCESS);
     TEST_CHECK(nvhcq_module_get_kernel(mod, "step", &step) == NVHCQ_SUCCESS);
