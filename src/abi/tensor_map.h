@@ -7,28 +7,28 @@
 
 #include <stdint.h>
 
-#define TMA_DW_ADDRESS_LO 0 /* global address, bits 31:0 */
-#define TMA_DW_ADDRESS_HI 1 /* and 63:32 */
-#define TMA_DW_FORMAT     2 /* the fields below */
-#define TMA_IM2COL_BIT     0
-#define TMA_RANK_SHIFT     4 /* 6:4 rank - 1 */
-#define TMA_TYPE_SHIFT     7 /* 10:7 the hardware element type (TMA_HW_*) */
-#define TMA_TYPE_MASK      0xfu
+#define TMA_DW_ADDRESS_LO    0 /* global address, bits 31:0 */
+#define TMA_DW_ADDRESS_HI    1 /* and 63:32 */
+#define TMA_DW_FORMAT        2 /* the fields below */
+#define TMA_IM2COL_BIT       0
+#define TMA_RANK_SHIFT       4 /* 6:4 rank - 1 */
+#define TMA_TYPE_SHIFT       7 /* 10:7 the hardware element type (TMA_HW_*) */
+#define TMA_TYPE_MASK        0xfu
 #define TMA_INTERLEAVE_SHIFT 11 /* 12:11 NVHCQ_TENSOR_INTERLEAVE_* */
-#define TMA_SWIZZLE_SHIFT  13  /* 14:13 NVHCQ_TENSOR_SWIZZLE_* (0 none, 1 32B, 2 64B, 3 128B) */
-#define TMA_NAN_FILL_BIT   15  /* out-of-bounds elements read as NaN instead of zero */
-#define TMA_TF32_BIT       16  /* FP32 rounded to TF32 */
-#define TMA_L2_SHIFT       17  /* 18:17 NVHCQ_TENSOR_L2_* */
-#define TMA_DW_STRIDES     3   /* 3-6: strides of dims 1..4 >> 4, their bits 35:4 */
-#define TMA_DW_STRIDES_HI  7   /* strides' bits 39:36, four bits per dim from bit 0 */
-#define TMA_DW_DIMS        8   /* 8-12: dims - 1 */
-#define TMA_DW_ELEM_STRIDES 13 /* element strides - 1, three bits each from bit 0 */
-#define TMA_BOX0_SHIFT     24  /* in dword 13: 31:24 box[0] - 1 */
-#define TMA_DW_BOX         14  /* box[1..4] - 1, a byte each (im2col: the window's corners) */
-#define TMA_DW_PIXELS      15  /* im2col: pixels per column - 1 */
-#define TMA_DW_BOX_BYTES   16  /* the bytes a box holds */
-#define TMA_DW_SMEM_ALIGN  18  /* shared-memory alignment the swizzle needs */
-#define TMA_MAX_RANK       5
+#define TMA_SWIZZLE_SHIFT    13 /* 14:13 NVHCQ_TENSOR_SWIZZLE_* (0 none, 1 32B, 2 64B, 3 128B) */
+#define TMA_NAN_FILL_BIT     15 /* out-of-bounds elements read as NaN instead of zero */
+#define TMA_TF32_BIT         16 /* FP32 rounded to TF32 */
+#define TMA_L2_SHIFT         17 /* 18:17 NVHCQ_TENSOR_L2_* */
+#define TMA_DW_STRIDES       3  /* 3-6: strides of dims 1..4 >> 4, their bits 35:4 */
+#define TMA_DW_STRIDES_HI    7  /* strides' bits 39:36, four bits per dim from bit 0 */
+#define TMA_DW_DIMS          8  /* 8-12: dims - 1 */
+#define TMA_DW_ELEM_STRIDES  13 /* element strides - 1, three bits each from bit 0 */
+#define TMA_BOX0_SHIFT       24 /* in dword 13: 31:24 box[0] - 1 */
+#define TMA_DW_BOX           14 /* box[1..4] - 1, a byte each (im2col: the window's corners) */
+#define TMA_DW_PIXELS        15 /* im2col: pixels per column - 1 */
+#define TMA_DW_BOX_BYTES     16 /* the bytes a box holds */
+#define TMA_DW_SMEM_ALIGN    18 /* shared-memory alignment the swizzle needs */
+#define TMA_MAX_RANK         5
 
 /* Hardware element types and their sizes in bytes. */
 enum {

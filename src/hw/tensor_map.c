@@ -32,8 +32,8 @@ static const uint8_t element_bytes[13] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4}
 /* The hardware's type numbers (abi/tensor_map.h); TF32 types are FP32 ones with the rounding bit
  * set. */
 static const uint8_t hw_type[13] = {
-    TMA_HW_U8,  TMA_HW_U16,  TMA_HW_U32,     TMA_HW_S32, TMA_HW_U64,     TMA_HW_S64,    TMA_HW_F16,
-    TMA_HW_F32, TMA_HW_F64,  TMA_HW_BF16,    TMA_HW_F32_FTZ, TMA_HW_F32, TMA_HW_F32_FTZ};
+    TMA_HW_U8,  TMA_HW_U16, TMA_HW_U32,  TMA_HW_S32,     TMA_HW_U64, TMA_HW_S64,    TMA_HW_F16,
+    TMA_HW_F32, TMA_HW_F64, TMA_HW_BF16, TMA_HW_F32_FTZ, TMA_HW_F32, TMA_HW_F32_FTZ};
 static const char *const type_names[13] = {
     "UINT8",   "UINT16",  "UINT32",   "INT32",       "UINT64",   "INT64",       "FLOAT16",
     "FLOAT32", "FLOAT64", "BFLOAT16", "FLOAT32_FTZ", "TFLOAT32", "TFLOAT32_FTZ"};
@@ -122,11 +122,11 @@ static nvhcq_status check_box_bytes(const tma_common *c, uint64_t bytes) {
 static void encode_common(const tma_common *c, uint32_t w[32]) {
   memset(w, 0, 128);
   w[TMA_DW_ADDRESS_LO] = (uint32_t)c->address, w[TMA_DW_ADDRESS_HI] = (uint32_t)(c->address >> 32);
-  w[TMA_DW_FORMAT] = (c->rank - 1) << TMA_RANK_SHIFT | (uint32_t)hw_type[c->dtype] << TMA_TYPE_SHIFT |
-                     c->interleave << TMA_INTERLEAVE_SHIFT | c->swizzle << TMA_SWIZZLE_SHIFT |
-                     c->oob << TMA_NAN_FILL_BIT |
-                     (uint32_t)(c->dtype >= NVHCQ_TENSOR_TFLOAT32) << TMA_TF32_BIT |
-                     c->l2 << TMA_L2_SHIFT;
+  w[TMA_DW_FORMAT] =
+      (c->rank - 1) << TMA_RANK_SHIFT | (uint32_t)hw_type[c->dtype] << TMA_TYPE_SHIFT |
+      c->interleave << TMA_INTERLEAVE_SHIFT | c->swizzle << TMA_SWIZZLE_SHIFT |
+      c->oob << TMA_NAN_FILL_BIT | (uint32_t)(c->dtype >= NVHCQ_TENSOR_TFLOAT32) << TMA_TF32_BIT |
+      c->l2 << TMA_L2_SHIFT;
   for (uint32_t i = 0; i + 1 < c->rank; i++) {
     w[TMA_DW_STRIDES + i] = (uint32_t)(c->strides[i] >> 4);
     w[TMA_DW_STRIDES_HI] |= (uint32_t)(c->strides[i] >> 36 & 0xf) << (4 * i);

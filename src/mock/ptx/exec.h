@@ -64,8 +64,7 @@ void *ptx_address(ptx_block *b, ptx_thread *t, const ptx_insn *in, const ptx_ope
 /* A memory operand's address (register or symbol plus offset), before any translation. */
 uint64_t ptx_operand_address(const ptx_block *b, const ptx_thread *t, const ptx_operand *o);
 /* [a, a + size) of a state space (SP_NONE: a generic address) in host memory, or NULL. */
-void *ptx_space_ptr(ptx_block *b, ptx_thread *t, uint8_t space, uint64_t a, size_t size,
-                    int write);
+void *ptx_space_ptr(ptx_block *b, ptx_thread *t, uint8_t space, uint64_t a, size_t size, int write);
 /* Register i of a {list} operand. */
 static inline int32_t ptx_list_reg(const ptx_block *b, const ptx_operand *o, unsigned i) {
   return b->k->lists[o->list + (int32_t)i];

@@ -38,7 +38,7 @@ static int wgmma_mma(ptx_parser *p, ptx_insn *in, char *rest, const char *word) 
         return ptx_fail(p, "unsupported wgmma shape '%s' (m64nNk16, N 8..256 by 8)", m);
       in->shape = (uint16_t)nn;
     } else if (strcmp(m, "f32") == 0 || strcmp(m, "f16") == 0 || strcmp(m, "bf16") == 0) {
-      uint8_t t = strcmp(m, "f32") == 0  ? PTX_TYPE(TK_F, 4)
+      uint8_t t = strcmp(m, "f32") == 0   ? PTX_TYPE(TK_F, 4)
                   : strcmp(m, "f16") == 0 ? PTX_TYPE(TK_F, 2)
                                           : PTX_TYPE(TK_B, 2);
       if (types == 0) in->type = t;
@@ -62,7 +62,8 @@ static int wgmma_mma(ptx_parser *p, ptx_insn *in, char *rest, const char *word) 
 static int wgmma(ptx_parser *p, ptx_insn *in, char *rest, const char *word) {
   char *form = next_mod(&rest);
   if (form && strcmp(form, "mma_async") == 0) return wgmma_mma(p, in, rest, word);
-  if (!form || (strcmp(form, "fence") && strcmp(form, "commit_group") && strcmp(form, "wait_group")))
+  if (!form ||
+      (strcmp(form, "fence") && strcmp(form, "commit_group") && strcmp(form, "wait_group")))
     return ptx_fail(p, "unsupported instruction '%s'", word);
   for (char *m; (m = next_mod(&rest));)
     if (!ordering(m)) return ptx_fail(p, "unsupported wgmma form '%s'", word);
@@ -129,8 +130,9 @@ static int bulk_tensor(ptx_parser *p, ptx_insn *in, char *rest, const char *word
       return ptx_fail(p, "unsupported bulk tensor copy '%s' (.%s: only tile-mode loads)", word, m);
   }
   if (!in->shape || !dst || !src || !mbar)
-    return ptx_fail(p, "unsupported bulk tensor copy '%s' (only tile-mode loads into shared "
-                       "memory that complete on an mbarrier)",
+    return ptx_fail(p,
+                    "unsupported bulk tensor copy '%s' (only tile-mode loads into shared "
+                    "memory that complete on an mbarrier)",
                     word);
   in->space = SP_SHARED;
   return 0;
@@ -156,8 +158,7 @@ int ptx_parse_async_opcode(ptx_parser *p, ptx_insn *in, const char *op, char *re
     return in->op = OP_ELECT, 0;
   }
   /* Register-budget and prefetch hints: nothing to do. */
-  if (strcmp(op, "setmaxnreg") == 0 || strcmp(op, "prefetch") == 0 ||
-      strcmp(op, "prefetchu") == 0)
+  if (strcmp(op, "setmaxnreg") == 0 || strcmp(op, "prefetch") == 0 || strcmp(op, "prefetchu") == 0)
     return in->op = OP_NOP, 0;
   return 1;
 }

@@ -78,7 +78,8 @@ static bool read_row(const copy *c, const uint32_t *idx, unsigned char *row) {
   const tmap *m = c->m;
   uint64_t a, last;
   uint32_t n = m->count[0];
-  if (m->estride[0] == 1 && element_address(c, idx, 0, &a) && element_address(c, idx, n - 1, &last)) {
+  if (m->estride[0] == 1 && element_address(c, idx, 0, &a) &&
+      element_address(c, idx, n - 1, &last)) {
     const void *src = ptx_space_ptr(c->b, c->t, SP_GLOBAL, a, (size_t)n * m->esize, 0);
     if (src) return memcpy(row, src, (size_t)n * m->esize), true;
   }
@@ -123,7 +124,8 @@ static bool copy_box(const copy *c, ptx_block **dst_blocks, uint32_t ndst, uint6
   for (size_t r = 0; r < rows; r++) {
     uint32_t idx[TMA_MAX_RANK] = {0};
     size_t rest = r;
-    for (uint32_t d = 1; d < m->rank; d++) idx[d] = (uint32_t)(rest % m->count[d]), rest /= m->count[d];
+    for (uint32_t d = 1; d < m->rank; d++)
+      idx[d] = (uint32_t)(rest % m->count[d]), rest /= m->count[d];
     if (!read_row(c, idx, row)) return false;
     for (uint32_t i = 0; i < ndst; i++)
       put(dst_blocks[i]->shared, dst + r * row_bytes, row, row_bytes, m->swizzle_bytes);
@@ -187,12 +189,14 @@ void ptx_tma_load(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
     return;
   }
   if (dst % 128) {
-    fail(&c, NVHCQ_PTX_FAULT_MISALIGNED, dst, "cp.async.bulk.tensor destination not 128-byte aligned");
+    fail(&c, NVHCQ_PTX_FAULT_MISALIGNED, dst,
+         "cp.async.bulk.tensor destination not 128-byte aligned");
     return;
   }
   for (uint32_t i = 0; i < n; i++)
     if (dst + bytes > blocks[i]->shared_size || bar % 8 || bar + 8 > blocks[i]->shared_size) {
-      fail(&c, NVHCQ_PTX_FAULT_ADDRESS, dst, "cp.async.bulk.tensor box or mbarrier outside shared memory");
+      fail(&c, NVHCQ_PTX_FAULT_ADDRESS, dst,
+           "cp.async.bulk.tensor box or mbarrier outside shared memory");
       return;
     }
   if (!copy_box(&c, blocks, n, dst)) return;

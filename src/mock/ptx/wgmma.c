@@ -9,8 +9,8 @@
 #include <math.h>
 #include <string.h>
 
-#define WG_M 64
-#define WG_K 16
+#define WG_M     64
+#define WG_K     16
 #define WG_N_MAX 256
 
 static float half_to_float(uint16_t h) {
@@ -45,7 +45,7 @@ static uint16_t float_to_half(float f) {
   if (a >= 65520.0f) return sign | 0x7c00;
   if (a < 6.103515625e-05f) return sign | (uint16_t)lrintf(a * 16777216.0f); /* subnormal */
   int e;
-  float m = frexpf(a, &e); /* a = m * 2^e, m in [0.5, 1) */
+  float m = frexpf(a, &e);                       /* a = m * 2^e, m in [0.5, 1) */
   uint32_t bits = (uint32_t)lrintf(m * 2048.0f); /* 11 significant bits, rounded */
   if (bits == 2048) bits = 1024, e++;
   return sign | (uint16_t)((uint32_t)(e + 14) << 10 | (bits & 0x3ff));
@@ -133,8 +133,8 @@ typedef struct wgmma_args {
   bool trans_a, trans_b;
 } wgmma_args;
 
-static float d_get(const ptx_block *b, const ptx_thread *t, const ptx_insn *in,
-                   const wgmma_args *w, uint32_t i) {
+static float d_get(const ptx_block *b, const ptx_thread *t, const ptx_insn *in, const wgmma_args *w,
+                   uint32_t i) {
   if (w->f16_acc) return half_to_float(half_of(b, t, &in->ops[0], i));
   int32_t r = ptx_list_reg(b, &in->ops[0], i);
   uint32_t u = r < 0 ? 0 : (uint32_t)t->regs[r];
@@ -175,8 +175,7 @@ static const char *check(const ptx_insn *in, wgmma_args *w) {
   return NULL;
 }
 
-static void read_args(const ptx_block *b, const ptx_thread *t, const ptx_insn *in,
-                      wgmma_args *w) {
+static void read_args(const ptx_block *b, const ptx_thread *t, const ptx_insn *in, wgmma_args *w) {
   w->scale_d = ptx_read(b, t, in, 3, PTX_TYPE(TK_P, 1)) & 1;
   w->scale_a = in->ops[4].imm < 0 ? -1.0f : 1.0f;
   w->scale_b = in->ops[5].imm < 0 ? -1.0f : 1.0f;
@@ -217,7 +216,8 @@ void ptx_run_wgmma(ptx_block *b, ptx_thread **lanes) {
   if (w.a_regs) {
     gather_a(b, lanes, in, w.bf16, a);
   } else {
-    smem_matrix sa = matrix_of(b, ptx_read(b, lanes[0], in, 1, PTX_TYPE(TK_B, 8)), w.trans_a, w.bf16);
+    smem_matrix sa =
+        matrix_of(b, ptx_read(b, lanes[0], in, 1, PTX_TYPE(TK_B, 8)), w.trans_a, w.bf16);
     if (!load_matrix(&sa, WG_M, a))
       return ptx_fault(b, lanes[0], in, NVHCQ_PTX_FAULT_ADDRESS, sa.start, 0,
                        "wgmma's A descriptor reaches outside shared memory");
