@@ -475,7 +475,7 @@ static nvhcq_status check_supported(const char *arch) {
 }
 
 /* Hopper- and Blackwell-only instructions (wgmma, setmaxnreg, ...) exist only on "a" targets. */
-static int wants_arch_specific(const char *message) {
+int nvhcq_compile_wants_arch_specific(const char *message) {
   return strstr(message, "sm_90a") || strstr(message, "sm_100a") || strstr(message, "wgmma") ||
          strstr(message, "not supported on .target");
 }
@@ -504,7 +504,7 @@ static nvhcq_status compile_locked(const void *src, size_t size, nvhcq_source_ki
                        : nvrtc_compile(src, size, arch, options, n, bin, bin_size);
   if (s == NVHCQ_ERROR_COMPILE && kind == NVHCQ_SOURCE_CUDA && arch[strlen(arch) - 1] != 'a' &&
       atoi(arch + 3) >= 90 && !has_arch_option(options, n) &&
-      wants_arch_specific(nvhcq_last_error())) {
+      nvhcq_compile_wants_arch_specific(nvhcq_last_error())) {
     char specific[40];
     snprintf(specific, sizeof specific, "%sa", arch);
     s = nvrtc_compile(src, size, specific, options, n, bin, bin_size);

@@ -18,6 +18,9 @@ void nvhcq_compile_get_stats(nvhcq_compile_stats *stats);
 nvhcq_status nvhcq_compile_cuda_to_ptx(const void *source, size_t size, const char *arch,
                                        const char *const *options, int num_options, char **ptx,
                                        size_t *ptx_size);
+/* Whether a compile error says the code needs an arch-specific target (sm_90a: wgmma,
+ * setmaxnreg, ...), as a retry for that target would fix. */
+int nvhcq_compile_wants_arch_specific(const char *message);
 /* The cache directory in use ("" when the cache is off). */
 const char *nvhcq_cache_dir(void);
 

@@ -247,21 +247,47 @@ nvhcq_status nvhcq_module_load_file(nvhcq_device *dev, const char *path, nvhcq_m
   return NVHCQ_SUCCESS;
 }
 
+/* CUDA C for arch as PTX, assembled, loaded with its PTX. */
+static nvhcq_status load_cuda_for(nvhcq_device *dev, const void *data, size_t size,
+                                  const char *arch, const char *const *options, int num_options,
+                                  nvhcq_module **out) {
+  char *ptx = NULL;
+  size_t ptx_size = 0;
+  NVHCQ_TRY(nvhcq_compile_cuda_to_ptx(data, size, arch, options, num_options, &ptx, &ptx_size));
+  void *bin = NULL;
+  size_t bin_size;
+  /* No options: those were NVRTC's, not nvJitLink's. The PTX's .target picks sm_90a. */
+  nvhcq_status s = nvhcq_binary_compile(ptx, ptx_size, dev->info.arch, NULL, 0, &bin, &bin_size);
+  if (!s) s = load_with_ptx(dev, bin, bin_size, ptx, ptx_size, out);
+  free(bin);
+  free(ptx);
+  return s;
+}
+
+/* A door that runs kernels from PTX (the mock) gets CUDA C as PTX first, then assembled; as
+ * nvhcq_binary_compile does for a cubin, code the GPU's arch refuses for want of its
+ * arch-specific variant (wgmma needs sm_90a) is compiled again for that variant. */
+static nvhcq_status load_cuda_as_ptx(nvhcq_device *dev, const void *data, size_t size,
+                                     const char *const *options, int num_options,
+                                     nvhcq_module **out) {
+  const char *arch = dev->info.arch;
+  nvhcq_status s = load_cuda_for(dev, data, size, arch, options, num_options, out);
+  if (s != NVHCQ_ERROR_COMPILE || arch[strlen(arch) - 1] == 'a' || atoi(arch + 3) < 90 ||
+      !nvhcq_compile_wants_arch_specific(nvhcq_last_error()))
+    return s;
+  char specific[40];
+  snprintf(specific, sizeof specific, "%sa", arch);
+  return load_cuda_for(dev, data, size, specific, options, num_options, out);
+}
+
 nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t size,
                                    const char *const *options, int num_options,
                                    nvhcq_module **out) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (nvhcq_source_detect(data, size) == NVHCQ_SOURCE_CUBIN)
     return nvhcq_module_load(dev, data, size, out);
-  /* A door that runs kernels from PTX (the mock) gets CUDA C as PTX first, then assembled. */
-  char *ptx = NULL;
-  size_t ptx_size = 0;
-  if (nvhcq_door->module_loaded && nvhcq_source_detect(data, size) == NVHCQ_SOURCE_CUDA) {
-    NVHCQ_TRY(nvhcq_compile_cuda_to_ptx(data, size, dev->info.arch, options, num_options, &ptx,
-                                        &ptx_size));
-    data = ptx, size = ptx_size;
-    options = NULL, num_options = 0; /* NVRTC's, not nvJitLink's */
-  }
+  if (nvhcq_door->module_loaded && nvhcq_source_detect(data, size) == NVHCQ_SOURCE_CUDA)
+    return load_cuda_as_ptx(dev, data, size, options, num_options, out);
   void *bin = NULL;
   size_t bin_size;
   nvhcq_status s =
@@ -269,7 +295,6 @@ nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t s
   int is_ptx = nvhcq_source_detect(data, size) == NVHCQ_SOURCE_PTX;
   if (!s) s = load_with_ptx(dev, bin, bin_size, is_ptx ? data : NULL, is_ptx ? size : 0, out);
   free(bin);
-  free(ptx);
   return s;
 }
 

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "abi/tensor_map.h"
 #include "nvhcq.h"
 #include "util/error.h"
 
@@ -28,8 +29,11 @@
 #define TMA_MAX_BOX_BYTES (228u << 10)
 
 static const uint8_t element_bytes[13] = {1, 2, 4, 4, 8, 8, 2, 4, 8, 2, 4, 4, 4};
-/* The hardware's type numbers; TF32 types are FP32 ones with bit 16 (rounding) set. */
-static const uint8_t hw_type[13] = {0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 8, 7, 8};
+/* The hardware's type numbers (abi/tensor_map.h); TF32 types are FP32 ones with the rounding bit
+ * set. */
+static const uint8_t hw_type[13] = {
+    TMA_HW_U8,  TMA_HW_U16, TMA_HW_U32,  TMA_HW_S32,     TMA_HW_U64, TMA_HW_S64,    TMA_HW_F16,
+    TMA_HW_F32, TMA_HW_F64, TMA_HW_BF16, TMA_HW_F32_FTZ, TMA_HW_F32, TMA_HW_F32_FTZ};
 static const char *const type_names[13] = {
     "UINT8",   "UINT16",  "UINT32",   "INT32",       "UINT64",   "INT64",       "FLOAT16",
     "FLOAT32", "FLOAT64", "BFLOAT16", "FLOAT32_FTZ", "TFLOAT32", "TFLOAT32_FTZ"};
@@ -101,10 +105,9 @@ static nvhcq_status check_inner_row(const tma_common *c, uint32_t elements, cons
   if (bytes % 16)
     return BAD(c, "%s = %u elements of %s is %u bytes, not a multiple of 16", name, elements,
                type_names[c->dtype], bytes);
-  static const uint32_t span[4] = {0, 32, 64, 128};
-  if (c->interleave == NVHCQ_TENSOR_INTERLEAVE_NONE && span[c->swizzle] && bytes > span[c->swizzle])
-    return BAD(c, "%s is %u bytes, more than the %u-byte swizzle span", name, bytes,
-               span[c->swizzle]);
+  uint32_t span = tma_swizzle_bytes(c->swizzle);
+  if (c->interleave == NVHCQ_TENSOR_INTERLEAVE_NONE && span && bytes > span)
+    return BAD(c, "%s is %u bytes, more than the %u-byte swizzle span", name, bytes, span);
   return NVHCQ_SUCCESS;
 }
 
@@ -118,19 +121,22 @@ static nvhcq_status check_box_bytes(const tma_common *c, uint64_t bytes) {
 /* The dwords both forms fill the same way. */
 static void encode_common(const tma_common *c, uint32_t w[32]) {
   memset(w, 0, 128);
-  w[0] = (uint32_t)c->address, w[1] = (uint32_t)(c->address >> 32);
-  w[2] = (c->rank - 1) << 4 | (uint32_t)hw_type[c->dtype] << 7 | c->interleave << 11 |
-         c->swizzle << 13 | c->oob << 15 | (c->dtype >= NVHCQ_TENSOR_TFLOAT32) << 16 | c->l2 << 17;
+  w[TMA_DW_ADDRESS_LO] = (uint32_t)c->address, w[TMA_DW_ADDRESS_HI] = (uint32_t)(c->address >> 32);
+  w[TMA_DW_FORMAT] =
+      (c->rank - 1) << TMA_RANK_SHIFT | (uint32_t)hw_type[c->dtype] << TMA_TYPE_SHIFT |
+      c->interleave << TMA_INTERLEAVE_SHIFT | c->swizzle << TMA_SWIZZLE_SHIFT |
+      c->oob << TMA_NAN_FILL_BIT | (uint32_t)(c->dtype >= NVHCQ_TENSOR_TFLOAT32) << TMA_TF32_BIT |
+      c->l2 << TMA_L2_SHIFT;
   for (uint32_t i = 0; i + 1 < c->rank; i++) {
-    w[3 + i] = (uint32_t)(c->strides[i] >> 4);
-    w[7] |= (uint32_t)(c->strides[i] >> 36 & 0xf) << (4 * i);
+    w[TMA_DW_STRIDES + i] = (uint32_t)(c->strides[i] >> 4);
+    w[TMA_DW_STRIDES_HI] |= (uint32_t)(c->strides[i] >> 36 & 0xf) << (4 * i);
   }
   for (uint32_t i = 0; i < c->rank; i++) {
-    w[8 + i] = (uint32_t)(c->dims[i] - 1);
-    w[13] |= (c->element_strides[i] - 1) << (3 * i);
+    w[TMA_DW_DIMS + i] = (uint32_t)(c->dims[i] - 1);
+    w[TMA_DW_ELEM_STRIDES] |= (c->element_strides[i] - 1) << (3 * i);
   }
   static const uint32_t swizzle_align[4] = {16, 256, 512, 1024};
-  w[18] = swizzle_align[c->swizzle];
+  w[TMA_DW_SMEM_ALIGN] = swizzle_align[c->swizzle];
 }
 
 static nvhcq_status check_desc(const void *map, const void *desc, uint32_t size, uint32_t need,
@@ -163,9 +169,9 @@ nvhcq_status nvhcq_tensor_map_encode_tiled(nvhcq_tensor_map *map, const nvhcq_te
   NVHCQ_TRY(check_box_bytes(&c, bytes));
   uint32_t w[32];
   encode_common(&c, w);
-  w[13] |= (d->box[0] - 1) << 24;
-  for (uint32_t i = 1; i < d->rank; i++) w[14] |= (d->box[i] - 1) << (8 * (i - 1));
-  w[16] = (uint32_t)bytes;
+  w[TMA_DW_ELEM_STRIDES] |= (d->box[0] - 1) << TMA_BOX0_SHIFT;
+  for (uint32_t i = 1; i < d->rank; i++) w[TMA_DW_BOX] |= (d->box[i] - 1) << (8 * (i - 1));
+  w[TMA_DW_BOX_BYTES] = (uint32_t)bytes;
   memcpy(map->bytes, w, sizeof w);
   return NVHCQ_SUCCESS;
 }
@@ -208,15 +214,15 @@ nvhcq_status nvhcq_tensor_map_encode_im2col(nvhcq_tensor_map *map, const nvhcq_t
   NVHCQ_TRY(check_box_bytes(&c, bytes));
   uint32_t w[32];
   encode_common(&c, w);
-  w[2] |= 1; /* im2col */
-  w[13] |= (d->channels - 1) << 24;
+  w[TMA_DW_FORMAT] |= 1u << TMA_IM2COL_BIT;
+  w[TMA_DW_ELEM_STRIDES] |= (d->channels - 1) << TMA_BOX0_SHIFT;
   uint32_t mask = (1u << bits) - 1;
   for (uint32_t i = 0; i + 2 < d->rank; i++) {
-    w[14] |= ((uint32_t)d->lower[i] & mask) << (bits * i);
-    w[14] |= ((uint32_t)d->upper[i] & mask) << (16 + bits * i);
+    w[TMA_DW_BOX] |= ((uint32_t)d->lower[i] & mask) << (bits * i);
+    w[TMA_DW_BOX] |= ((uint32_t)d->upper[i] & mask) << (16 + bits * i);
   }
-  w[15] = d->pixels - 1;
-  w[16] = (uint32_t)bytes;
+  w[TMA_DW_PIXELS] = d->pixels - 1;
+  w[TMA_DW_BOX_BYTES] = (uint32_t)bytes;
   memcpy(map->bytes, w, sizeof w);
   return NVHCQ_SUCCESS;
 }

@@ -1,4 +1,4 @@
-/* The PTX interpreter's warp collectives: shfl.sync, vote.sync and redux.sync. */
+/* The PTX interpreter's warp collectives: shfl.sync, vote.sync, redux.sync and elect.sync. */
 #include "alu.h"
 #include "exec.h"
 
@@ -69,6 +69,21 @@ static void redux(ptx_block *b, const ptx_insn *in, ptx_thread **lanes, uint32_t
     if (in->ops[0].reg >= 0) lanes[i]->regs[in->ops[0].reg] = ptx_mask(r, 4);
 }
 
+/* elect.sync d|p, membermask: the lowest lane of the mask among those here leads; d is its lane
+ * in every thread, p true in the leader only. */
+static void elect(ptx_block *b, const ptx_insn *in, ptx_thread **lanes, uint32_t count) {
+  uint32_t mask = (uint32_t)ptx_read(b, lanes[0], in, 1, PTX_TYPE(TK_U, 4)), leader = 32;
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t lane = lanes[i]->linear % 32;
+    if (mask >> lane & 1 && lane < leader) leader = lane;
+  }
+  for (uint32_t i = 0; i < count; i++) {
+    ptx_thread *t = lanes[i];
+    if (in->ops[0].reg >= 0) t->regs[in->ops[0].reg] = leader;
+    if (in->ops[0].reg2 >= 0) t->regs[in->ops[0].reg2] = t->linear % 32 == leader;
+  }
+}
+
 void ptx_run_collective(ptx_block *b, ptx_thread **lanes, uint32_t count) {
   const ptx_insn *in = &b->k->insns[lanes[0]->pc];
   for (uint32_t i = 1; i < count; i++)
@@ -81,6 +96,8 @@ void ptx_run_collective(ptx_block *b, ptx_thread **lanes, uint32_t count) {
     shfl(b, in, lanes, count);
   else if (in->op == OP_VOTE)
     vote(b, in, lanes, count);
+  else if (in->op == OP_ELECT)
+    elect(b, in, lanes, count);
   else
     redux(b, in, lanes, count);
   for (uint32_t i = 0; i < count; i++) {

@@ -63,6 +63,7 @@ static void cvta(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
   uint64_t a = RD(1, in->type), base = 0;
   if (in->space == SP_SHARED) base = PTX_SHARED_WINDOW;
   if (in->space == SP_LOCAL) base = PTX_LOCAL_WINDOW;
+  if (in->space == SP_PARAM) base = PTX_PARAM_WINDOW;
   set(t, in, 0, in->flags & F_TO ? a - base : a + base, TYPE_SIZE(in->type));
 }
 
@@ -195,6 +196,8 @@ static void step_memory(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
     return cvta(b, t, in);
   case OP_MAPA:
     return mapa(b, t, in);
+  case OP_TMA:
+    return ptx_tma_load(b, t, in);
   case OP_SETP:
     return setp(b, t, in);
   default: /* selp */
@@ -229,8 +232,16 @@ static bool step_control(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
   case OP_SHFL:
   case OP_VOTE:
   case OP_REDUX:
+  case OP_ELECT:
     t->state = TS_WARP;
     return true;
+  case OP_WGMMA:
+    t->state = TS_WGROUP; /* the launch runs it once its warpgroup's 128 threads are there */
+    return true;
+  case OP_MBAR:
+    if (ptx_mbarrier_step(b, t, in)) return true;
+    t->pc++;
+    return false;
   default:
     t->pc++;
     return false; /* membar, fence, bar.warp.sync: nothing to order here */
@@ -240,12 +251,13 @@ static bool step_control(ptx_block *b, ptx_thread *t, const ptx_insn *in) {
 static bool is_control(uint8_t op) {
   return op == OP_BRA || op == OP_RET || op == OP_EXIT || op == OP_TRAP || op == OP_BAR ||
          op == OP_SHFL || op == OP_VOTE || op == OP_REDUX || op == OP_NOP || op == OP_WARPSYNC ||
-         op == OP_CARRIVE || op == OP_CWAIT;
+         op == OP_CARRIVE || op == OP_CWAIT || op == OP_ELECT || op == OP_WGMMA || op == OP_MBAR;
 }
 
 static bool is_memory(uint8_t op) {
   return op == OP_LD || op == OP_ST || op == OP_ATOM || op == OP_RED || op == OP_MOV ||
-         op == OP_CVT || op == OP_CVTA || op == OP_SETP || op == OP_SELP || op == OP_MAPA;
+         op == OP_CVT || op == OP_CVTA || op == OP_SETP || op == OP_SELP || op == OP_MAPA ||
+         op == OP_TMA;
 }
 
 void ptx_run_thread(ptx_block *b, ptx_thread *t) {

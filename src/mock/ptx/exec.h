@@ -7,13 +7,17 @@
 /* Generic addresses of shared and local memory (cvta): windows far from host addresses. */
 #define PTX_SHARED_WINDOW (1ull << 62)
 #define PTX_LOCAL_WINDOW  ((1ull << 62) + (1ull << 40))
+#define PTX_PARAM_WINDOW  ((1ull << 62) + (2ull << 40)) /* cvta.param: kernel parameters */
 /* A shared::cluster address: (rank + 1) << 24 | offset names another block's shared memory; an
  * address below 1 << 24 is the block's own (so shared::cta addresses are cluster addresses too,
  * as in PTX). 32 bits, like the hardware's, so mapa.shared::cluster.u32 holds one. */
 #define PTX_CLUSTER_SHIFT 24
 #define PTX_CLUSTER_MAX   32 /* blocks in a cluster the interpreter takes */
 
-enum ptx_thread_state { TS_RUN, TS_BAR, TS_WARP, TS_CWAIT, TS_DONE };
+/* TS_MBAR: at an mbarrier.try_wait whose phase has not completed (it runs again once it has);
+ * TS_YIELD: let the others run once (an mbarrier.test_wait that found its phase incomplete);
+ * TS_WGROUP: at a warpgroup collective (wgmma.mma_async), for its 128 threads. */
+enum ptx_thread_state { TS_RUN, TS_BAR, TS_WARP, TS_CWAIT, TS_MBAR, TS_YIELD, TS_WGROUP, TS_DONE };
 
 typedef struct ptx_thread {
   uint64_t *regs;
@@ -57,5 +61,29 @@ void ptx_fault(ptx_block *b, const ptx_thread *t, const ptx_insn *in, nvhcq_ptx_
 uint64_t ptx_read(const ptx_block *b, const ptx_thread *t, const ptx_insn *in, int i, uint8_t type);
 void *ptx_address(ptx_block *b, ptx_thread *t, const ptx_insn *in, const ptx_operand *o,
                   size_t size, int write);
+/* A memory operand's address (register or symbol plus offset), before any translation. */
+uint64_t ptx_operand_address(const ptx_block *b, const ptx_thread *t, const ptx_operand *o);
+/* [a, a + size) of a state space (SP_NONE: a generic address) in host memory, or NULL. */
+void *ptx_space_ptr(ptx_block *b, ptx_thread *t, uint8_t space, uint64_t a, size_t size, int write);
+/* Register i of a {list} operand. */
+static inline int32_t ptx_list_reg(const ptx_block *b, const ptx_operand *o, unsigned i) {
+  return b->k->lists[o->list + (int32_t)i];
+}
+
+/* mbarrier.c: one mbarrier instruction; returns true when the thread stops (a try_wait whose
+ * phase is not complete yet: TS_MBAR, or a test_wait that yields). */
+bool ptx_mbarrier_step(ptx_block *b, ptx_thread *t, const ptx_insn *in);
+/* Whether the try_wait a TS_MBAR thread waits at would now succeed. */
+bool ptx_mbarrier_ready(ptx_block *b, ptx_thread *t);
+/* The tensor copy's side of a barrier: bytes arrived at the barrier word p (shared memory of the
+ * block dst); false (the fault recorded) when p holds no barrier. */
+bool ptx_mbarrier_complete_tx(ptx_block *b, const ptx_thread *t, const ptx_insn *in,
+                              unsigned char *p, uint32_t bytes);
+
+/* tma.c: cp.async.bulk.tensor, done at once (the copy and its complete_tx). */
+void ptx_tma_load(ptx_block *b, ptx_thread *t, const ptx_insn *in);
+
+/* wgmma.c: wgmma.mma_async for the warpgroup's 128 threads (all at the same instruction). */
+void ptx_run_wgmma(ptx_block *b, ptx_thread **lanes);
 
 #endif

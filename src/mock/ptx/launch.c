@@ -21,6 +21,47 @@ static bool warp_step(ptx_block *b, uint32_t first) {
   return true;
 }
 
+/* One warpgroup (128 threads from `first`): runs its wgmma once all of them wait at it. Returns
+ * true on progress. */
+static bool warpgroup_step(ptx_block *b, uint32_t first) {
+  ptx_thread *lanes[128];
+  uint32_t waiting = 0, end = first + 128 < b->nthreads ? first + 128 : b->nthreads;
+  for (uint32_t i = first; i < end; i++) waiting += b->threads[i].state == TS_WGROUP;
+  if (!waiting) return false;
+  for (uint32_t i = first; i < first + 128; i++) {
+    ptx_thread *t = i < end ? &b->threads[i] : NULL;
+    if (t && t->state == TS_WGROUP && t->pc == b->threads[first].pc) {
+      lanes[i - first] = t;
+      continue;
+    }
+    if (t && t->state != TS_DONE && t->state != TS_WGROUP) return false; /* not there yet */
+    ptx_thread *w = &b->threads[first];
+    ptx_fault(b, w, &b->k->insns[w->pc], NVHCQ_PTX_FAULT_UNSUPPORTED, 0, 0,
+              "wgmma needs its warpgroup's 128 threads at the same instruction (one exited, "
+              "is missing from the block or diverged)");
+    return false;
+  }
+  ptx_run_wgmma(b, lanes);
+  for (uint32_t i = 0; i < 128 && b->status == NVHCQ_PTX_OK; i++) {
+    lanes[i]->pc++;
+    lanes[i]->state = TS_RUN;
+  }
+  return true;
+}
+
+/* Threads at an mbarrier whose phase has completed, and threads that yielded, run again. */
+static bool wake_step(ptx_block *b) {
+  bool progress = false;
+  for (uint32_t i = 0; i < b->nthreads; i++) {
+    ptx_thread *t = &b->threads[i];
+    if (t->state == TS_YIELD || (t->state == TS_MBAR && ptx_mbarrier_ready(b, t))) {
+      t->state = TS_RUN;
+      progress = true;
+    }
+  }
+  return progress;
+}
+
 /* Every live thread waits at bar.sync: all go on. */
 static bool barrier_step(ptx_block *b) {
   uint32_t waiting = 0;
@@ -74,6 +115,9 @@ static bool block_step(ptx_block *b) {
   bool progress = run_ready(b);
   for (uint32_t w = 0; w < b->nthreads && b->status == NVHCQ_PTX_OK; w += 32)
     progress |= warp_step(b, w);
+  for (uint32_t w = 0; w < b->nthreads && b->status == NVHCQ_PTX_OK; w += 128)
+    progress |= warpgroup_step(b, w);
+  if (b->status == NVHCQ_PTX_OK) progress |= wake_step(b);
   if (b->status == NVHCQ_PTX_OK && !progress) progress = barrier_step(b);
   return progress;
 }
@@ -110,7 +154,8 @@ static nvhcq_ptx_status run_cluster(ptx_cluster *cl) {
     if (!t) return NVHCQ_PTX_OK;
     if (!progress) {
       ptx_fault(b, t, &b->k->insns[t->pc], NVHCQ_PTX_FAULT_DEADLOCK, 0, 0,
-                "threads wait at a barrier or warp collective that others never reach");
+                "threads wait at a barrier, warp collective or mbarrier phase that others "
+                "never reach");
       return b->status;
     }
   }

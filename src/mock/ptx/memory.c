@@ -176,8 +176,8 @@ static void *shared_ptr(ptx_block *b, uint64_t a, size_t size) {
   return window(b->shared, b->shared_size, a, size);
 }
 
-static void *space_ptr(ptx_block *b, ptx_thread *t, uint8_t space, uint64_t a, size_t size,
-                       int write) {
+void *ptx_space_ptr(ptx_block *b, ptx_thread *t, uint8_t space, uint64_t a, size_t size,
+                    int write) {
   switch (space) {
   case SP_GLOBAL:
     return global_ptr(b, a, size, write);
@@ -190,20 +190,28 @@ static void *space_ptr(ptx_block *b, ptx_thread *t, uint8_t space, uint64_t a, s
   case SP_CONST:
     return const_ptr(b, a, size, write);
   default:
-    if (a >= PTX_LOCAL_WINDOW) return space_ptr(b, t, SP_LOCAL, a - PTX_LOCAL_WINDOW, size, write);
+    if (a >= PTX_PARAM_WINDOW)
+      return ptx_space_ptr(b, t, SP_PARAM, a - PTX_PARAM_WINDOW, size, write);
+    if (a >= PTX_LOCAL_WINDOW)
+      return ptx_space_ptr(b, t, SP_LOCAL, a - PTX_LOCAL_WINDOW, size, write);
     if (a >= PTX_SHARED_WINDOW)
-      return space_ptr(b, t, SP_SHARED, a - PTX_SHARED_WINDOW, size, write);
+      return ptx_space_ptr(b, t, SP_SHARED, a - PTX_SHARED_WINDOW, size, write);
     return global_ptr(b, a, size, write);
   }
 }
 
-void *ptx_address(ptx_block *b, ptx_thread *t, const ptx_insn *in, const ptx_operand *o,
-                  size_t size, int write) {
+uint64_t ptx_operand_address(const ptx_block *b, const ptx_thread *t, const ptx_operand *o) {
   uint64_t a = (uint64_t)o->imm;
   if (o->reg >= 0)
     a += t->regs[o->reg];
   else if (o->sym_space != SP_NONE || o->sym_address)
     a += symbol_value(b, o);
+  return a;
+}
+
+void *ptx_address(ptx_block *b, ptx_thread *t, const ptx_insn *in, const ptx_operand *o,
+                  size_t size, int write) {
+  uint64_t a = ptx_operand_address(b, t, o);
   uint8_t space = in->space;
   char what[96];
   if (size && a % size != 0) {
@@ -211,7 +219,7 @@ void *ptx_address(ptx_block *b, ptx_thread *t, const ptx_insn *in, const ptx_ope
     ptx_fault(b, t, in, NVHCQ_PTX_FAULT_MISALIGNED, a, write, what);
     return NULL;
   }
-  void *p = space_ptr(b, t, space, a, size, write);
+  void *p = ptx_space_ptr(b, t, space, a, size, write);
   if (!p) {
     static const char *const names[] = {"generic", "global", "shared", "local", "param", "const"};
     snprintf(what, sizeof what, "%s %zu-byte %s outside any mapping", names[space], size,

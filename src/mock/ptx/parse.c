@@ -307,6 +307,8 @@ static int parse_reg_decl(ptx_parser *p, nvhcq_ptx_kernel *k) {
     ptx_reg_decl *r = &rd[k->nreg_decls++];
     snprintf(r->prefix, sizeof r->prefix, "%s", ptx_next(p));
     r->type = type;
+    r->hidden = false;
+    r->depth = p->depth;
     r->count = -1;
     r->base = k->nregs;
     t = ptx_next(p);
@@ -348,8 +350,41 @@ static int add_label(ptx_parser *p, nvhcq_ptx_kernel *k, const char *name) {
   if (!l) return ptx_fail(p, "out of memory");
   p->labels = l;
   snprintf(l[p->nlabels].name, sizeof l[0].name, "%s", name);
+  l[p->nlabels].depth = p->depth;
   l[p->nlabels++].index = (int32_t)k->ninsns;
   return 0;
+}
+
+/* The label of that name declared in the scope at depth (the innermost open one of that depth),
+ * or NULL. */
+static const ptx_label *scope_label(const ptx_parser *p, const char *name, int depth) {
+  for (size_t j = 0; j < p->nlabels; j++)
+    if (p->labels[j].depth == depth && strcmp(p->labels[j].name, name) == 0) return &p->labels[j];
+  return NULL;
+}
+
+/* A nested scope closes: branches inside it to its labels resolve, the others look in the
+ * enclosing scope; its labels and registers go out of sight (PTX scopes them as C does). */
+static void close_scope(ptx_parser *p, nvhcq_ptx_kernel *k) {
+  size_t kept = 0;
+  for (size_t i = 0; i < p->nfixups; i++) {
+    ptx_fixup *f = &p->fixups[i];
+    const ptx_label *l = f->depth == p->depth ? scope_label(p, f->name, p->depth) : NULL;
+    if (l) {
+      k->insns[f->insn].ops[f->operand].label = l->index;
+      continue;
+    }
+    if (f->depth == p->depth) f->depth--;
+    p->fixups[kept++] = *f;
+  }
+  p->nfixups = kept;
+  kept = 0;
+  for (size_t j = 0; j < p->nlabels; j++)
+    if (p->labels[j].depth != p->depth) p->labels[kept++] = p->labels[j];
+  p->nlabels = kept;
+  for (size_t i = 0; i < k->nreg_decls; i++)
+    if (k->regs[i].depth == p->depth) k->regs[i].hidden = true, k->regs[i].depth = -1;
+  p->depth--;
 }
 
 static int body_statement(ptx_parser *p, nvhcq_ptx_kernel *k) {
@@ -393,13 +428,16 @@ static int resolve_labels(ptx_parser *p, nvhcq_ptx_kernel *k) {
 
 static int parse_body(ptx_parser *p, nvhcq_ptx_kernel *k) {
   if (ptx_expect(p, "{")) return -1;
-  int depth = 0; /* nested scopes: their registers are kernel-wide here */
+  p->depth = 0; /* nested scopes: registers get their own storage, names their scope */
   while (!p->failed) {
     const char *t = ptx_peek(p);
     if (!t[0]) return ptx_fail(p, "unterminated kernel body");
-    if (strcmp(t, "}") == 0 && depth == 0) return ptx_next(p), resolve_labels(p, k);
+    if (strcmp(t, "}") == 0 && p->depth == 0) return ptx_next(p), resolve_labels(p, k);
     if (strcmp(t, "{") == 0 || strcmp(t, "}") == 0) {
-      depth += t[0] == '{' ? 1 : -1;
+      if (t[0] == '{')
+        p->depth++;
+      else
+        close_scope(p, k);
       ptx_next(p);
       continue;
     }
@@ -495,6 +533,7 @@ void nvhcq_ptx_module_free(nvhcq_ptx_module *m) {
     free(m->kernels[i].param_names);
     free(m->kernels[i].insns);
     free(m->kernels[i].regs);
+    free(m->kernels[i].lists);
     free(m->kernels[i].syms);
   }
   for (size_t i = 0; i < m->nvars; i++) free(m->vars[i].data);

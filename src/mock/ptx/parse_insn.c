@@ -122,6 +122,8 @@ static int parse_opcode(ptx_parser *p, ptx_insn *in, const char *word) {
   if (rest) *rest++ = 0;
   if (strcmp(buf, "barrier") == 0 && rest && strncmp(rest, "cluster.", 8) == 0)
     return cluster_barrier(p, in, rest + 8, word);
+  int hopper = ptx_parse_async_opcode(p, in, buf, rest, word);
+  if (hopper != 1) return hopper;
   if (strcmp(buf, "barrier") == 0) snprintf(buf, sizeof buf, "bar");
   if (strcmp(buf, "fence") == 0 || strcmp(buf, "nanosleep") == 0)
     snprintf(buf, sizeof buf, "membar");
@@ -141,9 +143,12 @@ static int parse_opcode(ptx_parser *p, ptx_insn *in, const char *word) {
   return 0;
 }
 
+/* The innermost visible declaration wins: inline asm's { .reg .pred p; ... } scopes declare the
+ * same names again and again. */
 static int32_t find_reg(const nvhcq_ptx_kernel *k, const char *name) {
-  for (size_t i = 0; i < k->nreg_decls; i++) {
+  for (size_t i = k->nreg_decls; i-- > 0;) {
     const ptx_reg_decl *r = &k->regs[i];
+    if (r->hidden) continue;
     size_t n = strlen(r->prefix);
     if (strncmp(name, r->prefix, n) != 0) continue;
     if (r->count < 0) {
@@ -237,9 +242,9 @@ static int parse_imm(ptx_parser *p, const char *t, bool neg, ptx_operand *o) {
 }
 
 static int name_operand(ptx_parser *p, nvhcq_ptx_kernel *k, const char *t, ptx_operand *o) {
+  o->reg = find_reg(k, t); /* registers need no '%': inline asm declares "remote", "p" */
+  if (o->reg >= 0) return o->kind = OPD_REG, 0;
   if (t[0] == '%') {
-    o->reg = find_reg(k, t);
-    if (o->reg >= 0) return o->kind = OPD_REG, 0;
     if (special_reg(t, o)) return 0;
     return ptx_fail(p, "unknown register '%s'", t);
   }
@@ -257,6 +262,7 @@ static int name_operand(ptx_parser *p, nvhcq_ptx_kernel *k, const char *t, ptx_o
   p->fixups = f;
   snprintf(f[p->nfixups].name, sizeof f[0].name, "%s", t);
   f[p->nfixups].insn = k->ninsns;
+  f[p->nfixups].depth = p->depth;
   f[p->nfixups++].line = p->line;
   o->kind = OPD_SYM;
   o->sym_space = 0xff; /* a label */
@@ -275,6 +281,8 @@ static int simple_operand(ptx_parser *p, nvhcq_ptx_kernel *k, ptx_operand *o) {
   if (strcmp(t, "_") == 0) return o->kind = OPD_REG, o->reg = -1, 0;
   return name_operand(p, k, t, o);
 }
+
+static int reg_list(ptx_parser *p, nvhcq_ptx_kernel *k, ptx_operand *o);
 
 static int mem_operand(ptx_parser *p, nvhcq_ptx_kernel *k, ptx_operand *o) {
   ptx_operand base = {.reg = -1, .reg2 = -1};
@@ -300,21 +308,42 @@ static int mem_operand(ptx_parser *p, nvhcq_ptx_kernel *k, ptx_operand *o) {
     o->imm += off.imm;
     t = ptx_next(p);
   }
+  if (strcmp(t, ",") == 0) { /* a tensor map and its coordinates: [map, {x, y}] */
+    if (ptx_expect(p, "{") || reg_list(p, k, o)) return -1;
+    t = ptx_next(p);
+  }
   if (strcmp(t, "]") != 0) return ptx_fail(p, "expected ']' in an address");
   return 0;
 }
 
-static int vec_operand(ptx_parser *p, nvhcq_ptx_kernel *k, ptx_operand *o) {
-  o->kind = OPD_VEC;
+static int list_append(ptx_parser *p, nvhcq_ptx_kernel *k, int32_t reg) {
+  int32_t *l = realloc(k->lists, (k->nlists + 1) * sizeof *l);
+  if (!l) return ptx_fail(p, "out of memory");
+  k->lists = l;
+  l[k->nlists++] = reg;
+  return 0;
+}
+
+/* "{%r1, %r2, ...}" after its "{": up to 255 registers ("_" for none), into the kernel's lists
+ * (the first four also in o->vec). */
+static int reg_list(ptx_parser *p, nvhcq_ptx_kernel *k, ptx_operand *o) {
+  o->list = (int32_t)k->nlists;
   for (;;) {
     ptx_operand r = {.reg = -1};
     if (simple_operand(p, k, &r)) return -1;
-    if (r.kind != OPD_REG || o->nvec == 4) return ptx_fail(p, "bad vector operand");
-    o->vec[o->nvec++] = r.reg;
+    if (r.kind != OPD_REG || o->nvec == 255) return ptx_fail(p, "bad vector operand");
+    if (o->nvec < 4) o->vec[o->nvec] = r.reg;
+    o->nvec++;
+    if (list_append(p, k, r.reg)) return -1;
     const char *t = ptx_next(p);
     if (strcmp(t, "}") == 0) return 0;
     if (strcmp(t, ",") != 0) return ptx_fail(p, "expected ',' in a vector operand");
   }
+}
+
+static int vec_operand(ptx_parser *p, nvhcq_ptx_kernel *k, ptx_operand *o) {
+  o->kind = OPD_VEC;
+  return reg_list(p, k, o);
 }
 
 static int parse_operand(ptx_parser *p, nvhcq_ptx_kernel *k, ptx_operand *o) {
@@ -337,7 +366,7 @@ static int parse_operand(ptx_parser *p, nvhcq_ptx_kernel *k, ptx_operand *o) {
 static int parse_operands(ptx_parser *p, nvhcq_ptx_kernel *k, ptx_insn *in) {
   if (strcmp(ptx_peek(p), ";") == 0) return ptx_next(p), 0;
   for (;;) {
-    if (in->nops == 5) return ptx_fail(p, "too many operands");
+    if (in->nops == PTX_MAX_OPERANDS) return ptx_fail(p, "too many operands");
     size_t before = p->nfixups;
     if (parse_operand(p, k, &in->ops[in->nops])) return -1;
     if (p->nfixups > before) p->fixups[p->nfixups - 1].operand = in->nops;

@@ -67,6 +67,10 @@ enum ptx_op {
   OP_CARRIVE, /* barrier.cluster.arrive */
   OP_CWAIT,   /* barrier.cluster.wait */
   OP_MAPA,
+  OP_ELECT, /* elect.sync */
+  OP_WGMMA, /* wgmma.mma_async */
+  OP_MBAR,  /* mbarrier.*: the form in sub (MB_*) */
+  OP_TMA,   /* cp.async.bulk.tensor */
   OP_COUNT
 };
 
@@ -108,12 +112,28 @@ enum ptx_sub {
   VT_ALL,
   VT_ANY,
   VT_UNI,
-  VT_BALLOT
+  VT_BALLOT,
+  MB_INIT,
+  MB_INVAL,
+  MB_ARRIVE,
+  MB_ARRIVE_DROP,
+  MB_EXPECT_TX,
+  MB_COMPLETE_TX,
+  MB_TEST_WAIT,
+  MB_TRY_WAIT,
+  MB_PENDING
 };
 
 enum ptx_round { RND_NONE, RND_RN, RND_RZ, RND_RM, RND_RP, RND_RNI, RND_RZI, RND_RMI, RND_RPI };
 
 enum { F_SAT = 1, F_WIDE = 2, F_HI = 4, F_LO = 8, F_TO = 16, F_APPROX = 32 };
+/* The same bits, read by OP_MBAR and OP_TMA. */
+enum {
+  F_MB_TX = 1,        /* mbarrier.arrive.expect_tx: expects bytes before arriving */
+  F_MB_PARITY = 2,    /* test_wait / try_wait .parity: the operand is a phase parity */
+  F_MB_NOCOMPLETE = 4 /* arrive.noComplete: the arrival may not complete the phase */
+};
+enum { F_TMA_MULTICAST = 1 }; /* cp.async.bulk.tensor .multicast::cluster */
 
 enum ptx_operand_kind { OPD_NONE, OPD_REG, OPD_IMM, OPD_SYM, OPD_SPECIAL, OPD_MEM, OPD_VEC };
 enum ptx_imm_kind { IMM_INT, IMM_F32, IMM_F64 };
@@ -156,28 +176,38 @@ typedef struct ptx_symbol {
 
 typedef struct ptx_operand {
   uint8_t kind, imm_kind, nvec, component;
-  int32_t reg, reg2;    /* reg2: the second destination of "a|b" (or -1) */
-  int32_t vec[4];       /* OPD_VEC registers (-1: "_") */
+  int32_t reg, reg2; /* reg2: the second destination of "a|b" (or -1) */
+  int32_t vec[4];    /* OPD_VEC registers (-1: "_"), the first four */
+  /* Every register of a {list} (nvec of them; OPD_VEC, or an OPD_MEM's tensor coordinates
+   * "[map, {x, y}]"): their index in the kernel's lists. */
+  int32_t list;
   int64_t imm;          /* immediate bits, or a memory operand's offset */
   uint64_t sym_address; /* OPD_SYM / OPD_MEM with a symbol */
   uint8_t sym_space;    /* the symbol's space (SP_NONE: a register base) */
   int32_t label;        /* a branch target: an instruction index */
 } ptx_operand;
 
+/* wgmma.mma_async with A in shared memory has eight: d, a-desc, b-desc, scale-d, imm-scale-a,
+ * imm-scale-b, imm-trans-a, imm-trans-b. */
+#define PTX_MAX_OPERANDS 8
+
 typedef struct ptx_insn {
   uint8_t op, type, type2, space, sub, rnd, flags, vec;
   int32_t pred; /* guard predicate register, or -1 */
   bool pred_neg;
   uint8_t nops;
-  ptx_operand ops[5];
+  uint16_t shape; /* wgmma: N of m64nNk*; cp.async.bulk.tensor: the dimensions */
+  ptx_operand ops[PTX_MAX_OPERANDS];
   int line;
 } ptx_insn;
 
 typedef struct ptx_reg_decl {
   char prefix[32];
   uint8_t type;
+  bool hidden;   /* declared in a nested scope that has closed */
   int32_t count; /* -1: a single register named prefix */
   int32_t base;
+  int depth; /* the scope ({ } nesting) it was declared in */
 } ptx_reg_decl;
 
 struct nvhcq_ptx_kernel {
@@ -191,6 +221,8 @@ struct nvhcq_ptx_kernel {
   int32_t nregs;
   ptx_reg_decl *regs;
   size_t nreg_decls;
+  int32_t *lists; /* the registers of {list} operands (ptx_operand.list) */
+  size_t nlists;
   ptx_symbol *syms; /* the kernel's own: params, .shared, .local */
   size_t nsyms;
   size_t shared_static, shared_align, local_size;
