@@ -502,7 +502,8 @@ NVHCQ_API nvhcq_status nvhcq_queue_var(nvhcq_queue *q, const char *name, uint64_
 NVHCQ_API nvhcq_status nvhcq_queue_set_var(nvhcq_queue *q, nvhcq_var var, uint64_t value);
 /* Uploads the recorded commands; the queue can then be submitted (replayed) repeatedly. */
 NVHCQ_API nvhcq_status nvhcq_queue_finish(nvhcq_queue *q);
-/* The CPU waits until every replay submitted so far has completed. */
+/* The CPU waits until every replay submitted so far has completed; for an eager queue, until
+ * everything submitted through it has (and whatever else went into its channel before). */
 NVHCQ_API nvhcq_status nvhcq_queue_cpu_wait_idle(nvhcq_queue *q, uint32_t timeout_ms);
 
 /* An argument bound to a variable: `size` bytes (4 or 8) at byte `offset` of the argument block

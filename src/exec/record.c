@@ -281,10 +281,22 @@ static nvhcq_status recorded_submit(nvhcq_queue *q) {
   return NVHCQ_SUCCESS;
 }
 
+/* An eager queue's submissions went into its channel as they came: a timeline release after
+ * them there says when they are done. */
+static nvhcq_status wait_eager(nvhcq_queue *q, uint32_t timeout_ms) {
+  nvhcq_device *dev = q->dev;
+  int copy = q->kind == NVHCQ_QUEUE_COPY;
+  if (dev->broken) return nvhcq_device_cpu_wait_idle(dev); /* says why */
+  uint64_t v;
+  nvhcq_timeline_scratch(dev);
+  NVHCQ_TRY(nvhcq_device_submit_scratch(dev, copy, &v));
+  return nvhcq_signal_cpu_wait(dev->timeline.signal[copy], v, timeout_ms);
+}
+
 nvhcq_status nvhcq_queue_cpu_wait_idle(nvhcq_queue *q, uint32_t timeout_ms) {
   NVHCQ_TRY(nvhcq_queue_check(q));
-  if (!nvhcq_queue_is_recorded(q) || !q->finished || !nvhcq_queue_replays_pending(q))
-    return NVHCQ_SUCCESS;
+  if (!nvhcq_queue_is_recorded(q)) return wait_eager(q, timeout_ms);
+  if (!q->finished || !nvhcq_queue_replays_pending(q)) return NVHCQ_SUCCESS;
   return nvhcq_signal_cpu_wait(q->done, q->replays, timeout_ms);
 }
 

@@ -323,6 +323,26 @@ static void t_chain_order(void) {
   int expect = (1 << steps) - 1, bad = 0;
   for (int i = 0; i < n; i++) bad += host[i] != expect;
   TEST_CHECK_MSG(bad == 0, "%d wrong (first %d, want %d)", bad, host[0], expect);
+  /* Ten more, waited for through the eager queue itself: 2^30 - 1 everywhere after. */
+  TEST_CHECK(nvhcq_queue_reset(q) == NVHCQ_SUCCESS);
+  for (int i = steps; i < steps + 10; i++) {
+    struct {
+      uint64_t in, out;
+      int n;
+    } args = {nvhcq_buffer_gpu_address(buf[i & 1]), nvhcq_buffer_gpu_address(buf[(i + 1) & 1]), n};
+    TEST_CHECK(nvhcq_queue_launch(q, k, DIM(n / 256, 1, 1), DIM(256, 1, 1), 0, &args, 20) ==
+               NVHCQ_SUCCESS);
+  }
+  TEST_CHECK(nvhcq_queue_signal(q, s, 2) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_signal_value(s) == 2, "nvhcq_queue_cpu_wait_idle returned before the work");
+  memset(host, 0, n * 4);
+  nvhcq_buffer_read(host, buf[(steps + 10) & 1], 0, n * 4);
+  bad = 0;
+  for (int i = 0; i < n; i++) bad += host[i] != (1 << 30) - 1;
+  TEST_CHECK_MSG(bad == 0, "after nvhcq_queue_cpu_wait_idle: %d wrong (first %d, want %d)", bad,
+                 host[0], (1 << 30) - 1);
   nvhcq_queue_destroy(q), nvhcq_signal_destroy(s), nvhcq_buffer_destroy(buf[0]),
       nvhcq_buffer_destroy(buf[1]), free(host);
 }
