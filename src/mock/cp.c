@@ -21,8 +21,8 @@
 
 struct mock_channel {
   pthread_t thread;
-  uint32_t client; /* the RM client it was made in: whose UVM space hears its faults */
-  int space;       /* the address space its work translates through (mock_thread_space) */
+  int space; /* the address space its work translates through (mock_thread_space) */
+  int uvm;   /* whether a UVM fd's: UVM hears of its faults, RM keeps no record of them */
   int started, stop, faulted;
   uint64_t *ring;
   uint32_t entries, token, engine_type;
@@ -35,7 +35,8 @@ struct mock_channel {
   uint64_t fault_address;
   char fault_what[32];
   NV83DE_SM_ERROR_STATE_REGISTERS sm_error; /* written before faulted is set */
-  /* RM's record of the SMs' MMU faults, kept where no UVM space handles them (NVHCQ_UVM=off). */
+  /* RM's record of the SMs' MMU faults, kept where the channel's address space is no UVM fd's
+   * (NVHCQ_UVM=off, and a device's channels before it moves onto UVM). */
   NV83DE_MMU_FAULT_INFO_ENTRY rm_fault;
   uint32_t rm_faults;
   /* Doorbells: the client's doorbell word (NULL if it has none, or it was freed), GP_PUT when the
@@ -100,7 +101,7 @@ static int fault(mock_channel *ch, uint32_t xid, uint64_t address, const char *f
 /* An MMU fault of the channel's copy engine or host: UVM hears of it first (as a fault of its
  * hub client) where it handles the channel's address space, then the channel stops. */
 static void *unmapped(mock_channel *ch, uint64_t va, uint64_t len, int write) {
-  mock_uvm_report_fault(ch->client, va, write, 2);
+  if (ch->uvm) mock_uvm_report_fault(ch->space, va, write, 2);
   fault(ch, MOCK_XID_MMU, va,
         write ? "MMU fault: write of %u bytes" : "MMU fault: read of %u bytes", (unsigned)len, 0);
   return NULL;
@@ -331,8 +332,10 @@ static int sm_exception(mock_channel *ch, const nvhcq_mock_grid *g) {
 /* What the driver learns of an MMU fault of the SMs: UVM's events where UVM handles the address
  * space, else RM's own record, which a debugger object reads. */
 static void report_sm_mmu_fault(mock_channel *ch, uint64_t address, int write) {
-  mock_uvm_report_fault(ch->client, address, write, 1);
-  if (ch->space != MOCK_SPACE_ALL) return;
+  if (ch->uvm) {
+    mock_uvm_report_fault(ch->space, address, write, 1);
+    return;
+  }
   ch->rm_fault = (NV83DE_MMU_FAULT_INFO_ENTRY){
       .faultAddress = address & ~4095ull, .faultType = 0, .accessType = write ? 1u : 0u};
   ch->rm_faults++;
@@ -556,7 +559,8 @@ static uint32_t *client_doorbell(const mock_obj *channel) {
   return NULL;
 }
 
-uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, uint32_t token) {
+uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, uint32_t token,
+                             int space, int uvm) {
   mock_obj *err = mock_find(obj->client, p->hObjectError);
   mock_obj *userd = mock_find(obj->client, p->hUserdMemory[0]);
   if (!err || !err->backing || err->size < 16 || !userd || !userd->backing)
@@ -564,13 +568,13 @@ uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, ui
   if (!p->gpFifoEntries || (p->gpFifoEntries & (p->gpFifoEntries - 1)))
     return MOCK_ERR_INVALID_ARGUMENT;
   if (p->userdOffset[0] + 0x200 > userd->size) return MOCK_ERR_INVALID_LIMIT;
-  uint64_t *ring = nvhcq_mock_gpu_pointer(p->gpFifoOffset, p->gpFifoEntries * 8ull);
+  uint64_t *ring = mock_space_pointer(space, p->gpFifoOffset, p->gpFifoEntries * 8ull);
   if (!ring) return MOCK_ERR_INVALID_ADDRESS;
   mock_channel *ch = calloc(1, sizeof *ch);
   if (!ch) return MOCK_ERR_NO_MEMORY;
   ch->ring = ring;
-  ch->client = obj->client;
-  ch->space = mock_space_of_client(obj->client);
+  ch->space = space;
+  ch->uvm = uvm;
   ch->entries = p->gpFifoEntries;
   ch->userd = (uint32_t *)(userd->backing + p->userdOffset[0]);
   ch->notifier = err->backing;
@@ -603,6 +607,10 @@ void mock_channel_add_engine(mock_channel *ch, uint32_t hclass) {
 
 uint32_t mock_channel_token(const mock_channel *ch) {
   return ch->token;
+}
+
+int mock_channel_space(const mock_channel *ch) {
+  return ch->space;
 }
 
 void mock_channel_stop(mock_channel *ch) {

@@ -51,8 +51,8 @@ static int mock_open(const char *path, int flags) {
       nvhcq_mock.fds[i].queue = NULL;
       nvhcq_mock.fds[i].control = NULL;
       nvhcq_mock.fds[i].events = 0;
-      nvhcq_mock.fds[i].client = 0;
-      nvhcq_mock.fds[i].space = -1;
+      nvhcq_mock.fds[i].client = nvhcq_mock.fds[i].vaspace = 0;
+      nvhcq_mock.fds[i].space = kind == FD_UVM ? mock_space_new() : 0;
       __atomic_store_n(&nvhcq_mock.fds[i].kind, kind, __ATOMIC_RELEASE);
       fd = MOCK_FD_BASE + i;
     }
@@ -138,6 +138,7 @@ void nvhcq_mock_install(void) {
   memset(nvhcq_mock.fds, 0, sizeof nvhcq_mock.fds);
   nvhcq_mock.next_handle = 0xcaf00000u;
   nvhcq_mock.next_token = 1;
+  nvhcq_mock.next_space = 0;
   pthread_mutex_unlock(&nvhcq_mock.lock);
   nvhcq_door_set_ops(&mock_ops);
 }

@@ -46,7 +46,9 @@ typedef struct mock_obj {
   mock_channel *ch; /* GPFIFO channels */
   uint64_t va;      /* virtual memory objects: the GPU address their range starts at */
   int mapped;       /* and whether memory is mapped into it */
+  int space;        /* address spaces: theirs (an id); virtual memory objects: their space's */
   uint32_t flags;   /* address spaces: their allocation flags */
+  uint32_t vaspace; /* channel groups and context shares: the address space they name (or 0) */
   uint32_t gpu;     /* the GPU (probe index) of the device object it is under */
   uint32_t target;  /* debuggers: the engine object (in the same client) whose context they read */
 } mock_obj;
@@ -60,13 +62,17 @@ typedef struct mock_fd {
   uint32_t queue_entries;
   UVM_TOOLS_EVENT_CONTROL *control;
   uint64_t events;
-  uint32_t client; /* UVM fds: the RM client whose VA space was registered with it */
-  int space;       /* tools fds: the UVM fd they track */
+  /* UVM fds: the address space each is (an id, given at open) and the RM address space
+   * UVM_REGISTER_GPU_VASPACE registered with it (client and handle; 0 before). Tools fds: the
+   * space of the UVM fd they track (0 before UVM_TOOLS_INIT_EVENT_TRACKER). */
+  int space;
+  uint32_t client, vaspace;
 } mock_fd;
 
-/* A UVM external range and the memory mapped into it. */
+/* A GPU mapping: a UVM external range or one of RM's own (NV_ESC_RM_MAP_MEMORY_DMA), and the
+ * memory mapped into it. */
 typedef struct mock_range {
-  int space; /* the UVM fd whose address space holds it; -1 for RM's own mappings */
+  int space; /* the address space that holds it: a UVM fd's or an RM address space's (its id) */
   uint64_t base, length;
   uint8_t *host; /* NULL until mapped */
   const struct mock_obj *obj;
@@ -81,6 +87,7 @@ typedef struct mock_state {
   mock_range *ranges;
   uint32_t nranges, cap_ranges;
   uint32_t next_handle, next_token, channels;
+  int next_space; /* the id the next address space gets (from 1; 0 is MOCK_SPACE_ALL) */
   uint32_t gpus; /* GPUs probed: NVHCQ_MOCK_GPUS, 1 to MOCK_MAX_GPUS */
   uint64_t vidmem_used[MOCK_MAX_GPUS];
 } mock_state;
@@ -93,28 +100,40 @@ int mock_rm_ioctl(unsigned nr, void *arg, unsigned size);
 int mock_fd_kind(int fd);
 
 /* ---- UVM (uvm.c) ---- */
-/* The address space the calling thread's GPU work translates through (nvhcq_mock_gpu_pointer):
- * MOCK_SPACE_ALL for host-side callers (the default) and for channels of a client whose VA space
- * no UVM fd registered (NVHCQ_UVM=off, bare-driver tests), else the UVM fd of the channel's client
- * (that space's ranges and RM's). A GPU of nvhcq's thus faults on memory mapped only for another,
- * as a real one does. */
-#define MOCK_SPACE_ALL (-0x7fffffff)
+/* Address spaces, as the driver has them: each RM address space (FERMI_VASPACE_A) and each UVM fd
+ * is one of its own, with an id (nvhcq_mock.next_space) that names it in the range table. RM's
+ * mappings (MAP_MEMORY_DMA into a virtual memory object) belong to the address space the object
+ * was made in, a UVM fd's ranges to that fd's. A channel translates through the address space of
+ * its context share, or without one its channel group's: the UVM fd's where that RM address space
+ * is registered with one (UVM_REGISTER_GPU_VASPACE), else the RM address space's own mappings.
+ * mock_thread_space is the calling thread's: a channel's on its command processor's thread, and
+ * MOCK_SPACE_ALL (every mapping) for host-side callers and for channels that name no address
+ * space (bare-driver tests: the device's default address space, which the mock does not model).
+ * A GPU thus faults on memory mapped only in another address space, another GPU's included. */
+#define MOCK_SPACE_ALL 0
 extern _Thread_local int mock_thread_space;
-/* The UVM fd that `client`'s VA space was registered with, or MOCK_SPACE_ALL. */
-int mock_space_of_client(uint32_t client);
+/* The address space a channel in RM address space `vaspace` of `client` translates through, and
+ * whether a UVM fd's (*uvm); MOCK_SPACE_ALL (and *uvm 0) for a null `vaspace`. */
+int mock_space_of_vaspace(uint32_t client, const mock_obj *vaspace, int *uvm);
+/* A new address space's id. */
+int mock_space_new(void);
 int mock_uvm_ioctl(int fd, int kind, unsigned long cmd, void *arg);
 void mock_ranges_drop(const mock_obj *obj);
+/* The host memory behind [va, va + len) of address space `space` (MOCK_SPACE_ALL: of any), or
+ * NULL where it is not all mapped there; no injected faults (nvhcq_mock_gpu_pointer's are). */
+void *mock_space_pointer(int space, uint64_t va, uint64_t len);
 /* memmove for the engines' copies: a large copy into the mock's memory leaves holes where the
  * source has nothing, so untouched gigabytes stay untouched. */
 void mock_copy(void *dst, const void *src, uint64_t n);
-/* RM's own mappings (NV_ESC_RM_MAP_MEMORY_DMA) enter the same table as UVM's ranges. */
-uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory);
-uint32_t mock_range_unmap(uint64_t base);
+/* RM's own mappings (NV_ESC_RM_MAP_MEMORY_DMA) in RM address space `space`: in the same table as
+ * UVM's ranges. */
+uint32_t mock_range_map(int space, uint64_t base, uint64_t length, const mock_obj *memory);
+uint32_t mock_range_unmap(int space, uint64_t base);
 
 /* Reports a fatal fault of the SMs (clientType 1) or of a copy engine or the host (2) in a channel
- * of `rm_client` to the tools fds that enabled fault events and track the UVM fd that client's
- * address space is registered with, as UVM does before the channel is stopped. */
-void mock_uvm_report_fault(uint32_t rm_client, uint64_t address, int write, int client_type);
+ * that translates through UVM fd address space `space` to the tools fds that track that fd and
+ * enabled fault events, as UVM does before the channel is stopped. */
+void mock_uvm_report_fault(int space, uint64_t address, int write, int client_type);
 
 /* ---- the GPU it is (profile.c) ---- */
 typedef struct mock_profile {
@@ -154,11 +173,16 @@ int mock_gpu_of_id(uint32_t gpu_id);
 #define MOCK_VERSION "580.95.05"
 
 /* ---- channels (cp.c) ---- */
-uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, uint32_t token);
+/* `space` is the address space it translates through, `uvm` whether a UVM fd's (faults of its
+ * SMs go to UVM's event ring then, not into RM's record). */
+uint32_t mock_channel_create(mock_obj *obj, const NV_CHANNEL_ALLOC_PARAMS *p, uint32_t token,
+                             int space, int uvm);
 void mock_channel_stop(mock_channel *ch);
 void mock_channel_destroy(mock_channel *ch);
 void mock_channel_add_engine(mock_channel *ch, uint32_t hclass);
 uint32_t mock_channel_token(const mock_channel *ch);
+/* The address space the channel translates through (mock_space_of_vaspace). */
+int mock_channel_space(const mock_channel *ch);
 /* Stops the channel the way robust-channel recovery does: the notifier says Xid `xid`. */
 void mock_channel_fault(mock_channel *ch, uint32_t xid, uint64_t address, const char *what);
 void mock_channel_fault_info(mock_channel *ch, NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS *out);

@@ -89,7 +89,8 @@ const char *nvhcq_mock_failed_call(void);
 
 /* GPU-side failure injection: what the GPU does wrong, and when. Events:
  *   mmu_kernel      the nth grid faults at its first global memory access (the page counts as
- *                   unmapped): UVM's fault events, or with no UVM space (NVHCQ_UVM=off) RM's MMU
+ *                   unmapped): UVM's fault events where the channel's address space is a UVM
+ *                   fd's, else (NVHCQ_UVM=off, a device before its move onto UVM) RM's MMU
  *                   fault record, then Xid 31 in the channel's error notifier;
  *   mmu_copy        the nth copy faults writing its destination (UVM's events for a copy engine,
  *                   the channel's fault record, Xid 31);

@@ -60,7 +60,7 @@ static void drop_doorbells(const mock_obj *usermode) {
 static void release_obj(mock_obj *o) {
   if (o->ch) mock_channel_destroy(o->ch);
   if (o->hclass == mock_gpu->usermode && o->backing) drop_doorbells(o);
-  if (o->mapped) mock_range_unmap(o->va); /* RM unmaps a virtual object that goes */
+  if (o->mapped) mock_range_unmap(o->space, o->va); /* RM unmaps a virtual object that goes */
   if (o->memfd >= 0 || o->pinned) mock_ranges_drop(o);
   for (int i = 0; i < MOCK_MAX_FDS; i++)
     if (nvhcq_mock.fds[i].map == o) nvhcq_mock.fds[i].map = NULL;
@@ -165,8 +165,39 @@ static uint32_t alloc_virtual(mock_obj *o, NV_MEMORY_ALLOCATION_PARAMS *m) {
     return MOCK_ERR_INVALID_ARGUMENT;
   o->va = m->offset;
   o->size = m->size;
+  o->space = vas->space; /* what is mapped into it is mapped there alone */
   m->limit = m->size - 1;
   return MOCK_NV_OK;
+}
+
+/* A channel group or context share names its address space (0: none, the device's default). */
+static uint32_t name_vaspace(mock_obj *o, uint32_t vaspace) {
+  const mock_obj *vas = vaspace ? mock_find(o->client, vaspace) : NULL;
+  if (vaspace && (!vas || vas->hclass != FERMI_VASPACE_A)) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  o->vaspace = vaspace;
+  return MOCK_NV_OK;
+}
+
+/* The RM address space a new channel works in: its context share's (which must be of its group),
+ * else its group's; *out NULL where neither names one. */
+static uint32_t channel_vaspace(const mock_obj *channel, const mock_obj *group, uint32_t ctxshare,
+                                const mock_obj **out) {
+  const mock_obj *share = ctxshare ? mock_find(channel->client, ctxshare) : NULL;
+  if (ctxshare && (!share || share->hclass != FERMI_CONTEXT_SHARE_A ||
+                   share->parent != group->handle))
+    return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  uint32_t h = share && share->vaspace ? share->vaspace : group->vaspace;
+  *out = h ? mock_find(channel->client, h) : NULL;
+  return h && !*out ? MOCK_ERR_INVALID_OBJECT_HANDLE : MOCK_NV_OK;
+}
+
+static uint32_t alloc_channel(mock_obj *o, const mock_obj *group, const NV_CHANNEL_ALLOC_PARAMS *p) {
+  if (group->hclass != KEPLER_CHANNEL_GROUP_A) return MOCK_ERR_INVALID_OBJECT_PARENT;
+  const mock_obj *vas = NULL;
+  uint32_t s = channel_vaspace(o, group, p->hContextShare, &vas);
+  if (s) return s;
+  int uvm = 0, space = mock_space_of_vaspace(o->client, vas, &uvm);
+  return mock_channel_create(o, p, nvhcq_mock.next_token++, space, uvm);
 }
 
 /* What an object of its class needs at allocation. */
@@ -184,19 +215,21 @@ static uint32_t init_obj(mock_obj *o, void *params) {
   if (c == NV50_MEMORY_VIRTUAL) return alloc_virtual(o, params);
   if (c == FERMI_VASPACE_A) {
     o->flags = ((const NV_VASPACE_ALLOCATION_PARAMETERS *)params)->flags;
+    o->space = mock_space_new();
     return MOCK_NV_OK;
   }
+  if (c == KEPLER_CHANNEL_GROUP_A)
+    return name_vaspace(o, ((const NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS *)params)->hVASpace);
   if (c == mock_gpu->usermode) return give_backing(o, 0x10000);
   if (c == GT200_DEBUGGER) {
     o->target = ((const NV83DE_ALLOC_PARAMETERS *)params)->hClass3dObject;
     return MOCK_NV_OK;
   }
   if (c == FERMI_CONTEXT_SHARE_A)
-    return parent->hclass == KEPLER_CHANNEL_GROUP_A ? MOCK_NV_OK : MOCK_ERR_INVALID_OBJECT_PARENT;
-  if (mock_is_gpfifo_class(c)) {
-    if (parent->hclass != KEPLER_CHANNEL_GROUP_A) return MOCK_ERR_INVALID_OBJECT_PARENT;
-    return mock_channel_create(o, params, nvhcq_mock.next_token++);
-  }
+    return parent->hclass == KEPLER_CHANNEL_GROUP_A
+               ? name_vaspace(o, ((const NV_CTXSHARE_ALLOCATION_PARAMETERS *)params)->hVASpace)
+               : MOCK_ERR_INVALID_OBJECT_PARENT;
+  if (mock_is_gpfifo_class(c)) return alloc_channel(o, parent, params);
   if (is_engine_class(c)) {
     if (!parent->ch) return MOCK_ERR_INVALID_OBJECT_PARENT;
     mock_channel_add_engine(parent->ch, c);
@@ -271,7 +304,7 @@ static uint32_t rm_map_dma(NVOS46_PARAMETERS *p) {
   if (v->mapped || p->offset || !p->length || p->length > v->size ||
       p->length > ((m->size + 0xfff) & ~0xfffull))
     return MOCK_ERR_INVALID_LIMIT;
-  uint32_t s = mock_range_map(v->va, p->length, m);
+  uint32_t s = mock_range_map(v->space, v->va, p->length, m);
   if (s) return s;
   v->mapped = 1;
   p->dmaOffset = v->va;
@@ -284,7 +317,7 @@ static uint32_t rm_unmap_dma(const NVOS47_PARAMETERS *p) {
   if (!v || v->hclass != NV50_MEMORY_VIRTUAL || !v->mapped || p->dmaOffset != v->va)
     return MOCK_ERR_INVALID_OBJECT_HANDLE;
   v->mapped = 0;
-  return mock_range_unmap(v->va);
+  return mock_range_unmap(v->space, v->va);
 }
 
 /* GPU i sits on PCI bus 0x18 + i as /dev/nvidia<i>. */

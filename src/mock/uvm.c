@@ -11,9 +11,8 @@
 #include "mock/internal.h"
 #include "mock/mock.h"
 
-/* Each UVM fd is an address space of its own (a peer's buffer is mapped into another GPU's at the
- * same address); RM's own mappings are space -1. A command processor translates through its own
- * UVM space and RM's (mock_thread_space); RM's are shared by every client. */
+/* Each range belongs to one address space (internal.h): a peer's buffer is mapped into another
+ * GPU's at the same address, and a buffer nvhcq maps in both of a device's spaces is there twice. */
 static mock_range *range_at(int space, uint64_t base) {
   for (uint32_t i = 0; i < nvhcq_mock.nranges; i++)
     if (nvhcq_mock.ranges[i].base == base && nvhcq_mock.ranges[i].space == space)
@@ -68,12 +67,12 @@ static uint32_t free_range(int space, uint64_t base) {
   return MOCK_NV_OK;
 }
 
-uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory) {
+uint32_t mock_range_map(int space, uint64_t base, uint64_t length, const mock_obj *memory) {
   pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
   UVM_CREATE_EXTERNAL_RANGE_PARAMS p = {.base = base, .length = length};
-  uint32_t s = create_range(-1, &p);
+  uint32_t s = create_range(space, &p);
   if (!s) {
-    mock_range *r = range_at(-1, base);
+    mock_range *r = range_at(space, base);
     r->host = memory->backing;
     r->obj = memory;
     r->length = length < memory->size ? length : memory->size;
@@ -82,9 +81,9 @@ uint32_t mock_range_map(uint64_t base, uint64_t length, const mock_obj *memory) 
   return s;
 }
 
-uint32_t mock_range_unmap(uint64_t base) {
+uint32_t mock_range_unmap(int space, uint64_t base) {
   pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
-  uint32_t s = free_range(-1, base);
+  uint32_t s = free_range(space, base);
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
   return s;
 }
@@ -101,26 +100,39 @@ void mock_ranges_drop(const mock_obj *obj) {
 
 _Thread_local int mock_thread_space = MOCK_SPACE_ALL;
 
-int mock_space_of_client(uint32_t client) {
-  for (int i = 0; i < MOCK_MAX_FDS; i++)
-    if (nvhcq_mock.fds[i].kind == FD_UVM && nvhcq_mock.fds[i].client == client)
-      return MOCK_FD_BASE + i;
-  return MOCK_SPACE_ALL;
+int mock_space_new(void) {
+  return __atomic_add_fetch(&nvhcq_mock.next_space, 1, __ATOMIC_RELAXED);
 }
 
-void *nvhcq_mock_gpu_pointer(uint64_t va, uint64_t len) {
-  if (mock_inject_access(va, len)) return NULL;
+int mock_space_of_vaspace(uint32_t client, const mock_obj *vaspace, int *uvm) {
+  *uvm = 0;
+  if (!vaspace) return MOCK_SPACE_ALL;
+  for (int i = 0; i < MOCK_MAX_FDS; i++) {
+    const mock_fd *f = &nvhcq_mock.fds[i];
+    if (f->kind == FD_UVM && f->client == client && f->vaspace == vaspace->handle) {
+      *uvm = 1;
+      return f->space;
+    }
+  }
+  return vaspace->space;
+}
+
+void *mock_space_pointer(int space, uint64_t va, uint64_t len) {
   void *at = NULL;
-  int space = mock_thread_space;
   pthread_rwlock_rdlock(&nvhcq_mock.va_lock);
   for (uint32_t i = 0; i < nvhcq_mock.nranges && !at; i++) {
     const mock_range *r = &nvhcq_mock.ranges[i];
-    if (space != MOCK_SPACE_ALL && r->space != -1 && r->space != space) continue;
+    if (space != MOCK_SPACE_ALL && r->space != space) continue;
     if (r->host && va >= r->base && va - r->base + len <= r->length && len <= r->length)
       at = r->host + (va - r->base);
   }
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
   return at;
+}
+
+void *nvhcq_mock_gpu_pointer(uint64_t va, uint64_t len) {
+  if (mock_inject_access(va, len)) return NULL;
+  return mock_space_pointer(mock_thread_space, va, len);
 }
 
 /* ---- copies that keep sparse memory sparse ---- */
@@ -207,6 +219,28 @@ static uint32_t check_handle(const uint8_t *uuid, int fd, uint32_t client, uint3
   return mock_find(client, handle) ? MOCK_NV_OK : MOCK_ERR_INVALID_OBJECT_HANDLE;
 }
 
+/* The fd's address space stands for the RM one from now on: channels made in it translate through
+ * the fd's ranges. */
+static uint32_t register_vaspace(mock_fd *f, const UVM_REGISTER_GPU_VASPACE_PARAMS *p) {
+  uint32_t s = check_handle(p->gpuUuid.uuid, p->rmCtrlFd, p->hClient, p->hVaSpace);
+  if (s) return s;
+  const mock_obj *vas = mock_find(p->hClient, p->hVaSpace);
+  if (vas->hclass != FERMI_VASPACE_A) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  /* UVM keeps one per GPU; nvhcq registers one GPU's per fd, and the mock takes no more. */
+  if (f->vaspace) return MOCK_ERR_INVALID_ARGUMENT;
+  f->client = p->hClient;
+  f->vaspace = p->hVaSpace;
+  return MOCK_NV_OK;
+}
+
+/* Channels made before keep translating through the fd's ranges (UVM would have let go of them
+ * first). */
+static uint32_t unregister_vaspace(mock_fd *f, const UVM_UNREGISTER_GPU_VASPACE_PARAMS *p) {
+  uint32_t s = check_uuid(p->gpuUuid.uuid);
+  if (!s) f->client = f->vaspace = 0;
+  return s;
+}
+
 static uint32_t uvm_va_call(int space, unsigned long cmd, void *arg) {
   switch (cmd) {
   case UVM_CREATE_EXTERNAL_RANGE:
@@ -220,7 +254,7 @@ static uint32_t uvm_va_call(int space, unsigned long cmd, void *arg) {
   }
 }
 
-static uint32_t uvm_call(int space, unsigned long cmd, void *arg) {
+static uint32_t uvm_call(int fd, unsigned long cmd, void *arg) {
   switch (cmd) {
   case UVM_INITIALIZE:
     return MOCK_NV_OK;
@@ -232,13 +266,9 @@ static uint32_t uvm_call(int space, unsigned long cmd, void *arg) {
   case UVM_DISABLE_PEER_ACCESS:
     return enable_peer(arg);
   case UVM_UNREGISTER_GPU_VASPACE:
-    return check_uuid(((UVM_UNREGISTER_GPU_VASPACE_PARAMS *)arg)->gpuUuid.uuid);
-  case UVM_REGISTER_GPU_VASPACE: {
-    UVM_REGISTER_GPU_VASPACE_PARAMS *p = arg;
-    uint32_t s = check_handle(p->gpuUuid.uuid, p->rmCtrlFd, p->hClient, p->hVaSpace);
-    if (!s) nvhcq_mock.fds[space - MOCK_FD_BASE].client = p->hClient;
-    return s;
-  }
+    return unregister_vaspace(&nvhcq_mock.fds[fd - MOCK_FD_BASE], arg);
+  case UVM_REGISTER_GPU_VASPACE:
+    return register_vaspace(&nvhcq_mock.fds[fd - MOCK_FD_BASE], arg);
   case UVM_REGISTER_CHANNEL: {
     UVM_REGISTER_CHANNEL_PARAMS *p = arg;
     return check_handle(p->gpuUuid.uuid, p->rmCtrlFd, p->hClient, p->hChannel);
@@ -251,7 +281,7 @@ static uint32_t uvm_call(int space, unsigned long cmd, void *arg) {
     break;
   }
   pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
-  uint32_t s = uvm_va_call(space, cmd, arg);
+  uint32_t s = uvm_va_call(nvhcq_mock.fds[fd - MOCK_FD_BASE].space, cmd, arg);
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
   return s;
 }
@@ -301,7 +331,7 @@ static int tools_ioctl(mock_fd *f, unsigned long cmd, void *arg) {
       f->queue = (uint8_t *)(uintptr_t)p->queueBuffer;
       f->queue_entries = (uint32_t)p->queueBufferSize;
       f->control = (UVM_TOOLS_EVENT_CONTROL *)(uintptr_t)p->controlBuffer;
-      f->space = p->uvmFd;
+      f->space = nvhcq_mock.fds[p->uvmFd - MOCK_FD_BASE].space;
       pthread_mutex_unlock(&nvhcq_mock.lock);
     }
     return 0;
@@ -376,15 +406,7 @@ static uint64_t monotonic_raw_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Whether the tools fd tracks the UVM space `rm_client`'s VA space was registered with. */
-static int tracks(const mock_fd *f, uint32_t rm_client) {
-  int at = f->space - MOCK_FD_BASE;
-  if (at < 0 || at >= MOCK_MAX_FDS) return 0;
-  const mock_fd *uvm = &nvhcq_mock.fds[at];
-  return uvm->kind == FD_UVM && (!uvm->client || uvm->client == rm_client);
-}
-
-void mock_uvm_report_fault(uint32_t rm_client, uint64_t address, int write, int client_type) {
+void mock_uvm_report_fault(int space, uint64_t address, int write, int client_type) {
   uint64_t now = monotonic_raw_ns();
   /* UVM's numbering: fault type 1 is the hardware's 0 (no page directory entry), accesses count
    * from 1 in the hardware's order (read 0, write 1). */
@@ -403,7 +425,7 @@ void mock_uvm_report_fault(uint32_t rm_client, uint64_t address, int write, int 
   for (int i = 0; i < MOCK_MAX_FDS; i++) {
     mock_fd *f = &nvhcq_mock.fds[i];
     if (__atomic_load_n(&f->kind, __ATOMIC_ACQUIRE) != FD_TOOLS || !f->queue) continue;
-    if (!tracks(f, rm_client)) continue;
+    if (f->space != space) continue;
     post(f, &g, sizeof g, UVM_EVENT_TYPE_GPU_FAULT);
     post(f, &fatal, sizeof fatal, UVM_EVENT_TYPE_FATAL_FAULT);
   }

@@ -234,16 +234,10 @@ static void t_copies_peer(void) {
 }
 
 /* Without peer access a GPU has no mapping of the other's buffer: a queue copy on GPU 0 from
- * GPU 1's buffer faults at that address on GPU 0 only (nvhcq_buffer_copy stages instead). */
+ * GPU 1's buffer faults at that address on GPU 0 only (nvhcq_buffer_copy stages instead). The same
+ * in RM's address space (NVHCQ_UVM=off, or before the device moves onto UVM) as in UVM's. */
 static void t_no_peer_no_mapping(void) {
-  const char *uvm = getenv("NVHCQ_UVM");
-  if (on_mock() && uvm && !strcmp(uvm, "off"))
-    TEST_SKIP("on the mock GPU with NVHCQ_UVM=off: its RM mappings are shared by every client");
   NEED_TWO_GPUS();
-  /* The same holds before a device moves onto UVM (an RM address space has no mapping of the
-   * other's buffer either), but the mock shares RM's mappings among clients. */
-  if (on_mock())
-    for (int i = 0; i < 2; i++) TEST_CHECK(nvhcq_device_attach_uvm(gpu[i]) == NVHCQ_SUCCESS);
   nvhcq_buffer *a = make(0, 4096), *b = make(1, 4096);
   nvhcq_queue *q = NULL;
   nvhcq_signal *done = NULL;

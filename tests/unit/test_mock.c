@@ -302,8 +302,8 @@ static uint32_t direct_alloc(direct *d, uint32_t parent, uint32_t hclass, void *
   return p.hObjectNew;
 }
 
-/* System memory mapped for the CPU (returned) and at GPU address `va`. */
-static uint8_t *direct_memory(direct *d, uint64_t size, uint64_t va, uint32_t *handle) {
+/* System memory mapped for the CPU (returned), not yet for the GPU. */
+static uint8_t *direct_cpu_memory(direct *d, uint64_t size, uint32_t *handle) {
   NV_MEMORY_ALLOCATION_PARAMS m = {.size = size};
   *handle = direct_alloc(d, d->device, NV01_MEMORY_SYSTEM, &m, sizeof m);
   int fd = nvhcq_door->open("/dev/nvidiactl", 2);
@@ -313,15 +313,43 @@ static uint8_t *direct_memory(direct *d, uint64_t size, uint64_t va, uint32_t *h
   TEST_CHECK(!nvhcq_door->ioctl(d->ctl, NV_IOWR(NV_ESC_RM_MAP_MEMORY, sizeof p), &p));
   void *at = nvhcq_door->mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   nvhcq_door->close(fd);
+  return at == MAP_FAILED ? NULL : at;
+}
+
+/* Memory object `handle` at GPU address `va` of d's UVM fd's address space. */
+static void direct_uvm_map(direct *d, uint32_t handle, uint64_t size, uint64_t va) {
   UVM_CREATE_EXTERNAL_RANGE_PARAMS r = {.base = va, .length = size};
   TEST_CHECK(!nvhcq_door->ioctl(d->uvm, UVM_CREATE_EXTERNAL_RANGE, &r) && !r.rmStatus);
   static UVM_MAP_EXTERNAL_ALLOCATION_PARAMS x;
   memset(&x, 0, sizeof x);
   x.base = va, x.length = size, x.gpuAttributesCount = 1;
-  x.rmCtrlFd = d->ctl, x.hClient = d->root, x.hMemory = *handle;
+  x.rmCtrlFd = d->ctl, x.hClient = d->root, x.hMemory = handle;
   memcpy(x.perGpuAttributes[0].gpuUuid.uuid, nvhcq_mock_uuid, 16);
   TEST_CHECK(!nvhcq_door->ioctl(d->uvm, UVM_MAP_EXTERNAL_ALLOCATION, &x) && !x.rmStatus);
-  return at == MAP_FAILED ? NULL : at;
+}
+
+/* Memory object `handle` at GPU address `va` of RM address space `vaspace`, through a virtual
+ * memory object there (as nvhcq maps without UVM). */
+static void direct_rm_map(direct *d, uint32_t vaspace, uint32_t handle, uint64_t size,
+                          uint64_t va) {
+  NV_MEMORY_ALLOCATION_PARAMS v = {.flags = NVOS32_ALLOC_FLAGS_VIRTUAL_FIXED,
+                                   .size = size,
+                                   .alignment = 4096,
+                                   .offset = va,
+                                   .hVASpace = vaspace};
+  uint32_t virt = direct_alloc(d, d->device, NV50_MEMORY_VIRTUAL, &v, sizeof v);
+  NVOS46_PARAMETERS m = {
+      .hClient = d->root, .hDevice = d->device, .hDma = virt, .hMemory = handle, .length = size};
+  TEST_CHECK(!nvhcq_door->ioctl(d->ctl, NV_IOWR(NV_ESC_RM_MAP_MEMORY_DMA, sizeof m), &m));
+  TEST_CHECK_MSG(!m.status && m.dmaOffset == va, "map 0x%x at 0x%llx: status 0x%x", handle,
+                 (unsigned long long)va, m.status);
+}
+
+/* System memory mapped for the CPU (returned) and at GPU address `va` of d's UVM fd. */
+static uint8_t *direct_memory(direct *d, uint64_t size, uint64_t va, uint32_t *handle) {
+  uint8_t *at = direct_cpu_memory(d, size, handle);
+  direct_uvm_map(d, *handle, size, va);
+  return at;
 }
 
 static void nap(long ns) {
@@ -402,6 +430,224 @@ static void t_command_processor_direct(void) {
   nvhcq_mock_counts c = nvhcq_mock_live();
   TEST_CHECK(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0);
   nvhcq_mock_uninstall();
+}
+
+/* ---- address spaces: each RM address space and each UVM fd is one of its own ---- */
+
+#define X_VA (MEM_VA + (1 << 20)) /* the buffer only RM address space A maps */
+
+/* A channel whose ring, USERD and pushbuffers are `mem_handle`'s at MEM_VA of its address space:
+ * that of its group (`group_space`) or, given one, of its context share (`share_space`). */
+static uint32_t space_channel(direct *d, uint32_t group_space, uint32_t share_space,
+                              uint32_t mem_handle, uint32_t notifier_handle) {
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.hVASpace = group_space,
+                                               .engineType = NV2080_ENGINE_TYPE_GRAPHICS};
+  uint32_t group = direct_alloc(d, d->device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp);
+  NV_CTXSHARE_ALLOCATION_PARAMETERS sp = {.hVASpace = share_space};
+  uint32_t share = share_space ? direct_alloc(d, group, FERMI_CONTEXT_SHARE_A, &sp, sizeof sp) : 0;
+  NV_CHANNEL_ALLOC_PARAMS cp = {.hObjectError = notifier_handle,
+                                .hObjectBuffer = mem_handle,
+                                .gpFifoOffset = MEM_VA,
+                                .gpFifoEntries = RING_ENTRIES,
+                                .hContextShare = share};
+  cp.hUserdMemory[0] = mem_handle, cp.userdOffset[0] = 0x1000;
+  return direct_alloc(d, group, HOPPER_CHANNEL_GPFIFO_A, &cp, sizeof cp);
+}
+
+/* The channel releases `payload` at X_VA: 1 if it landed in *x, 0 if the channel stopped with an
+ * MMU fault (Xid 31) there instead. */
+static int release_at_x(direct *d, uint32_t channel, uint8_t *mem, const uint8_t *notifier,
+                        volatile uint64_t *x, uint64_t payload) {
+  nvhcq_push p;
+  nvhcq_push_init(&p);
+  nvhcq_push_host_signal(&p, X_VA, payload);
+  direct_submit(mem, &p, 0);
+  nvhcq_push_finish(&p);
+  const volatile uint16_t *status = (const volatile uint16_t *)(notifier + 14);
+  for (int i = 0; i < 20000 && *x != payload && !*status; i++) nap(100000);
+  if (*x == payload) return 1;
+  uint32_t xid;
+  memcpy(&xid, notifier + 8, 4);
+  NV906F_CTRL_GET_MMU_FAULT_INFO_PARAMS f;
+  memset(&f, 0, sizeof f);
+  NVOS54_PARAMETERS c = {.hClient = d->root,
+                         .hObject = channel,
+                         .cmd = NV906F_CTRL_CMD_GET_MMU_FAULT_INFO,
+                         .params = (uintptr_t)&f,
+                         .paramsSize = sizeof f};
+  TEST_CHECK(!nvhcq_door->ioctl(d->ctl, NV_IOWR(NV_ESC_RM_CONTROL, sizeof c), &c) && !c.status);
+  uint64_t at = (uint64_t)f.addrHi << 32 | f.addrLo;
+  TEST_CHECK_MSG(*status == 0xffff && xid == 31 && at == X_VA,
+                 "neither the release nor an MMU fault at 0x%llx: status 0x%x, Xid %u at 0x%llx",
+                 (unsigned long long)X_VA, *status, xid, (unsigned long long)at);
+  return 0;
+}
+
+/* A tools fd's event ring for faults of d's UVM fd's address space. */
+typedef struct tools_ring {
+  int fd;
+  uint8_t *ring;
+  volatile UVM_TOOLS_EVENT_CONTROL *ctl;
+} tools_ring;
+
+#define TOOLS_ENTRIES 64u
+
+static void tools_open(direct *d, tools_ring *t) {
+  t->fd = nvhcq_door->open("/dev/nvidia-uvm-tools", 2);
+  t->ring = mmap(NULL, TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES + 4096, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  TEST_CHECK(t->fd >= 0 && t->ring != MAP_FAILED);
+  t->ctl = (volatile UVM_TOOLS_EVENT_CONTROL *)(t->ring + TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES);
+  UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS i = {.queueBuffer = (uintptr_t)t->ring,
+                                           .queueBufferSize = TOOLS_ENTRIES,
+                                           .controlBuffer = (uintptr_t)t->ctl,
+                                           .uvmFd = d->uvm};
+  UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS_PARAMS e = {
+      .eventTypeFlags = 1ull << UVM_EVENT_TYPE_GPU_FAULT | 1ull << UVM_EVENT_TYPE_FATAL_FAULT};
+  TEST_CHECK(!nvhcq_door->ioctl(t->fd, UVM_TOOLS_INIT_EVENT_TRACKER, &i) && !i.rmStatus);
+  TEST_CHECK(!nvhcq_door->ioctl(t->fd, UVM_TOOLS_EVENT_QUEUE_ENABLE_EVENTS, &e) && !e.rmStatus);
+}
+
+static void tools_close(tools_ring *t) {
+  nvhcq_door->close(t->fd);
+  munmap(t->ring, TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES + 4096);
+}
+
+/* RM's mappings belong to the address space they were made in: a buffer mapped through RM only in
+ * address space A is reached by a channel of A's group and is out of reach (an MMU fault at its
+ * address) for a channel of B's context share in the same client, whose ring sits at the same
+ * address as A's channel's in other memory. A channel of an address space registered with a UVM
+ * fd sees that fd's ranges, not A's mappings; its fault goes to UVM's event ring, which heard
+ * nothing of B's. */
+static void t_address_spaces(void) {
+  nvhcq_mock_install();
+  direct d = {.ctl = nvhcq_door->open("/dev/nvidiactl", 2),
+              .uvm = nvhcq_door->open("/dev/nvidia-uvm", 2)};
+  d.root = direct_alloc(&d, 0, NV01_ROOT_CLIENT, NULL, 0);
+  NV0080_ALLOC_PARAMETERS dp = {0};
+  d.device = direct_alloc(&d, d.root, NV01_DEVICE_0, &dp, sizeof dp);
+  NV_VASPACE_ALLOCATION_PARAMETERS rm_vp = {0}, uvm_vp = {.flags = NV_VASPACE_FLAGS_NVHCQ};
+  uint32_t space[3] = {direct_alloc(&d, d.device, FERMI_VASPACE_A, &rm_vp, sizeof rm_vp),
+                       direct_alloc(&d, d.device, FERMI_VASPACE_A, &rm_vp, sizeof rm_vp),
+                       direct_alloc(&d, d.device, FERMI_VASPACE_A, &uvm_vp, sizeof uvm_vp)};
+  UVM_REGISTER_GPU_VASPACE_PARAMS r = {.rmCtrlFd = d.ctl, .hClient = d.root, .hVaSpace = space[2]};
+  memcpy(r.gpuUuid.uuid, nvhcq_mock_uuid, 16);
+  TEST_CHECK(!nvhcq_door->ioctl(d.uvm, UVM_REGISTER_GPU_VASPACE, &r) && !r.rmStatus);
+  uint32_t x_handle = 0;
+  volatile uint64_t *x = (volatile uint64_t *)direct_cpu_memory(&d, 4096, &x_handle);
+  direct_rm_map(&d, space[0], x_handle, 4096, X_VA);
+  tools_ring t;
+  tools_open(&d, &t);
+  uint8_t *mem[3] = {NULL, NULL, NULL}, *notifier[3] = {NULL, NULL, NULL};
+  uint32_t channel[3];
+  for (int i = 0; i < 3; i++) {
+    uint32_t mem_handle, notifier_handle;
+    mem[i] = direct_cpu_memory(&d, 1 << 16, &mem_handle);
+    notifier[i] = direct_cpu_memory(&d, 4096, &notifier_handle);
+    if (i < 2)
+      direct_rm_map(&d, space[i], mem_handle, 1 << 16, MEM_VA);
+    else
+      direct_uvm_map(&d, mem_handle, 1 << 16, MEM_VA);
+    channel[i] = space_channel(&d, i ? 0 : space[0], i ? space[i] : 0, mem_handle, notifier_handle);
+  }
+  if (x && mem[0] && mem[1] && mem[2] && notifier[0] && notifier[1] && notifier[2]) {
+    TEST_CHECK_MSG(release_at_x(&d, channel[0], mem[0], notifier[0], x, 0x10),
+                   "address space A's channel could not reach A's buffer");
+    TEST_CHECK_MSG(!release_at_x(&d, channel[1], mem[1], notifier[1], x, 0x11),
+                   "address space B's channel wrote the buffer only A maps");
+    TEST_CHECK_MSG(t.ctl->put_behind == 0, "UVM heard of a fault in an RM address space");
+    TEST_CHECK_MSG(!release_at_x(&d, channel[2], mem[2], notifier[2], x, 0x12),
+                   "the UVM address space's channel wrote the buffer only RM's A maps");
+    TEST_CHECK(*x == 0x10);
+    const UVM_EVENT_GPU_FAULT *e = (const UVM_EVENT_GPU_FAULT *)t.ring;
+    TEST_CHECK_MSG(t.ctl->put_behind == 2 && e->eventType == UVM_EVENT_TYPE_GPU_FAULT &&
+                       e->address == X_VA && e->clientType == 2,
+                   "UVM's events: %u, the first of type %u at 0x%llx", t.ctl->put_behind,
+                   e->eventType, (unsigned long long)e->address);
+  }
+  NVOS00_PARAMETERS f = {.hRoot = d.root, .hObjectOld = d.root};
+  TEST_CHECK(!nvhcq_door->ioctl(d.ctl, NV_IOWR(NV_ESC_RM_FREE, sizeof f), &f) && !f.status);
+  if (x) nvhcq_door->munmap((void *)x, 4096);
+  for (int i = 0; i < 3; i++) {
+    if (mem[i]) nvhcq_door->munmap(mem[i], 1 << 16);
+    if (notifier[i]) nvhcq_door->munmap(notifier[i], 4096);
+  }
+  tools_close(&t);
+  nvhcq_door->close(d.uvm);
+  nvhcq_door->close(d.ctl);
+  nvhcq_mock_counts c = nvhcq_mock_live();
+  TEST_CHECK(c.objects == 0 && c.fds == 0 && c.channels == 0 && c.ranges == 0);
+  nvhcq_mock_uninstall();
+}
+
+/* The address space the mock channel behind `handle` of dev's client translates through. */
+static int channel_space(nvhcq_device *dev, uint32_t handle) {
+  pthread_mutex_lock(&nvhcq_mock.lock);
+  const mock_obj *o = mock_find(dev->rm.root, handle);
+  int space = o && o->ch ? mock_channel_space(o->ch) : -1;
+  pthread_mutex_unlock(&nvhcq_mock.lock);
+  return space;
+}
+
+static int vaspace_id(nvhcq_device *dev, uint32_t handle) {
+  pthread_mutex_lock(&nvhcq_mock.lock);
+  const mock_obj *o = mock_find(dev->rm.root, handle);
+  int space = o ? o->space : -1;
+  pthread_mutex_unlock(&nvhcq_mock.lock);
+  return space;
+}
+
+/* The device opens in an RM address space of its own; nvhcq_device_attach_uvm moves it: its new
+ * channels translate through its UVM fd's address space alone, where every buffer made before
+ * the move is mapped (of each kind), and copies through them read and write those buffers. */
+static void t_move_maps_every_allocation(void) {
+  SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();
+  setenv("NVHCQ_UVM", "background", 1);
+  nvhcq_device *dev = open_mock();
+  unsetenv("NVHCQ_UVM");
+  if (!dev) return;
+  TEST_CHECK(dev->rm_only);
+  int rm_space = vaspace_id(dev, dev->h_vaspace);
+  TEST_CHECK(rm_space > 0 && channel_space(dev, dev->compute.handle) == rm_space &&
+             channel_space(dev, dev->copy.handle) == rm_space);
+  enum { N = 4096 * 3 + 5 };
+  static uint8_t in[4][N], out[N];
+  nvhcq_buffer *old[4] = {NULL}, *fresh = NULL;
+  for (int k = 0; k < 4; k++) {
+    TEST_CHECK(nvhcq_buffer_create(dev, N, (nvhcq_memory_kind)k, &old[k]) == NVHCQ_SUCCESS);
+    fill(in[k], N, 40 + k);
+    if (old[k]) TEST_CHECK(nvhcq_buffer_write(old[k], 0, in[k], N) == NVHCQ_SUCCESS);
+  }
+  TEST_CHECK_MSG(nvhcq_device_attach_uvm(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK(!dev->rm_only);
+  pthread_mutex_lock(&nvhcq_mock.lock);
+  int uvm_space = nvhcq_mock.fds[dev->rm.fd_uvm - MOCK_FD_BASE].space;
+  pthread_mutex_unlock(&nvhcq_mock.lock);
+  TEST_CHECK_MSG(channel_space(dev, dev->compute.handle) == uvm_space &&
+                     channel_space(dev, dev->copy.handle) == uvm_space,
+                 "the new channels translate through address spaces %d and %d, not UVM's %d",
+                 channel_space(dev, dev->compute.handle), channel_space(dev, dev->copy.handle),
+                 uvm_space);
+  TEST_CHECK(nvhcq_buffer_create(dev, N, NVHCQ_MEMORY_DEVICE, &fresh) == NVHCQ_SUCCESS);
+  for (int k = 0; k < 4 && fresh; k++) {
+    if (!old[k]) continue;
+    uint64_t at = nvhcq_buffer_gpu_address(old[k]);
+    TEST_CHECK_MSG(mock_space_pointer(uvm_space, at, N) != NULL,
+                   "the %d buffer at 0x%llx made before the move is not mapped in UVM's space", k,
+                   (unsigned long long)at);
+    TEST_CHECK(nvhcq_buffer_copy(fresh, 0, old[k], 0, N) == NVHCQ_SUCCESS);
+    memset(out, 0, N);
+    TEST_CHECK(nvhcq_buffer_read(out, fresh, 0, N) == NVHCQ_SUCCESS);
+    TEST_CHECK_MSG(!memcmp(out, in[k], N), "kind %d: the copy read other bytes", k);
+    TEST_CHECK(nvhcq_buffer_copy(old[k], 1, fresh, 0, N - 1) == NVHCQ_SUCCESS); /* and writes */
+    TEST_CHECK(nvhcq_buffer_read(out, old[k], 0, N) == NVHCQ_SUCCESS);
+    TEST_CHECK_MSG(out[0] == in[k][0] && !memcmp(out + 1, in[k], N - 1),
+                   "kind %d: the copy into it wrote other bytes", k);
+  }
+  TEST_CHECK_MSG(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  for (int k = 0; k < 4; k++) nvhcq_buffer_destroy(old[k]);
+  nvhcq_buffer_destroy(fresh);
+  close_mock(dev);
 }
 
 /* Close returns while UVM_UNREGISTER_GPU is still blocked (held by the mock: were close to wait
@@ -542,4 +788,5 @@ static void t_two_gpus(void) {
 TEST_MAIN(TEST(t_h200_profile), TEST(t_two_gpus), TEST(t_other_profiles), TEST(t_copies_every_kind),
           TEST(t_cross_queue_wait), TEST(t_recorded_replay), TEST(t_qmd_launch),
           TEST(t_malformed_stream), TEST(t_driver_checks), TEST(t_command_processor_direct),
+          TEST(t_address_spaces), TEST(t_move_maps_every_allocation),
           TEST(t_close_leaves_slow_calls_behind), TEST(t_rm_only_mapping))
