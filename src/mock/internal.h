@@ -88,7 +88,7 @@ typedef struct mock_state {
   uint32_t nranges, cap_ranges;
   uint32_t next_handle, next_token, channels;
   int next_space; /* the id the next address space gets (from 1; 0 is MOCK_SPACE_ALL) */
-  uint32_t gpus; /* GPUs probed: NVHCQ_MOCK_GPUS, 1 to MOCK_MAX_GPUS */
+  uint32_t gpus;  /* GPUs probed: NVHCQ_MOCK_GPUS, 1 to MOCK_MAX_GPUS */
   uint64_t vidmem_used[MOCK_MAX_GPUS];
 } mock_state;
 

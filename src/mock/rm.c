@@ -183,15 +183,16 @@ static uint32_t name_vaspace(mock_obj *o, uint32_t vaspace) {
 static uint32_t channel_vaspace(const mock_obj *channel, const mock_obj *group, uint32_t ctxshare,
                                 const mock_obj **out) {
   const mock_obj *share = ctxshare ? mock_find(channel->client, ctxshare) : NULL;
-  if (ctxshare && (!share || share->hclass != FERMI_CONTEXT_SHARE_A ||
-                   share->parent != group->handle))
+  if (ctxshare &&
+      (!share || share->hclass != FERMI_CONTEXT_SHARE_A || share->parent != group->handle))
     return MOCK_ERR_INVALID_OBJECT_HANDLE;
   uint32_t h = share && share->vaspace ? share->vaspace : group->vaspace;
   *out = h ? mock_find(channel->client, h) : NULL;
   return h && !*out ? MOCK_ERR_INVALID_OBJECT_HANDLE : MOCK_NV_OK;
 }
 
-static uint32_t alloc_channel(mock_obj *o, const mock_obj *group, const NV_CHANNEL_ALLOC_PARAMS *p) {
+static uint32_t alloc_channel(mock_obj *o, const mock_obj *group,
+                              const NV_CHANNEL_ALLOC_PARAMS *p) {
   if (group->hclass != KEPLER_CHANNEL_GROUP_A) return MOCK_ERR_INVALID_OBJECT_PARENT;
   const mock_obj *vas = NULL;
   uint32_t s = channel_vaspace(o, group, p->hContextShare, &vas);

@@ -12,7 +12,8 @@
 #include "mock/mock.h"
 
 /* Each range belongs to one address space (internal.h): a peer's buffer is mapped into another
- * GPU's at the same address, and a buffer nvhcq maps in both of a device's spaces is there twice. */
+ * GPU's at the same address, and a buffer nvhcq maps in both of a device's spaces is there twice.
+ */
 static mock_range *range_at(int space, uint64_t base) {
   for (uint32_t i = 0; i < nvhcq_mock.nranges; i++)
     if (nvhcq_mock.ranges[i].base == base && nvhcq_mock.ranges[i].space == space)

@@ -497,7 +497,8 @@ static void tools_open(direct *d, tools_ring *t) {
   t->ring = mmap(NULL, TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES + 4096, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   TEST_CHECK(t->fd >= 0 && t->ring != MAP_FAILED);
-  t->ctl = (volatile UVM_TOOLS_EVENT_CONTROL *)(t->ring + TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES);
+  t->ctl =
+      (volatile UVM_TOOLS_EVENT_CONTROL *)(t->ring + TOOLS_ENTRIES * UVM_TOOLS_EVENT_ENTRY_BYTES);
   UVM_TOOLS_INIT_EVENT_TRACKER_PARAMS i = {.queueBuffer = (uintptr_t)t->ring,
                                            .queueBufferSize = TOOLS_ENTRIES,
                                            .controlBuffer = (uintptr_t)t->ctl,
