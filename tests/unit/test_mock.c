@@ -1,6 +1,6 @@
 /* The mock GPU (src/mock/) without hardware: devices, memory of every kind, copies, queues,
- * signals, recorded replays, the QMD path, malformed streams and driver-side checks, each ending
- * with no live mock objects, fds or channel threads. */
+ * signals, recorded replays, the QMD path, malformed streams, driver-side checks, address spaces
+ * and the move onto UVM, each ending with no live mock objects, fds or channel threads. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
