@@ -20,7 +20,7 @@
 /* While the device closes, UVM's unregistration of the address space lets go of its channels
  * (the release does it), as the freeing of the client frees them. */
 static void unregister_channel(nvhcq_device *dev, nvhcq_channel *ch) {
-  if (!ch->channel_va || dev->closing) return;
+  if (!ch->channel_va || nvhcq_device_closing(dev)) return;
   UVM_UNREGISTER_CHANNEL_PARAMS u = {
       .rmCtrlFd = dev->rm.fd_ctl, .hClient = dev->rm.root, .hChannel = ch->handle};
   memcpy(u.gpuUuid.uuid, dev->info.uuid, 16);
@@ -31,8 +31,8 @@ static void unregister_channel(nvhcq_device *dev, nvhcq_channel *ch) {
 /* UVM lets go of every channel of a group before the driver frees any of them: the group's
  * shared buffers stay mapped while one registration holds them. */
 static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
-  if (ch->handle && !dev->closing) nvhcq_rm_free(&dev->rm, ch->group, ch->handle);
-  if (ch->channel_va && dev->closing) {
+  if (ch->handle && !nvhcq_device_closing(dev)) nvhcq_rm_free(&dev->rm, ch->group, ch->handle);
+  if (ch->channel_va && nvhcq_device_closing(dev)) {
     /* UVM holds the range until the release unregisters it: the release returns it. */
     nvhcq_low_unmap(ch->channel_va, NVHCQ_CHANNEL_VA_BYTES);
     uint64_t *grown = realloc(dev->stuck_va, (dev->stuck_va_count + 1) * sizeof *grown);
@@ -46,27 +46,27 @@ static void destroy_channel(nvhcq_device *dev, nvhcq_channel *ch) {
 }
 
 /* Gives UVM a range of our address space for the channel's context buffers. */
-static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
-  if (dev->rm_only) return NVHCQ_SUCCESS; /* RM maps the context buffers in its own space */
+static nvhcq_status register_channel(const nvhcq_context_builder *b, nvhcq_channel *ch) {
+  if (!b->uvm) return NVHCQ_SUCCESS; /* RM maps the context buffers in its own space */
   for (;;) {
     /* Aligned to its size: the driver places context buffers of large alignment in it. */
     NVHCQ_TRY(nvhcq_va_alloc(nvhcq_va_low(), NVHCQ_CHANNEL_VA_BYTES, NVHCQ_CHANNEL_VA_BYTES,
                              &ch->channel_va));
     /* UVM wants this range free of CPU mappings, like the rest of the GPU-only space. */
     munmap((void *)(uintptr_t)ch->channel_va, NVHCQ_CHANNEL_VA_BYTES);
-    UVM_REGISTER_CHANNEL_PARAMS rc = {.rmCtrlFd = dev->rm.fd_ctl,
-                                      .hClient = dev->rm.root,
+    UVM_REGISTER_CHANNEL_PARAMS rc = {.rmCtrlFd = b->rm->fd_ctl,
+                                      .hClient = b->rm->root,
                                       .hChannel = ch->handle,
                                       .base = ch->channel_va,
                                       .length = NVHCQ_CHANNEL_VA_BYTES};
-    memcpy(rc.gpuUuid.uuid, dev->info.uuid, 16);
-    nvhcq_status s = nvhcq_uvm_call(&dev->rm, UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL", &rc,
+    memcpy(rc.gpuUuid.uuid, b->dev->info.uuid, 16);
+    nvhcq_status s = nvhcq_uvm_call(b->rm, UVM_REGISTER_CHANNEL, "UVM_REGISTER_CHANNEL", &rc,
                                     offsetof(UVM_REGISTER_CHANNEL_PARAMS, rmStatus));
     if (!s) return NVHCQ_SUCCESS;
     /* After a recovery UVM may still hold part of a range that an earlier channel used: keep
      * that range out of use until close and try another. */
     uint64_t *grown = rc.rmStatus == NV_ERR_INVALID_ADDRESS
-                          ? realloc(dev->stuck_va, (dev->stuck_va_count + 1) * sizeof *grown)
+                          ? realloc(*b->stuck, (*b->stuck_count + 1) * sizeof *grown)
                           : NULL;
     nvhcq_low_unmap(ch->channel_va, NVHCQ_CHANNEL_VA_BYTES);
     if (!grown) {
@@ -76,71 +76,80 @@ static nvhcq_status register_channel(nvhcq_device *dev, nvhcq_channel *ch) {
       return nvhcq_fail_context(s, "registering the %s channel's range 0x%llx with UVM", ch->name,
                                 (unsigned long long)at);
     }
-    dev->stuck_va = grown;
-    dev->stuck_va[dev->stuck_va_count++] = ch->channel_va;
+    *b->stuck = grown;
+    grown[(*b->stuck_count)++] = ch->channel_va;
     ch->channel_va = 0;
   }
 }
 
 /* The CPU's view of a new channel: its GPFIFO ring and USERD in the ring area, its doorbell and
  * its half of the command rings. */
-static nvhcq_status attach_rings(nvhcq_device *dev, nvhcq_channel *ch, int copy,
-                                 uint64_t ring_offset, uint64_t userd_offset) {
-  char *area = dev->gpfifo_area->host_pointer;
+static nvhcq_status attach_rings(const nvhcq_context_builder *b, nvhcq_context_saved *c,
+                                 nvhcq_channel *ch, int copy, uint64_t ring_offset,
+                                 uint64_t userd_offset) {
+  char *area = c->gpfifo_area->host_pointer;
   ch->ring = (uint64_t *)(area + ring_offset);
   ch->gp_get = (volatile uint32_t *)(area + userd_offset + NVHCQ_USERD_GP_GET);
   ch->gp_put = (volatile uint32_t *)(area + userd_offset + NVHCQ_USERD_GP_PUT);
   ch->doorbell =
-      (volatile uint32_t *)((char *)dev->usermode_map + NVHCQ_USERMODE_NOTIFY_CHANNEL_PENDING);
+      (volatile uint32_t *)((char *)b->dev->usermode_map + NVHCQ_USERMODE_NOTIFY_CHANNEL_PENDING);
   ch->entries = GPFIFO_ENTRIES;
   ch->cmd_words = CMD_RING_BYTES / 4;
-  ch->cmd = (uint32_t *)((char *)dev->cmd_area->host_pointer + (copy ? CMD_RING_BYTES : 0));
-  ch->cmd_gpu = dev->cmd_area->gpu_address + (copy ? CMD_RING_BYTES : 0);
-  ch->timeout_ms = dev->timeout_ms;
-  ch->qmd_version = copy ? 0 : (int)nvhcq_qmd_version_for_class(dev->classes.compute);
+  ch->cmd = (uint32_t *)((char *)c->cmd_area->host_pointer + (copy ? CMD_RING_BYTES : 0));
+  ch->cmd_gpu = c->cmd_area->gpu_address + (copy ? CMD_RING_BYTES : 0);
+  ch->timeout_ms = b->timeout_ms;
+  ch->qmd_version = copy ? 0 : (int)nvhcq_qmd_version_for_class(b->dev->classes.compute);
   ch->entry_start = calloc(GPFIFO_ENTRIES, sizeof *ch->entry_start);
   if (!ch->entry_start) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   return NVHCQ_SUCCESS;
 }
 
+/* Ring memory: on the registration thread mapped into the new space only, through its fd. */
+static nvhcq_status ring_alloc(const nvhcq_context_builder *b, size_t size, nvhcq_memory_kind kind,
+                               const nvhcq_alloc_options *o, nvhcq_buffer **out) {
+  return b->background ? nvhcq_memory_alloc_uvm(b->dev, b->rm, size, kind, o, out)
+                       : nvhcq_memory_alloc(b->dev, size, kind, o, out);
+}
+
 /* A channel of the graphics channel group, in the address space of its context share, or the
  * copy channel in a group of its own on an asynchronous copy engine. */
-static nvhcq_status create_channel(nvhcq_device *dev, nvhcq_channel *ch, int copy) {
+static nvhcq_status create_channel(const nvhcq_context_builder *b, nvhcq_context_saved *c,
+                                   nvhcq_channel *ch, int copy) {
+  const nvhcq_device *dev = b->dev;
   uint64_t ring_offset = copy ? GPFIFO_AREA / 2 : 0;
-  if (!dev->notifiers[copy])
-    NVHCQ_TRY(nvhcq_memory_alloc(dev, NOTIFIER_BYTES, NVHCQ_MEMORY_HOST_UNCACHED, NULL,
-                                 &dev->notifiers[copy]));
-  memset(dev->notifiers[copy]->host_pointer, 0, NOTIFIER_BYTES);
+  if (!c->notifiers[copy])
+    NVHCQ_TRY(ring_alloc(b, NOTIFIER_BYTES, NVHCQ_MEMORY_HOST_UNCACHED, NULL, &c->notifiers[copy]));
+  memset(c->notifiers[copy]->host_pointer, 0, NOTIFIER_BYTES);
   NV_CHANNEL_ALLOC_PARAMS p;
   memset(&p, 0, sizeof p);
-  p.hObjectError = dev->notifiers[copy]->handle;
-  p.hObjectBuffer = dev->gpfifo_area->handle;
-  p.gpFifoOffset = dev->gpfifo_area->gpu_address + ring_offset;
+  p.hObjectError = c->notifiers[copy]->handle;
+  p.hObjectBuffer = c->gpfifo_area->handle;
+  p.gpFifoOffset = c->gpfifo_area->gpu_address + ring_offset;
   p.gpFifoEntries = GPFIFO_ENTRIES;
   /* On an asynchronous copy engine the driver gives the channel a synchronous context share of
    * the group's address space; the copy object names the engine. */
   int async = copy && dev->copy_engine_type;
-  p.hContextShare = async ? 0 : dev->h_ctxshare;
+  p.hContextShare = async ? 0 : c->h_ctxshare;
   p.engineType = async ? dev->copy_engine_type : 0;
-  p.hUserdMemory[0] = dev->gpfifo_area->handle;
+  p.hUserdMemory[0] = c->gpfifo_area->handle;
   p.userdOffset[0] = ring_offset + GPFIFO_ENTRIES * 8ull;
-  ch->group = async ? dev->h_copy_group : dev->h_group;
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, ch->group, dev->classes.gpfifo, &p, sizeof p, &ch->handle));
+  ch->group = async ? c->h_copy_group : c->h_group;
+  NVHCQ_TRY(nvhcq_rm_alloc(b->rm, ch->group, dev->classes.gpfifo, &p, sizeof p, &ch->handle));
   NVB0B5_ALLOCATION_PARAMETERS ce = {NVB0B5_ALLOCATION_PARAMETERS_VERSION_1, dev->copy_engine_type};
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, ch->handle, copy ? dev->classes.copy : dev->classes.compute,
+  NVHCQ_TRY(nvhcq_rm_alloc(b->rm, ch->handle, copy ? dev->classes.copy : dev->classes.compute,
                            async ? &ce : NULL, async ? sizeof ce : 0, &ch->engine));
   NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS tok = {.workSubmitToken = ~0u};
-  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN,
-                             &tok, sizeof tok));
+  NVHCQ_TRY(nvhcq_rm_control(b->rm, ch->handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, &tok,
+                             sizeof tok));
   ch->name = copy ? "copy" : "compute";
-  NVHCQ_TRY(register_channel(dev, ch));
+  NVHCQ_TRY(register_channel(b, ch));
   if (async) {
     NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
-    NVHCQ_TRY(nvhcq_rm_control(&dev->rm, ch->handle, NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
-                               dev->rm.branch->schedule_params_size));
+    NVHCQ_TRY(nvhcq_rm_control(b->rm, ch->handle, NVA06F_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
+                               b->rm->branch->schedule_params_size));
   }
   ch->token = tok.workSubmitToken;
-  return attach_rings(dev, ch, copy, ring_offset, p.userdOffset[0]);
+  return attach_rings(b, c, ch, copy, ring_offset, p.userdOffset[0]);
 }
 
 /* Copies run in the graphics channel group unless NVHCQ_COPY_ENGINE names an asynchronous copy
@@ -179,48 +188,71 @@ nvhcq_status nvhcq_context_pick_copy_engine(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
-static nvhcq_status create_async_copy(nvhcq_device *dev) {
-  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS cg = {.hVASpace = dev->h_vaspace,
-                                               .engineType = dev->copy_engine_type};
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &cg, sizeof cg,
-                           &dev->h_copy_group));
-  return create_channel(dev, &dev->copy, 1);
+static nvhcq_status create_async_copy(const nvhcq_context_builder *b, nvhcq_context_saved *c) {
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS cg = {.hVASpace = b->h_vaspace,
+                                               .engineType = b->dev->copy_engine_type};
+  NVHCQ_TRY(nvhcq_rm_alloc(b->rm, b->dev->h_device, KEPLER_CHANNEL_GROUP_A, &cg, sizeof cg,
+                           &c->h_copy_group));
+  return create_channel(b, c, &c->copy, 1);
+}
+
+/* The engine would not take a channel: copies stay in the graphics group from now on (on the
+ * device's thread only: it changes the device). */
+static nvhcq_status copy_in_group(const nvhcq_context_builder *b, nvhcq_context_saved *c) {
+  nvhcq_device *dev = b->dev;
+  if (b->background) return nvhcq_fail(NVHCQ_ERROR_DRIVER, "the copy engine took no channel");
+  unregister_channel(dev, &c->copy);
+  destroy_channel(dev, &c->copy);
+  if (c->h_copy_group) nvhcq_rm_free(&dev->rm, dev->h_device, c->h_copy_group);
+  c->h_copy_group = 0;
+  dev->copy_engine_type = 0;
+  dev->info.copy_engine = -1;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_context_build(const nvhcq_context_builder *b, nvhcq_context_saved *c) {
+  nvhcq_device *dev = b->dev;
+  c->present = 1;
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.engineType = NV2080_ENGINE_TYPE_GRAPHICS};
+  NVHCQ_TRY(
+      nvhcq_rm_alloc(b->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp, &c->h_group));
+  nvhcq_alloc_options ring_opts = {.contiguous = 1, .map_flags = NVHCQ_MAP_WRITE_COMBINED};
+  if (!c->gpfifo_area)
+    NVHCQ_TRY(ring_alloc(b, GPFIFO_AREA, NVHCQ_MEMORY_DEVICE_MAPPED, &ring_opts, &c->gpfifo_area));
+  memset(c->gpfifo_area->host_pointer, 0, GPFIFO_AREA);
+  nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
+  if (!c->cmd_area)
+    NVHCQ_TRY(ring_alloc(b, 2 * CMD_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, &wc, &c->cmd_area));
+  NV_CTXSHARE_ALLOCATION_PARAMETERS cp = {.hVASpace = b->h_vaspace,
+                                          .flags = NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC};
+  NVHCQ_TRY(
+      nvhcq_rm_alloc(b->rm, c->h_group, FERMI_CONTEXT_SHARE_A, &cp, sizeof cp, &c->h_ctxshare));
+  NVHCQ_TRY(create_channel(b, c, &c->compute, 0));
+  if (dev->copy_engine_type && create_async_copy(b, c)) NVHCQ_TRY(copy_in_group(b, c));
+  if (!c->copy.handle) NVHCQ_TRY(create_channel(b, c, &c->copy, 1));
+  NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
+  NVHCQ_TRY(nvhcq_rm_control(b->rm, c->h_group, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
+                             b->rm->branch->schedule_params_size));
+  c->h_debugger = nvhcq_fault_debugger(b->rm, dev->h_device, c->compute.engine);
+  return NVHCQ_SUCCESS;
 }
 
 /* The group, its context share and both channels. The rings' memory is kept across recoveries;
- * a new channel starts from an empty ring. */
+ * a new channel starts from an empty ring. What was made before a failure is the device's, for
+ * nvhcq_context_destroy. */
 nvhcq_status nvhcq_context_create(nvhcq_device *dev) {
-  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.engineType = NV2080_ENGINE_TYPE_GRAPHICS};
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp,
-                           &dev->h_group));
-  nvhcq_alloc_options ring_opts = {.contiguous = 1, .map_flags = NVHCQ_MAP_WRITE_COMBINED};
-  if (!dev->gpfifo_area)
-    NVHCQ_TRY(nvhcq_memory_alloc(dev, GPFIFO_AREA, NVHCQ_MEMORY_DEVICE_MAPPED, &ring_opts,
-                                 &dev->gpfifo_area));
-  memset(dev->gpfifo_area->host_pointer, 0, GPFIFO_AREA);
-  nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
-  if (!dev->cmd_area)
-    NVHCQ_TRY(nvhcq_memory_alloc(dev, 2 * CMD_RING_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, &wc,
-                                 &dev->cmd_area));
-  NV_CTXSHARE_ALLOCATION_PARAMETERS cp = {.hVASpace = dev->h_vaspace,
-                                          .flags = NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC};
-  NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, dev->h_group, FERMI_CONTEXT_SHARE_A, &cp, sizeof cp,
-                           &dev->h_ctxshare));
-  NVHCQ_TRY(create_channel(dev, &dev->compute, 0));
-  if (dev->copy_engine_type && create_async_copy(dev)) {
-    /* The engine would not take a channel: copies stay in the graphics group. */
-    unregister_channel(dev, &dev->copy);
-    destroy_channel(dev, &dev->copy);
-    if (dev->h_copy_group) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_copy_group);
-    dev->h_copy_group = dev->copy_engine_type = 0;
-    dev->info.copy_engine = -1;
-  }
-  if (!dev->copy.handle) NVHCQ_TRY(create_channel(dev, &dev->copy, 1));
-  NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched = {.bEnable = 1};
-  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_group, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched,
-                             dev->rm.branch->schedule_params_size));
-  nvhcq_fault_attach(dev);
-  return NVHCQ_SUCCESS;
+  nvhcq_context_builder b = {.dev = dev,
+                             .rm = &dev->rm,
+                             .h_vaspace = dev->h_vaspace,
+                             .uvm = !dev->rm_only,
+                             .timeout_ms = dev->timeout_ms,
+                             .stuck = &dev->stuck_va,
+                             .stuck_count = &dev->stuck_va_count};
+  nvhcq_context_saved c;
+  nvhcq_context_take(dev, &c); /* the rings kept, nothing else */
+  nvhcq_status s = nvhcq_context_build(&b, &c);
+  nvhcq_context_put_back(dev, &c);
+  return s;
 }
 
 /* Binds the engine objects to their subchannels and sets the shader windows, each channel after
@@ -307,8 +339,10 @@ void nvhcq_context_destroy(nvhcq_device *dev) {
   unregister_channel(dev, &dev->copy);
   destroy_channel(dev, &dev->compute);
   destroy_channel(dev, &dev->copy);
-  if (dev->h_copy_group && !dev->closing) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_copy_group);
-  if (dev->h_group && !dev->closing) nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_group);
+  if (dev->h_copy_group && !nvhcq_device_closing(dev))
+    nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_copy_group);
+  if (dev->h_group && !nvhcq_device_closing(dev))
+    nvhcq_rm_free(&dev->rm, dev->h_device, dev->h_group);
   dev->h_group = dev->h_ctxshare = dev->h_copy_group = 0;
 }
 

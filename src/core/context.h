@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "core/channel.h"
+#include "driver/rm.h"
 #include "util/error.h"
 
 /* A GPU context moved out of the device: the channels, their group and context share, their
@@ -19,6 +20,25 @@ typedef struct nvhcq_context_saved {
   uint64_t drained_at[2];
 } nvhcq_context_saved;
 
+/* How a context is built: the device (its facts are only read), whose driver calls, into which
+ * address space, and where the channel ranges UVM would not take go. `background`: on the
+ * registration thread, for the move onto UVM (uvm.c), while the device works: ring memory is
+ * mapped into the new space only, through `rm`'s UVM fd, and nothing of the device changes. */
+typedef struct nvhcq_context_builder {
+  nvhcq_device *dev;
+  nvhcq_rm *rm;
+  uint32_t h_vaspace;
+  int uvm;        /* the address space is UVM's: the channels are registered with it */
+  int background; /* see above */
+  uint32_t timeout_ms;
+  uint64_t **stuck;
+  uint32_t *stuck_count;
+} nvhcq_context_builder;
+
+/* Builds a context into *c (rings it already holds are kept); what was made before a failure is
+ * in *c, for nvhcq_context_destroy_saved. */
+nvhcq_status nvhcq_context_build(const nvhcq_context_builder *b,
+                                 nvhcq_context_saved *c) NVHCQ_MUST_CHECK;
 /* Chooses the copy engine (NVHCQ_COPY_ENGINE), once, before the first nvhcq_context_create. */
 nvhcq_status nvhcq_context_pick_copy_engine(nvhcq_device *dev) NVHCQ_MUST_CHECK;
 /* The channel group, its context share and both channels (their rings are made once, kept). */

@@ -124,6 +124,11 @@ static inline NVHCQ_MUST_CHECK nvhcq_status nvhcq_device_check(const nvhcq_devic
   return nvhcq_handle_check(dev, NVHCQ_DEVICE_MAGIC, "device", "was closed already");
 }
 
+/* Whether the device is closing (read by the registration thread too, hence atomic). */
+static inline int nvhcq_device_closing(const nvhcq_device *dev) {
+  return __atomic_load_n(&dev->closing, __ATOMIC_RELAXED);
+}
+
 /* The channel for a queue kind. */
 static inline nvhcq_channel *nvhcq_device_channel(nvhcq_device *dev, int copy) {
   return copy ? &dev->copy : &dev->compute;

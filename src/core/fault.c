@@ -46,21 +46,18 @@ void nvhcq_fault_reset(nvhcq_device *dev) {
   dev->fault.text[0] = '\0';
 }
 
-void nvhcq_fault_attach(nvhcq_device *dev) {
-  NV83DE_ALLOC_PARAMETERS p = {.hAppClient = dev->rm.root, .hClass3dObject = dev->compute.engine};
-  if (nvhcq_rm_alloc(&dev->rm, dev->h_device, GT200_DEBUGGER, &p, sizeof p,
-                     &dev->fault.h_debugger)) {
-    dev->fault.h_debugger = 0;
-    return;
-  }
+uint32_t nvhcq_fault_debugger(nvhcq_rm *rm, uint32_t h_device, uint32_t engine) {
+  NV83DE_ALLOC_PARAMETERS p = {.hAppClient = rm->root, .hClass3dObject = engine};
+  uint32_t h = 0;
+  if (nvhcq_rm_alloc(rm, h_device, GT200_DEBUGGER, &p, sizeof p, &h)) return 0;
   NV83DE_CTRL_DEBUG_SET_EXCEPTION_MASK_PARAMS m = {DEBUGGER_EXCEPTION_MASK};
-  if (nvhcq_rm_control(&dev->rm, dev->fault.h_debugger, NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK,
-                       &m, sizeof m))
-    nvhcq_fault_detach(dev);
+  if (!nvhcq_rm_control(rm, h, NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK, &m, sizeof m)) return h;
+  nvhcq_rm_free(rm, h_device, h);
+  return 0;
 }
 
 void nvhcq_fault_detach(nvhcq_device *dev) {
-  if (dev->fault.h_debugger && !dev->closing)
+  if (dev->fault.h_debugger && !nvhcq_device_closing(dev))
     nvhcq_rm_free(&dev->rm, dev->h_device, dev->fault.h_debugger);
   dev->fault.h_debugger = 0;
 }

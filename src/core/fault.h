@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "abi/uvm.h"
+#include "driver/rm.h"
 #include "util/error.h"
 
 typedef struct nvhcq_fault_state {
@@ -40,9 +41,9 @@ const char *nvhcq_device_progress(const nvhcq_device *dev);
 /* For a timeout: "; GPU 0's compute channel ... has N submitted entries it has not fetched ..."
  * for each channel whose GP_GET stands short of GP_PUT, or "" if the GPU fetched everything. */
 const char *nvhcq_device_stall(nvhcq_device *dev);
-/* The debugger object that lets the driver's saved SM and MMU fault records be read; without
- * it (the driver may refuse) faults are still reported, with less detail. */
-void nvhcq_fault_attach(nvhcq_device *dev);
+/* The debugger object for a compute engine object, that lets the driver's saved SM and MMU fault
+ * records be read; 0 if the driver refuses it (faults are still reported, with less detail). */
+uint32_t nvhcq_fault_debugger(nvhcq_rm *rm, uint32_t h_device, uint32_t engine);
 void nvhcq_fault_detach(nvhcq_device *dev);
 /* The driver has written channel `copy`'s error notifier: it has stopped the channel's group. */
 int nvhcq_fault_channel_stopped(const nvhcq_device *dev, int copy);

@@ -163,9 +163,10 @@ static nvhcq_status alloc_pinned_host(nvhcq_device *dev, nvhcq_buffer *b) {
   return s;
 }
 
-static nvhcq_status map_to_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
+/* Into the UVM address space of `rm`'s UVM fd. */
+static nvhcq_status map_to_gpu_with(nvhcq_device *dev, nvhcq_rm *rm, nvhcq_buffer *b) {
   UVM_CREATE_EXTERNAL_RANGE_PARAMS r = {.base = b->gpu_address, .length = b->mapped_size};
-  NVHCQ_TRY(nvhcq_uvm_call(&dev->rm, UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE", &r,
+  NVHCQ_TRY(nvhcq_uvm_call(rm, UVM_CREATE_EXTERNAL_RANGE, "UVM_CREATE_EXTERNAL_RANGE", &r,
                            offsetof(UVM_CREATE_EXTERNAL_RANGE_PARAMS, rmStatus)));
   static _Thread_local UVM_MAP_EXTERNAL_ALLOCATION_PARAMS m; /* 9 KiB: keep it off the stack */
   memset(&m, 0, sizeof m);
@@ -177,11 +178,14 @@ static nvhcq_status map_to_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
   m.rmCtrlFd = dev->rm.fd_ctl;
   m.hClient = dev->rm.root;
   m.hMemory = b->handle;
-  nvhcq_status s =
-      nvhcq_uvm_call(&dev->rm, UVM_MAP_EXTERNAL_ALLOCATION, "UVM_MAP_EXTERNAL_ALLOCATION", &m,
-                     offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, rmStatus));
-  if (s) nvhcq_uvm_free(&dev->rm, b->gpu_address, b->mapped_size);
+  nvhcq_status s = nvhcq_uvm_call(rm, UVM_MAP_EXTERNAL_ALLOCATION, "UVM_MAP_EXTERNAL_ALLOCATION",
+                                  &m, offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, rmStatus));
+  if (s) nvhcq_uvm_free(rm, b->gpu_address, b->mapped_size);
   return s;
+}
+
+static nvhcq_status map_to_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
+  return map_to_gpu_with(dev, &dev->rm, b);
 }
 
 /* Without UVM: a virtual memory object reserves [gpu_address, +mapped_size) of RM's address space
@@ -257,11 +261,12 @@ nvhcq_status nvhcq_memory_map_all_uvm(nvhcq_device *dev) {
 
 /* Into the device's current address space, and onto its list, under the lock the move's walk of
  * that list holds: a buffer is mapped either before the move (and then by it) or after it. */
-static nvhcq_status map_for_gpu(nvhcq_device *dev, nvhcq_buffer *b) {
+static nvhcq_status map_for_gpu(nvhcq_device *dev, nvhcq_rm *uvm_rm, nvhcq_buffer *b) {
   pthread_mutex_lock(&dev->alloc_lock);
-  nvhcq_status s = dev->rm_only ? map_to_gpu_rm(dev, b) : map_to_gpu(dev, b);
+  int rm = !uvm_rm && dev->rm_only;
+  nvhcq_status s = rm ? map_to_gpu_rm(dev, b) : map_to_gpu_with(dev, uvm_rm ? uvm_rm : &dev->rm, b);
   if (!s) {
-    b->uvm_mapped = !dev->rm_only;
+    b->uvm_mapped = !rm;
     list_add(dev, b);
   }
   pthread_mutex_unlock(&dev->alloc_lock);
@@ -276,9 +281,9 @@ static void release(nvhcq_buffer *b, int gpu_mapped) {
   nvhcq_device *dev = b->dev;
   nvhcq_peer_buffer_released(b); /* other devices' mappings of it go first */
   if (gpu_mapped) list_remove(dev, b);
-  if (gpu_mapped && !dev->closing) unmap_from_gpu(dev, b);
+  if (gpu_mapped && !nvhcq_device_closing(dev)) unmap_from_gpu(dev, b);
   if (b->host_pointer) nvhcq_door->munmap(b->host_pointer, b->mapped_size);
-  if (b->handle && !dev->closing) nvhcq_rm_free(&dev->rm, dev->h_device, b->handle);
+  if (b->handle && !nvhcq_device_closing(dev)) nvhcq_rm_free(&dev->rm, dev->h_device, b->handle);
   if (b->map_fd >= 0) nvhcq_door->close(b->map_fd);
   if (b->gpu_address) {
     if (b->low) nvhcq_low_unmap(b->gpu_address, b->mapped_size);
@@ -287,8 +292,10 @@ static void release(nvhcq_buffer *b, int gpu_mapped) {
   nvhcq_retire(b);
 }
 
-static nvhcq_status alloc_once(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
-                               const nvhcq_alloc_options *options, nvhcq_buffer **out) {
+/* `uvm_rm`: mapped into the UVM address space of its fd only (not the device's current one). */
+static nvhcq_status alloc_once(nvhcq_device *dev, nvhcq_rm *uvm_rm, size_t size,
+                               nvhcq_memory_kind kind, const nvhcq_alloc_options *options,
+                               nvhcq_buffer **out) {
   static const nvhcq_alloc_options defaults = {0};
   if (!options) options = &defaults;
   uint64_t page = page_size_for(kind, size); /* 64-bit: NVHCQ_ALIGN_UP masks with it */
@@ -320,7 +327,7 @@ static nvhcq_status alloc_once(nvhcq_device *dev, size_t size, nvhcq_memory_kind
     if (!s && kind != NVHCQ_MEMORY_DEVICE)
       s = map_to_cpu(dev, b, options->map_flags, kind == NVHCQ_MEMORY_HOST_UNCACHED);
   }
-  if (!s) s = map_for_gpu(dev, b);
+  if (!s) s = map_for_gpu(dev, uvm_rm, b);
   if (s) {
     release(b, 0);
     return nvhcq_fail_context(s, "allocating %zu bytes of %s memory on GPU %d", size,
@@ -335,10 +342,16 @@ static nvhcq_status alloc_once(nvhcq_device *dev, size_t size, nvhcq_memory_kind
 nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
                                 const nvhcq_alloc_options *options, nvhcq_buffer **out) {
   nvhcq_reclaim_poll(dev);
-  nvhcq_status s = alloc_once(dev, size, kind, options, out);
+  nvhcq_status s = alloc_once(dev, NULL, size, kind, options, out);
   if (s == NVHCQ_ERROR_OUT_OF_MEMORY && nvhcq_reclaim_wait_all(dev))
-    s = alloc_once(dev, size, kind, options, out);
+    s = alloc_once(dev, NULL, size, kind, options, out);
   return s;
+}
+
+nvhcq_status nvhcq_memory_alloc_uvm(nvhcq_device *dev, nvhcq_rm *rm, size_t size,
+                                    nvhcq_memory_kind kind, const nvhcq_alloc_options *options,
+                                    nvhcq_buffer **out) {
+  return alloc_once(dev, rm, size, kind, options, out);
 }
 
 nvhcq_status nvhcq_memory_free(nvhcq_buffer *b) {

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 
+#include "driver/rm.h"
 #include "util/error.h"
 #include "util/va.h"
 
@@ -47,6 +48,11 @@ nvhcq_status nvhcq_memory_free(nvhcq_buffer *buf);
 /* Frees *b if it is set, and clears it. */
 void nvhcq_memory_drop(nvhcq_buffer **b);
 
+/* For the registration thread (uvm.c): an allocation mapped only into the UVM address space of
+ * `rm`'s fd, made without touching what only the device's own thread may (no reclaim). */
+nvhcq_status nvhcq_memory_alloc_uvm(nvhcq_device *dev, nvhcq_rm *rm, size_t size,
+                                    nvhcq_memory_kind kind, const nvhcq_alloc_options *options,
+                                    nvhcq_buffer **out) NVHCQ_MUST_CHECK;
 /* Maps every allocation of the device into its UVM address space (dev->h_vaspace, registered),
  * where it is not yet: the move off RM's address space (uvm.c). */
 nvhcq_status nvhcq_memory_map_all_uvm(nvhcq_device *dev) NVHCQ_MUST_CHECK;

@@ -26,18 +26,30 @@
 #include "util/abi.h"
 #include "util/clock.h"
 
+/* The thread's phases. It reads the device (its facts, and its allocation list under its lock)
+ * only while building; a close waits for that, and stops a registration before it builds. */
+enum { REGISTERING, BUILDING, BUILT };
+
 typedef struct nvhcq_uvm_attach {
   pthread_t thread;
+  nvhcq_device *dev;
+  pthread_mutex_t lock; /* phase and cancel */
+  pthread_cond_t built;
+  int phase, cancel;
   int done;    /* atomic: the thread has finished */
-  int cancel;  /* atomic: the device closed, stop before the next call */
   nvhcq_rm rm; /* the device's control fd, client and branch; fd_uvm is the thread's own */
   int fd_uvm2;
   uint8_t uuid[16];
-  uint32_t h_device, h_vaspace;
+  uint32_t h_device, h_vaspace, timeout_ms;
   int gpu_registered, vaspace_registered;
   nvhcq_status status;
   char error[512];
   double ms;
+  /* The new space's channels and their rings, built on the thread; and its stuck ranges. */
+  nvhcq_context_saved ctx;
+  nvhcq_status ctx_status;
+  uint64_t *stuck;
+  uint32_t stuck_count;
 } nvhcq_uvm_attach;
 
 nvhcq_status nvhcq_uvm_alloc_vaspace(nvhcq_rm *rm, uint32_t h_device, int uvm_owned,
@@ -69,7 +81,10 @@ nvhcq_status nvhcq_uvm_register(nvhcq_rm *rm, const uint8_t uuid[16], uint32_t h
 }
 
 static int cancelled(nvhcq_uvm_attach *a) {
-  return __atomic_load_n(&a->cancel, __ATOMIC_ACQUIRE);
+  pthread_mutex_lock(&a->lock);
+  int c = a->cancel;
+  pthread_mutex_unlock(&a->lock);
+  return c;
 }
 
 /* Each step checks for a close first: the slow one, once begun, runs to its end. */
@@ -79,9 +94,32 @@ static nvhcq_status register_steps(nvhcq_uvm_attach *a) {
   NVHCQ_TRY(nvhcq_uvm_register(&a->rm, a->uuid, 0, &a->gpu_registered, &a->vaspace_registered));
   if (cancelled(a)) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_uvm_alloc_vaspace(&a->rm, a->h_device, 1, &a->h_vaspace));
-  if (cancelled(a)) return NVHCQ_SUCCESS;
   return nvhcq_uvm_register(&a->rm, a->uuid, a->h_vaspace, &a->gpu_registered,
                             &a->vaspace_registered);
+}
+
+/* The new space's channels, made here too (~8 ms of RM calls the move would otherwise make on
+ * the device's thread), unless the device is closing. */
+static void build_context(nvhcq_uvm_attach *a) {
+  pthread_mutex_lock(&a->lock);
+  int go = !a->cancel;
+  if (go) a->phase = BUILDING;
+  pthread_mutex_unlock(&a->lock);
+  if (go) {
+    nvhcq_context_builder b = {.dev = a->dev,
+                               .rm = &a->rm,
+                               .h_vaspace = a->h_vaspace,
+                               .uvm = 1,
+                               .background = 1,
+                               .timeout_ms = a->timeout_ms,
+                               .stuck = &a->stuck,
+                               .stuck_count = &a->stuck_count};
+    a->ctx_status = nvhcq_context_build(&b, &a->ctx);
+  }
+  pthread_mutex_lock(&a->lock);
+  a->phase = BUILT;
+  pthread_cond_broadcast(&a->built);
+  pthread_mutex_unlock(&a->lock);
 }
 
 static void *register_thread(void *arg) {
@@ -90,6 +128,8 @@ static void *register_thread(void *arg) {
   a->status = register_steps(a);
   if (a->status) snprintf(a->error, sizeof a->error, "%s", nvhcq_last_error());
   a->ms = nvhcq_now_ms() - t0;
+  a->ctx_status = NVHCQ_ERROR_DRIVER;
+  if (!a->status) build_context(a);
   __atomic_store_n(&a->done, 1, __ATOMIC_RELEASE);
   return NULL;
 }
@@ -99,14 +139,20 @@ static void attach_start(nvhcq_device *dev) {
   dev->uvm_not_started = 0;
   nvhcq_uvm_attach *a = calloc(1, sizeof *a);
   if (a) {
+    a->dev = dev;
     a->rm = dev->rm;
     a->rm.fd_uvm = a->fd_uvm2 = -1;
     memcpy(a->uuid, dev->info.uuid, 16);
     a->h_device = dev->h_device;
+    a->timeout_ms = dev->timeout_ms;
+    pthread_mutex_init(&a->lock, NULL);
+    pthread_cond_init(&a->built, NULL);
     if (pthread_create(&a->thread, NULL, register_thread, a) == 0) {
       dev->attach = a;
       return;
     }
+    pthread_mutex_destroy(&a->lock);
+    pthread_cond_destroy(&a->built);
     free(a);
   }
   snprintf(dev->uvm_error, sizeof dev->uvm_error,
@@ -122,28 +168,18 @@ static nvhcq_status mark_drained(nvhcq_device *dev, uint64_t at[2]) {
   return NVHCQ_SUCCESS;
 }
 
-/* The move itself: every allocation mapped into the UVM space, the old channels' last work
- * marked, new channels in the new space after it. On failure the device stays where it was
- * (mappings made in the new space stay until their buffers go: harmless). */
-static nvhcq_status move(nvhcq_device *dev, uint32_t uvm_space) {
-  uint32_t rm_space = dev->h_vaspace;
-  uint64_t drained[2];
-  dev->h_vaspace = uvm_space;
-  nvhcq_status s = nvhcq_memory_map_all_uvm(dev);
-  if (!s) s = mark_drained(dev, drained);
-  if (s) {
-    dev->h_vaspace = rm_space;
-    return s;
-  }
+/* The new channels in place of the old ones, which drain behind them. */
+static nvhcq_status switch_to(nvhcq_device *dev, nvhcq_context_saved *built, uint32_t rm_space,
+                              const uint64_t drained[2]) {
   nvhcq_context_saved old;
   nvhcq_context_take(dev, &old);
-  memcpy(old.drained_at, drained, sizeof drained);
+  memcpy(old.drained_at, drained, sizeof old.drained_at);
+  nvhcq_context_put_back(dev, built);
+  dev->compute.timeout_ms = dev->copy.timeout_ms = dev->timeout_ms;
   dev->rm_only = 0;
-  s = nvhcq_context_create(dev);
-  if (!s) s = nvhcq_context_setup_after(dev, drained);
+  nvhcq_status s = nvhcq_context_setup_after(dev, drained);
   if (s) {
-    nvhcq_context_destroy(dev);
-    nvhcq_context_free_rings(dev);
+    nvhcq_context_take(dev, built);
     nvhcq_context_put_back(dev, &old);
     dev->rm_only = 1;
     dev->h_vaspace = rm_space;
@@ -155,9 +191,50 @@ static nvhcq_status move(nvhcq_device *dev, uint32_t uvm_space) {
   return NVHCQ_SUCCESS;
 }
 
-/* Takes the finished registration over: its fds and registrations are the device's now (close
- * undoes them), and the device moves if it succeeded. */
-static void finish(nvhcq_device *dev) {
+/* The move itself: every allocation mapped into the UVM space, the old channels' last work
+ * marked, the new channels (built on the thread, or here if that failed) in place after it. On
+ * failure the device stays where it was (mappings made in the new space stay until their buffers
+ * go: harmless). */
+static nvhcq_status move(nvhcq_device *dev, nvhcq_uvm_attach *a) {
+  uint32_t rm_space = dev->h_vaspace;
+  uint64_t drained[2];
+  dev->h_vaspace = a->h_vaspace;
+  nvhcq_status s = nvhcq_memory_map_all_uvm(dev);
+  if (!s) s = mark_drained(dev, drained);
+  if (!s && a->ctx_status) { /* build it here, as the thread would have */
+    nvhcq_context_destroy_saved(dev, &a->ctx, 0);
+    nvhcq_context_builder b = {.dev = dev,
+                               .rm = &dev->rm,
+                               .h_vaspace = a->h_vaspace,
+                               .uvm = 1,
+                               .background = 1,
+                               .timeout_ms = dev->timeout_ms,
+                               .stuck = &dev->stuck_va,
+                               .stuck_count = &dev->stuck_va_count};
+    s = nvhcq_context_build(&b, &a->ctx);
+  }
+  if (!s) s = switch_to(dev, &a->ctx, rm_space, drained);
+  if (s) {
+    nvhcq_context_destroy_saved(dev, &a->ctx, 0);
+    dev->h_vaspace = rm_space;
+  }
+  return s;
+}
+
+/* The ranges UVM would not take on the thread are the device's to return at close. */
+static void adopt_stuck(nvhcq_device *dev, nvhcq_uvm_attach *a) {
+  uint64_t *grown =
+      a->stuck_count ? realloc(dev->stuck_va, (dev->stuck_va_count + a->stuck_count) * 8) : NULL;
+  if (grown) {
+    memcpy(grown + dev->stuck_va_count, a->stuck, a->stuck_count * 8);
+    dev->stuck_va = grown;
+    dev->stuck_va_count += a->stuck_count;
+  }
+  free(a->stuck);
+}
+
+/* The thread's fds, registrations and ranges become the device's (its close undoes them). */
+static nvhcq_uvm_attach *take_over(nvhcq_device *dev) {
   nvhcq_uvm_attach *a = dev->attach;
   pthread_join(a->thread, NULL);
   dev->attach = NULL;
@@ -166,18 +243,42 @@ static void finish(nvhcq_device *dev) {
   dev->uvm_gpu_registered = a->gpu_registered;
   dev->uvm_vaspace_registered = a->vaspace_registered;
   dev->info.uvm_attach_ms = a->ms;
+  adopt_stuck(dev, a);
+  pthread_mutex_destroy(&a->lock);
+  pthread_cond_destroy(&a->built);
+  return a;
+}
+
+/* Takes the finished registration over, and the device moves if it succeeded. */
+static void finish(nvhcq_device *dev) {
+  nvhcq_uvm_attach *a = take_over(dev);
   nvhcq_status s = a->status;
   if (s) {
     snprintf(dev->uvm_error, sizeof dev->uvm_error, "%s", a->error);
+    nvhcq_context_destroy_saved(dev, &a->ctx, 0);
   } else {
     double t0 = nvhcq_now_ms();
-    s = move(dev, a->h_vaspace);
+    s = move(dev, a);
     dev->info.uvm_move_ms = nvhcq_now_ms() - t0;
     if (s) snprintf(dev->uvm_error, sizeof dev->uvm_error, "%s", nvhcq_last_error());
   }
   dev->info.uvm_attached = !dev->rm_only;
   if (s && nvhcq_trace_enabled())
     fprintf(stderr, "nvhcq: GPU %d stays in RM's address space: %s\n", dev->index, dev->uvm_error);
+  free(a);
+}
+
+void nvhcq_uvm_attach_stop(nvhcq_device *dev) {
+  nvhcq_uvm_attach *a = dev->attach;
+  if (!a) return;
+  pthread_mutex_lock(&a->lock);
+  a->cancel = 1;
+  while (a->phase == BUILDING) pthread_cond_wait(&a->built, &a->lock);
+  int registering = a->phase == REGISTERING;
+  pthread_mutex_unlock(&a->lock);
+  if (registering) return; /* nvhcq_uvm_attach_hand_over gives it to the release */
+  a = take_over(dev);
+  nvhcq_context_destroy_saved(dev, &a->ctx, 0);
   free(a);
 }
 
@@ -192,7 +293,9 @@ void nvhcq_uvm_poll_slow(nvhcq_device *dev) {
 }
 
 nvhcq_status nvhcq_uvm_settle(nvhcq_device *dev) {
-  nvhcq_uvm_poll(dev);
+  /* A registration under way allocates in the background (the new channels' rings, UVM's page
+   * tables): it finishes first. One not begun is left for the first submission. */
+  if (dev->attach && !dev->broken) (void)!nvhcq_uvm_attach_now(dev);
   if (!dev->retired.present || dev->broken) return NVHCQ_SUCCESS;
   for (int c = 0; c < 2; c++)
     NVHCQ_TRY(nvhcq_device_wait_timeline(dev, c, dev->retired.drained_at[c]));
@@ -223,17 +326,19 @@ nvhcq_status nvhcq_uvm_attach_now(nvhcq_device *dev) {
  * holds is released with the rest. */
 static void release_prelude(nvhcq_release *r, void *arg) {
   nvhcq_uvm_attach *a = arg;
-  pthread_join(a->thread, NULL);
+  pthread_join(a->thread, NULL); /* it was told to stop before building anything */
   r->rm.fd_uvm = a->rm.fd_uvm;
   r->fds[NVHCQ_RELEASE_FDS - 1] = a->fd_uvm2;
   r->uvm_gpu = a->gpu_registered;
   r->uvm_vaspace = a->vaspace_registered;
+  pthread_mutex_destroy(&a->lock);
+  pthread_cond_destroy(&a->built);
+  free(a->stuck);
   free(a);
 }
 
 void nvhcq_uvm_attach_hand_over(nvhcq_device *dev, nvhcq_release *r) {
-  if (!dev->attach) return;
-  __atomic_store_n(&dev->attach->cancel, 1, __ATOMIC_RELEASE);
+  if (!dev->attach) return; /* nvhcq_uvm_attach_stop told it to stop */
   r->prelude = release_prelude;
   r->prelude_arg = dev->attach;
   dev->attach = NULL;

@@ -29,8 +29,8 @@ static inline void nvhcq_uvm_poll(nvhcq_device *dev) {
   if (dev->uvm_not_started || dev->attach) nvhcq_uvm_poll_slow(dev);
 }
 
-/* nvhcq_uvm_poll, then waits for channels a move left behind to drain and frees them: for counts
- * of free memory that hold still. */
+/* For counts of free memory that hold still: a registration under way is waited for and the
+ * device moved; channels a move left behind are waited for and freed. */
 nvhcq_status nvhcq_uvm_settle(nvhcq_device *dev) NVHCQ_MUST_CHECK;
 
 /* Waits for the registration and moves the device now; says why not if it cannot. */
@@ -39,6 +39,11 @@ nvhcq_status nvhcq_uvm_attach_now(nvhcq_device *dev) NVHCQ_MUST_CHECK;
 /* Frees the channels left behind by a move, after the GPU drained them (or stopping them, if
  * `stop`: a recovery, a broken device's close). */
 void nvhcq_uvm_drop_retired(nvhcq_device *dev, int stop);
+
+/* At close, once the device is closing: a registration that is building the new channels is
+ * waited for (a few ms) and what it built freed; one still registering is told to stop before it
+ * builds (nvhcq_uvm_attach_hand_over then gives it to the release). */
+void nvhcq_uvm_attach_stop(nvhcq_device *dev);
 
 /* At close: a registration still running goes to the release, which waits for it and undoes
  * what it did (its UVM fds, its registrations). */

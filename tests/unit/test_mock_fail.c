@@ -72,6 +72,9 @@ static nvhcq_status walk_path(walk *w) {
   const nvhcq_memory_kind kinds[4] = {NVHCQ_MEMORY_DEVICE, NVHCQ_MEMORY_HOST,
                                       NVHCQ_MEMORY_DEVICE_MAPPED, NVHCQ_MEMORY_HOST_UNCACHED};
   for (int i = 0; i < 4; i++) STEP(nvhcq_buffer_create(w->dev, 1 << 16, kinds[i], &w->buf[i]));
+  /* The registration with UVM and the move onto it (mapping the buffers above), while this
+   * thread waits: its calls come in the same order every time, so each can be failed in turn. */
+  STEP(nvhcq_device_attach_uvm(w->dev));
   uint8_t data[4096];
   for (int i = 0; i < 4096; i++) data[i] = (uint8_t)i;
   STEP(nvhcq_buffer_write(w->buf[0], 0, data, sizeof data));
