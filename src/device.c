@@ -501,7 +501,8 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
   nvhcq_uvm_drop_retired(dev, dev->broken); /* channels a move onto UVM left behind */
   nvhcq_context_destroy(dev);
   nvhcq_reclaim_all(dev); /* no channel is left to touch what was destroyed */
-  nvhcq_slab_fini(dev);
+  nvhcq_slab_fini(dev);   /* its slabs, and its blocks never destroyed */
+  while (dev->buffers) nvhcq_memory_free(dev->buffers); /* the other buffers never destroyed */
   nvhcq_arena_fini(dev); /* module images, of modules unloaded or not */
   nvhcq_timeline_fini(dev);
   if (dev->copy_stamp) nvhcq_signal_destroy(dev->copy_stamp);

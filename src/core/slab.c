@@ -36,6 +36,7 @@ struct nvhcq_slab {
 void nvhcq_slab_init(nvhcq_device *dev) {
   pthread_mutex_init(&dev->slabs.lock, NULL);
   memset(dev->slabs.heads, 0, sizeof dev->slabs.heads);
+  dev->slabs.live = NULL;
 }
 
 static void slab_destroy(nvhcq_slab *s) {
@@ -45,6 +46,11 @@ static void slab_destroy(nvhcq_slab *s) {
 }
 
 void nvhcq_slab_fini(nvhcq_device *dev) {
+  while (dev->slabs.live) {
+    nvhcq_buffer *b = dev->slabs.live;
+    dev->slabs.live = b->next;
+    nvhcq_retire(b);
+  }
   for (unsigned c = 0; c < NVHCQ_SLAB_CLASSES; c++) {
     while (dev->slabs.heads[c]) {
       nvhcq_slab *s = dev->slabs.heads[c];
@@ -114,7 +120,6 @@ nvhcq_status nvhcq_slab_alloc(nvhcq_device *dev, size_t size, nvhcq_buffer **out
     dev->slabs.heads[cls] = s;
   }
   uint32_t block = take_block(s);
-  pthread_mutex_unlock(&dev->slabs.lock);
   const nvhcq_buffer *m = s->memory;
   *b = (nvhcq_buffer){.magic = NVHCQ_BUFFER_MAGIC,
                       .dev = dev,
@@ -124,7 +129,11 @@ nvhcq_status nvhcq_slab_alloc(nvhcq_device *dev, size_t size, nvhcq_buffer **out
                       .mapped_size = CLASS_MIN << cls,
                       .page_size = m->page_size,
                       .map_fd = -1,
-                      .slab = s};
+                      .slab = s,
+                      .next = dev->slabs.live};
+  if (b->next) b->next->prev = b;
+  dev->slabs.live = b;
+  pthread_mutex_unlock(&dev->slabs.lock);
   *out = b;
   return NVHCQ_SUCCESS;
 }
@@ -159,6 +168,9 @@ void nvhcq_slab_free(nvhcq_buffer *b) {
   pthread_mutex_lock(&dev->slabs.lock);
   s->free_map[block / 64] &= ~(1ull << (block % 64));
   s->used--;
+  if (b->prev) b->prev->next = b->next;
+  if (b->next) b->next->prev = b->prev;
+  if (dev->slabs.live == b) dev->slabs.live = b->next;
   nvhcq_slab **at = &dev->slabs.heads[s->cls];
   if (!s->used && !(*at == s && !s->next)) {
     while (*at != s) at = &(*at)->next;

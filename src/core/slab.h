@@ -16,10 +16,11 @@ typedef struct nvhcq_slab nvhcq_slab;
 typedef struct nvhcq_slabs {
   pthread_mutex_t lock; /* any thread may create and destroy buffers */
   nvhcq_slab *heads[NVHCQ_SLAB_CLASSES];
+  nvhcq_buffer *live; /* the blocks given out (through their prev/next), freed at close */
 } nvhcq_slabs;
 
 void nvhcq_slab_init(nvhcq_device *dev);
-/* Frees every slab (at close: their buffers are gone with the device). */
+/* Frees every slab, and the blocks never destroyed (at close: they go with the device). */
 void nvhcq_slab_fini(nvhcq_device *dev);
 /* A device buffer of `size` (1 to NVHCQ_SLAB_LARGEST bytes), aligned to its size class. */
 nvhcq_status nvhcq_slab_alloc(nvhcq_device *dev, size_t size, nvhcq_buffer **out) NVHCQ_MUST_CHECK;
