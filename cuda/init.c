@@ -195,14 +195,16 @@ CUresult cuDriverGetVersion(int *driverVersion) {
 
 /* Opens the device and its two queues and timelines on first use. */
 static CUresult open_device(int index, nvcu_device *d) {
-  nvhcq_status s = nvhcq_device_open(index, &d->dev);
-  if (s) return nvcu_status(s, "opening the GPU");
   /* On UVM from the first kernel, as CUDA contexts are: MMU faults reported within about a
-   * millisecond, peer access, and no move onto UVM partway through a program's timed loops. */
-  s = nvhcq_device_attach_uvm(d->dev);
-  if (s == NVHCQ_ERROR_UNSUPPORTED) s = NVHCQ_SUCCESS; /* NVHCQ_UVM=off asked for none */
+   * millisecond, peer access, and no move onto UVM partway through a program's timed loops
+   * (NVHCQ_UVM=background still gives a program the fast start). Registering while opening,
+   * not moving: chained grids that end in atomics ran 0.60 us each on the H200 on the channels
+   * made then, and 0.67-0.69 us on those a move (or a recovery) made; the cause is not known. */
+  nvhcq_open_options o = {.struct_size = sizeof o, .uvm = NVHCQ_OPEN_UVM_EAGER};
+  nvhcq_status s = nvhcq_device_open_with(index, &o, &d->dev);
+  if (s) return nvcu_status(s, "opening the GPU");
   d->info.struct_size = sizeof d->info;
-  if (!s) s = nvhcq_device_query_info(d->dev, &d->info);
+  s = nvhcq_device_query_info(d->dev, &d->info);
   for (int e = 0; e < 2 && !s; e++) {
     s = nvhcq_queue_create(d->dev, e ? NVHCQ_QUEUE_COPY : NVHCQ_QUEUE_COMPUTE, &d->queue[e]);
     if (!s) s = nvhcq_signal_create(d->dev, 0, &d->timeline[e]);

@@ -135,6 +135,22 @@ NVHCQ_API nvhcq_status nvhcq_device_count(int *count);
  * is a device of its own: several GPUs (or one GPU twice) may be open at once, each with its own
  * channels, memory and faults. */
 NVHCQ_API nvhcq_status nvhcq_device_open(int index, nvhcq_device **out);
+/* How nvhcq_device_open_with opens a device. UVM: NVHCQ_OPEN_UVM_DEFAULT takes NVHCQ_UVM (else
+ * background); NVHCQ_OPEN_UVM_BACKGROUND opens in RM's address space and moves onto UVM's once a
+ * thread has registered the GPU (see nvhcq_device_attach_uvm); NVHCQ_OPEN_UVM_EAGER registers
+ * while opening (~100 ms more, no move later); NVHCQ_OPEN_UVM_OFF never registers. NVHCQ_UVM,
+ * when set, wins over what the code asks (a user can still choose for a program). */
+#define NVHCQ_OPEN_UVM_DEFAULT    0u
+#define NVHCQ_OPEN_UVM_BACKGROUND 1u
+#define NVHCQ_OPEN_UVM_EAGER      2u
+#define NVHCQ_OPEN_UVM_OFF        3u
+typedef struct nvhcq_open_options {
+  uint32_t struct_size; /* set by the caller: sizeof(nvhcq_open_options) */
+  uint32_t uvm;         /* NVHCQ_OPEN_UVM_* */
+} nvhcq_open_options;
+/* nvhcq_device_open with options; NULL options are the defaults. */
+NVHCQ_API nvhcq_status nvhcq_device_open_with(int index, const nvhcq_open_options *options,
+                                              nvhcq_device **out);
 /* Opens the visible GPU whose UUID is `uuid`: "GPU-xxxxxxxx-..." as nvhcq_device_info.uuid_string
  * and nvidia-smi -L write it, or a unique prefix of it. */
 NVHCQ_API nvhcq_status nvhcq_device_open_uuid(const char *uuid, nvhcq_device **out);

@@ -282,13 +282,16 @@ static nvhcq_status map_usermode(nvhcq_device *dev) {
 /* NVHCQ_UVM: "background" (the default) opens in RM's address space and registers the GPU with
  * UVM on a thread meanwhile (uvm.c); "eager" registers it while opening (UVM_REGISTER_GPU is ~95
  * ms of an open on the H200); "off" does without UVM, at the cost of slower fault reports. */
-static nvhcq_status read_uvm_mode(nvhcq_device *dev) {
+static nvhcq_status read_uvm_mode(nvhcq_device *dev, uint32_t asked) {
   const char *env = getenv("NVHCQ_UVM");
   int set = env && *env;
-  dev->uvm_mode = !set || !strcmp(env, "background") ? NVHCQ_UVM_BACKGROUND
-                  : !strcmp(env, "eager")            ? NVHCQ_UVM_EAGER
-                  : !strcmp(env, "off")              ? NVHCQ_UVM_OFF
-                                                     : -1;
+  static const int from_option[] = {NVHCQ_UVM_BACKGROUND, NVHCQ_UVM_BACKGROUND, NVHCQ_UVM_EAGER,
+                                    NVHCQ_UVM_OFF};
+  dev->uvm_mode = !set                         ? from_option[asked]
+                  : !strcmp(env, "background") ? NVHCQ_UVM_BACKGROUND
+                  : !strcmp(env, "eager")      ? NVHCQ_UVM_EAGER
+                  : !strcmp(env, "off")        ? NVHCQ_UVM_OFF
+                                               : -1;
   if (dev->uvm_mode < 0)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "NVHCQ_UVM=%s: say background (register with UVM behind the open, the "
@@ -318,7 +321,7 @@ static nvhcq_status read_timeout(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
-static nvhcq_status open_steps(nvhcq_device *dev, int index) {
+static nvhcq_status open_steps(nvhcq_device *dev, int index, uint32_t uvm) {
   NVHCQ_TRY(read_timeout(dev));
   NVHCQ_TRY(nvhcq_open_ctl(&dev->rm.fd_ctl));
   static nv_ioctl_card_info_t cards[NV_MAX_CARDS];
@@ -339,7 +342,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
   dev->info.pci_function = card->function;
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, 0, NV01_ROOT_CLIENT, NULL, 0, &dev->rm.root));
   NVHCQ_TRY(detect_driver(dev));
-  NVHCQ_TRY(read_uvm_mode(dev));
+  NVHCQ_TRY(read_uvm_mode(dev, uvm));
   if (dev->uvm_mode == NVHCQ_UVM_EAGER) NVHCQ_TRY(nvhcq_open_uvm(&dev->rm, &dev->fd_uvm2));
   NVHCQ_TRY(nvhcq_open_gpu(dev->rm.fd_ctl, dev->minor, &dev->fd_dev));
   NVHCQ_TRY(alloc_gpu_objects(dev, card));
@@ -364,8 +367,26 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index) {
 static nvhcq_status close_device(nvhcq_device *dev, int wait);
 
 nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
+  return nvhcq_device_open_with(index, NULL, out);
+}
+
+nvhcq_status nvhcq_device_open_with(int index, const nvhcq_open_options *options,
+                                    nvhcq_device **out) {
   if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_open: out is NULL");
   *out = NULL;
+  nvhcq_open_options o = {.struct_size = sizeof o};
+  if (options) {
+    if (options->struct_size < offsetof(nvhcq_open_options, uvm) + sizeof o.uvm ||
+        options->struct_size > 4096)
+      return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                        "nvhcq_device_open_with: options->struct_size is %u; set it to "
+                        "sizeof(nvhcq_open_options)",
+                        options->struct_size);
+    o.uvm = options->uvm;
+    if (o.uvm > NVHCQ_OPEN_UVM_OFF)
+      return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                        "nvhcq_device_open_with: uvm = %u is not an NVHCQ_OPEN_UVM_* value", o.uvm);
+  }
   nvhcq_mock_install_from_env();
   nvhcq_profile_from_env();
   double t0 = nvhcq_now_ms();
@@ -381,7 +402,7 @@ nvhcq_status nvhcq_device_open(int index, nvhcq_device **out) {
   pthread_mutex_init(&dev->alloc_lock, NULL);
   dev->no_slabs = getenv("NVHCQ_DEBUG_NO_SLABS") != NULL; /* each buffer its own allocation */
   dev->fault.name_pc = nvhcq_module_name_pc;
-  nvhcq_status s = open_steps(dev, index);
+  nvhcq_status s = open_steps(dev, index, o.uvm);
   if (s) {
     nvhcq_fail_context(s, "opening GPU %d", index);
     char saved[2048];

@@ -213,7 +213,9 @@ static nvhcq_status copy_in_group(const nvhcq_context_builder *b, nvhcq_context_
 nvhcq_status nvhcq_context_build(const nvhcq_context_builder *b, nvhcq_context_saved *c) {
   nvhcq_device *dev = b->dev;
   c->present = 1;
-  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.engineType = NV2080_ENGINE_TYPE_GRAPHICS};
+  /* The group names the address space its channels use (left out, it is the device's first). */
+  NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS gp = {.hVASpace = b->h_vaspace,
+                                               .engineType = NV2080_ENGINE_TYPE_GRAPHICS};
   NVHCQ_TRY(
       nvhcq_rm_alloc(b->rm, dev->h_device, KEPLER_CHANNEL_GROUP_A, &gp, sizeof gp, &c->h_group));
   nvhcq_alloc_options ring_opts = {.contiguous = 1, .map_flags = NVHCQ_MAP_WRITE_COMBINED};

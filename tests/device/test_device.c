@@ -565,6 +565,35 @@ static void t_work_carries_across_the_move(void) {
   TEST_CHECK_MSG(nvhcq_device_close(d) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
 }
 
+/* nvhcq_device_open_with: an eager open is on UVM at once, an open without UVM refuses the move,
+ * and bad options are refused with nothing opened (unless NVHCQ_UVM overrides what code asks). */
+static void t_open_with_options(void) {
+  SKIP_WITHOUT_GPU();
+  const char *mode = getenv("NVHCQ_UVM");
+  if (mode && *mode) TEST_SKIP("NVHCQ_UVM overrides the options");
+  nvhcq_device *d = NULL;
+  nvhcq_open_options o = {.struct_size = sizeof o, .uvm = NVHCQ_OPEN_UVM_EAGER};
+  TEST_CHECK_MSG(nvhcq_device_open_with(0, &o, &d) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  if (d) {
+    nvhcq_device_info info = info_of(d);
+    TEST_CHECK(info.uvm_attached == 1 && info.uvm_attach_ms > 0);
+    TEST_CHECK(nvhcq_device_close(d) == NVHCQ_SUCCESS);
+  }
+  o.uvm = NVHCQ_OPEN_UVM_OFF, d = NULL;
+  TEST_CHECK(nvhcq_device_open_with(0, &o, &d) == NVHCQ_SUCCESS);
+  if (d) {
+    TEST_CHECK(info_of(d).uvm_attached == 0);
+    TEST_CHECK(nvhcq_device_attach_uvm(d) == NVHCQ_ERROR_UNSUPPORTED);
+    TEST_CHECK(strstr(nvhcq_last_error(), "NVHCQ_UVM=off") != NULL);
+    TEST_CHECK(nvhcq_device_close(d) == NVHCQ_SUCCESS);
+  }
+  o.uvm = 7, d = NULL;
+  TEST_CHECK(nvhcq_device_open_with(0, &o, &d) == NVHCQ_ERROR_INVALID_ARGUMENT && !d);
+  o.uvm = NVHCQ_OPEN_UVM_EAGER, o.struct_size = 2;
+  TEST_CHECK(nvhcq_device_open_with(0, &o, &d) == NVHCQ_ERROR_INVALID_ARGUMENT && !d);
+  TEST_CHECK(strstr(nvhcq_last_error(), "struct_size") != NULL);
+}
+
 static void t_close(void) {
   NEED_DEVICE();
   teardown();
@@ -575,4 +604,4 @@ TEST_MAIN(TEST(t_info), TEST(t_small_buffers), TEST(t_open_close_loop),
           TEST(t_big_copy_over_4gib), TEST(t_cross_channel_order), TEST(t_ring_wraps),
           TEST(t_wait_times_out), TEST(t_bad_input), TEST(t_async_copy_engine),
           TEST(t_destroy_while_copy_reads), TEST(t_destroys_do_not_wait),
-          TEST(t_work_carries_across_the_move), TEST(t_close))
+          TEST(t_work_carries_across_the_move), TEST(t_open_with_options), TEST(t_close))
