@@ -50,17 +50,23 @@ static void nv_open(double out[4]) {
   out[2] = (now_s() - t0) * 1e3; /* what close left to the background */
 }
 
+/* Opens GPU 0 and loads the start-up kernels' empty_kernel from `cubin`. */
+static nvhcq_kernel *open_empty_kernel(const void *cubin, size_t size, nvhcq_device **d) {
+  nvhcq_module *m;
+  nvhcq_kernel *k;
+  CHECK_NV(nvhcq_device_open(0, d));
+  CHECK_NV(nvhcq_module_load(*d, cubin, size, &m));
+  CHECK_NV(nvhcq_module_get_kernel(m, "empty_kernel", &k));
+  return k;
+}
+
 static void nv_first_kernel(double out[4]) {
   size_t size;
   void *cubin = read_bench_file("startup_kernels_sm_90.cubin", &size);
   if (!cubin) exit(2);
   double t0 = now_s();
   nvhcq_device *d;
-  nvhcq_module *m;
-  nvhcq_kernel *k;
-  CHECK_NV(nvhcq_device_open(0, &d));
-  CHECK_NV(nvhcq_module_load(d, cubin, size, &m));
-  CHECK_NV(nvhcq_module_get_kernel(m, "empty_kernel", &k));
+  nvhcq_kernel *k = open_empty_kernel(cubin, size, &d);
   CHECK_NV(nvhcq_kernel_launch_cpu_wait(k, (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){32, 1, 1}, 0, NULL,
                                         0, NULL));
   out[0] = (now_s() - t0) * 1e3;
@@ -152,11 +158,7 @@ static void nv_move(double out[4]) {
   if (!cubin) exit(2);
   double t0 = now_s(), slowest = 0;
   nvhcq_device *d;
-  nvhcq_module *m;
-  nvhcq_kernel *k;
-  CHECK_NV(nvhcq_device_open(0, &d));
-  CHECK_NV(nvhcq_module_load(d, cubin, size, &m));
-  CHECK_NV(nvhcq_module_get_kernel(m, "empty_kernel", &k));
+  nvhcq_kernel *k = open_empty_kernel(cubin, size, &d);
   nvhcq_device_info info = {.struct_size = sizeof info};
   for (int i = 0; i < 1500; i++) {
     CHECK_NV(nvhcq_kernel_launch_cpu_wait(k, (nvhcq_dim3){1, 1, 1}, (nvhcq_dim3){32, 1, 1}, 0, NULL,

@@ -98,6 +98,21 @@ static nvhcq_status register_steps(nvhcq_uvm_attach *a) {
                             &a->vaspace_registered);
 }
 
+/* The new space's channels and rings into a->ctx, through `rm`'s calls (the thread's, or the
+ * device's once it has taken them over), ring memory mapped into the new space only. */
+static nvhcq_status build_into(nvhcq_uvm_attach *a, nvhcq_rm *rm, uint32_t timeout_ms,
+                               uint64_t **stuck, uint32_t *stuck_count) {
+  nvhcq_context_builder b = {.dev = a->dev,
+                             .rm = rm,
+                             .h_vaspace = a->h_vaspace,
+                             .uvm = 1,
+                             .background = 1,
+                             .timeout_ms = timeout_ms,
+                             .stuck = stuck,
+                             .stuck_count = stuck_count};
+  return nvhcq_context_build(&b, &a->ctx);
+}
+
 /* The new space's channels, made here too (~8 ms of RM calls the move would otherwise make on
  * the device's thread), unless the device is closing. */
 static void build_context(nvhcq_uvm_attach *a) {
@@ -105,17 +120,7 @@ static void build_context(nvhcq_uvm_attach *a) {
   int go = !a->cancel;
   if (go) a->phase = BUILDING;
   pthread_mutex_unlock(&a->lock);
-  if (go) {
-    nvhcq_context_builder b = {.dev = a->dev,
-                               .rm = &a->rm,
-                               .h_vaspace = a->h_vaspace,
-                               .uvm = 1,
-                               .background = 1,
-                               .timeout_ms = a->timeout_ms,
-                               .stuck = &a->stuck,
-                               .stuck_count = &a->stuck_count};
-    a->ctx_status = nvhcq_context_build(&b, &a->ctx);
-  }
+  if (go) a->ctx_status = build_into(a, &a->rm, a->timeout_ms, &a->stuck, &a->stuck_count);
   pthread_mutex_lock(&a->lock);
   a->phase = BUILT;
   pthread_cond_broadcast(&a->built);
@@ -203,15 +208,7 @@ static nvhcq_status move(nvhcq_device *dev, nvhcq_uvm_attach *a) {
   if (!s) s = mark_drained(dev, drained);
   if (!s && a->ctx_status) { /* build it here, as the thread would have */
     nvhcq_context_destroy_saved(dev, &a->ctx, 0);
-    nvhcq_context_builder b = {.dev = dev,
-                               .rm = &dev->rm,
-                               .h_vaspace = a->h_vaspace,
-                               .uvm = 1,
-                               .background = 1,
-                               .timeout_ms = dev->timeout_ms,
-                               .stuck = &dev->stuck_va,
-                               .stuck_count = &dev->stuck_va_count};
-    s = nvhcq_context_build(&b, &a->ctx);
+    s = build_into(a, &dev->rm, dev->timeout_ms, &dev->stuck_va, &dev->stuck_va_count);
   }
   if (!s) s = switch_to(dev, &a->ctx, rm_space, drained);
   if (s) {

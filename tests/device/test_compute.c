@@ -297,6 +297,19 @@ static void t_struct_args(void) {
   nvhcq_buffer_destroy(di), nvhcq_buffer_destroy(dout);
 }
 
+/* Steps from..to of step(in, out, n), each reading the buffer the one before wrote. */
+static void launch_steps(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_buffer *buf[2], int from, int to,
+                         int n) {
+  for (int i = from; i < to; i++) {
+    struct {
+      uint64_t in, out;
+      int n;
+    } args = {nvhcq_buffer_gpu_address(buf[i & 1]), nvhcq_buffer_gpu_address(buf[(i + 1) & 1]), n};
+    TEST_CHECK(nvhcq_queue_launch(q, k, DIM(n / 256, 1, 1), DIM(256, 1, 1), 0, &args, 20) ==
+               NVHCQ_SUCCESS);
+  }
+}
+
 static void t_chain_order(void) {
   NEED_GPU();
   const int n = 1 << 16, steps = 20;
@@ -308,14 +321,7 @@ static void t_chain_order(void) {
   nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q);
   nvhcq_signal_create(dev, 0, &s);
   nvhcq_kernel *k = kernel("step");
-  for (int i = 0; i < steps; i++) {
-    struct {
-      uint64_t in, out;
-      int n;
-    } args = {nvhcq_buffer_gpu_address(buf[i & 1]), nvhcq_buffer_gpu_address(buf[(i + 1) & 1]), n};
-    TEST_CHECK(nvhcq_queue_launch(q, k, DIM(n / 256, 1, 1), DIM(256, 1, 1), 0, &args, 20) ==
-               NVHCQ_SUCCESS);
-  }
+  launch_steps(q, k, buf, 0, steps, n);
   nvhcq_queue_signal(q, s, 1);
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_signal_cpu_wait(s, 1, 5000) == NVHCQ_SUCCESS);
@@ -325,14 +331,7 @@ static void t_chain_order(void) {
   TEST_CHECK_MSG(bad == 0, "%d wrong (first %d, want %d)", bad, host[0], expect);
   /* Ten more, waited for through the eager queue itself: 2^30 - 1 everywhere after. */
   TEST_CHECK(nvhcq_queue_reset(q) == NVHCQ_SUCCESS);
-  for (int i = steps; i < steps + 10; i++) {
-    struct {
-      uint64_t in, out;
-      int n;
-    } args = {nvhcq_buffer_gpu_address(buf[i & 1]), nvhcq_buffer_gpu_address(buf[(i + 1) & 1]), n};
-    TEST_CHECK(nvhcq_queue_launch(q, k, DIM(n / 256, 1, 1), DIM(256, 1, 1), 0, &args, 20) ==
-               NVHCQ_SUCCESS);
-  }
+  launch_steps(q, k, buf, steps, steps + 10, n);
   TEST_CHECK(nvhcq_queue_signal(q, s, 2) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, 5000) == NVHCQ_SUCCESS);

@@ -366,6 +366,17 @@ static int wait_u64(volatile uint64_t *at, uint64_t value) {
 #define MEM_VA       0x4000000000ull /* no CPU mapping there: the mock translates GPU addresses */
 
 /* Submits the pushbuffer as GPFIFO entry `slot`. */
+/* The mock installed, its driver fds, a client and a device. */
+static direct direct_open(void) {
+  nvhcq_mock_install();
+  direct d = {.ctl = nvhcq_door->open("/dev/nvidiactl", 2),
+              .uvm = nvhcq_door->open("/dev/nvidia-uvm", 2)};
+  d.root = direct_alloc(&d, 0, NV01_ROOT_CLIENT, NULL, 0);
+  NV0080_ALLOC_PARAMETERS dp = {0};
+  d.device = direct_alloc(&d, d.root, NV01_DEVICE_0, &dp, sizeof dp);
+  return d;
+}
+
 static void direct_submit(uint8_t *mem, nvhcq_push *p, uint32_t slot) {
   uint32_t *cmd = (uint32_t *)(mem + 0x2000 + slot * 0x400);
   memcpy(cmd, p->words, p->len * 4);
@@ -410,12 +421,7 @@ static void direct_channel(direct *d, uint8_t *mem, uint32_t mem_handle, uint8_t
 }
 
 static void t_command_processor_direct(void) {
-  nvhcq_mock_install();
-  direct d = {.ctl = nvhcq_door->open("/dev/nvidiactl", 2),
-              .uvm = nvhcq_door->open("/dev/nvidia-uvm", 2)};
-  d.root = direct_alloc(&d, 0, NV01_ROOT_CLIENT, NULL, 0);
-  NV0080_ALLOC_PARAMETERS dp = {0};
-  d.device = direct_alloc(&d, d.root, NV01_DEVICE_0, &dp, sizeof dp);
+  direct d = direct_open();
   uint32_t mem_handle = 0, notifier_handle = 0;
   uint8_t *mem = direct_memory(&d, 1 << 16, MEM_VA, &mem_handle);
   uint8_t *notifier = direct_memory(&d, 4096, MEM_VA + (1 << 16), &notifier_handle);
@@ -521,12 +527,7 @@ static void tools_close(tools_ring *t) {
  * fd sees that fd's ranges, not A's mappings; its fault goes to UVM's event ring, which heard
  * nothing of B's. */
 static void t_address_spaces(void) {
-  nvhcq_mock_install();
-  direct d = {.ctl = nvhcq_door->open("/dev/nvidiactl", 2),
-              .uvm = nvhcq_door->open("/dev/nvidia-uvm", 2)};
-  d.root = direct_alloc(&d, 0, NV01_ROOT_CLIENT, NULL, 0);
-  NV0080_ALLOC_PARAMETERS dp = {0};
-  d.device = direct_alloc(&d, d.root, NV01_DEVICE_0, &dp, sizeof dp);
+  direct d = direct_open();
   NV_VASPACE_ALLOCATION_PARAMETERS rm_vp = {0}, uvm_vp = {.flags = NV_VASPACE_FLAGS_NVHCQ};
   uint32_t space[3] = {direct_alloc(&d, d.device, FERMI_VASPACE_A, &rm_vp, sizeof rm_vp),
                        direct_alloc(&d, d.device, FERMI_VASPACE_A, &rm_vp, sizeof rm_vp),
