@@ -515,9 +515,8 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
   /* A hung channel is stopped now: freeing it later would wait seconds for a preemption. */
   if (dev->broken) nvhcq_context_stop_compute(dev);
-  __atomic_store_n(
-      &dev->closing, 1,
-      __ATOMIC_RELAXED); /* from here on the driver's objects are left to the release */
+  /* From here on the driver's objects are left to the release. */
+  __atomic_store_n(&dev->closing, 1, __ATOMIC_RELAXED);
   nvhcq_uvm_attach_stop(dev);
   nvhcq_uvm_drop_retired(dev, dev->broken); /* channels a move onto UVM left behind */
   nvhcq_context_destroy(dev);
