@@ -284,20 +284,20 @@ static nvhcq_status map_usermode(nvhcq_device *dev) {
  * ms of an open on the H200); "off" does without UVM, at the cost of slower fault reports. */
 static nvhcq_status read_uvm_mode(nvhcq_device *dev, uint32_t asked) {
   const char *env = getenv("NVHCQ_UVM");
-  int set = env && *env;
-  static const int from_option[] = {NVHCQ_UVM_BACKGROUND, NVHCQ_UVM_BACKGROUND, NVHCQ_UVM_EAGER,
-                                    NVHCQ_UVM_OFF};
-  dev->uvm_mode = !set                         ? from_option[asked]
-                  : !strcmp(env, "background") ? NVHCQ_UVM_BACKGROUND
-                  : !strcmp(env, "eager")      ? NVHCQ_UVM_EAGER
-                  : !strcmp(env, "off")        ? NVHCQ_UVM_OFF
-                                               : -1;
-  if (dev->uvm_mode < 0)
+  if (!env || !*env)
+    dev->uvm_mode = asked == NVHCQ_OPEN_UVM_DEFAULT ? NVHCQ_OPEN_UVM_BACKGROUND : asked;
+  else if (!strcmp(env, "background"))
+    dev->uvm_mode = NVHCQ_OPEN_UVM_BACKGROUND;
+  else if (!strcmp(env, "eager"))
+    dev->uvm_mode = NVHCQ_OPEN_UVM_EAGER;
+  else if (!strcmp(env, "off"))
+    dev->uvm_mode = NVHCQ_OPEN_UVM_OFF;
+  else
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "NVHCQ_UVM=%s: say background (register with UVM behind the open, the "
                       "default), eager (while opening) or off (map memory through RM alone)",
                       env);
-  dev->rm_only = dev->uvm_mode != NVHCQ_UVM_EAGER;
+  dev->rm_only = dev->uvm_mode != NVHCQ_OPEN_UVM_EAGER;
   return NVHCQ_SUCCESS;
 }
 
@@ -343,12 +343,12 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index, uint32_t uvm) {
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, 0, NV01_ROOT_CLIENT, NULL, 0, &dev->rm.root));
   NVHCQ_TRY(detect_driver(dev));
   NVHCQ_TRY(read_uvm_mode(dev, uvm));
-  if (dev->uvm_mode == NVHCQ_UVM_EAGER) NVHCQ_TRY(nvhcq_open_uvm(&dev->rm, &dev->fd_uvm2));
+  if (dev->uvm_mode == NVHCQ_OPEN_UVM_EAGER) NVHCQ_TRY(nvhcq_open_uvm(&dev->rm, &dev->fd_uvm2));
   NVHCQ_TRY(nvhcq_open_gpu(dev->rm.fd_ctl, dev->minor, &dev->fd_dev));
   NVHCQ_TRY(alloc_gpu_objects(dev, card));
-  dev->uvm_not_started = dev->uvm_mode == NVHCQ_UVM_BACKGROUND;
+  dev->uvm_not_started = dev->uvm_mode == NVHCQ_OPEN_UVM_BACKGROUND;
   NVHCQ_TRY(map_usermode(dev));
-  if (dev->uvm_mode == NVHCQ_UVM_EAGER) {
+  if (dev->uvm_mode == NVHCQ_OPEN_UVM_EAGER) {
     double t0 = nvhcq_now_ms();
     NVHCQ_TRY(nvhcq_uvm_register(&dev->rm, dev->info.uuid, dev->h_vaspace, &dev->uvm_gpu_registered,
                                  &dev->uvm_vaspace_registered));

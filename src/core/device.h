@@ -48,11 +48,10 @@ struct nvhcq_device {
    * NVHCQ_UVM=off's whole life, and with NVHCQ_UVM=background (the default) until the device
    * moves onto the UVM address space a thread made for it (uvm.c). */
   int rm_only;
-  int uvm_mode;                    /* NVHCQ_UVM_* (uvm.h) */
+  uint32_t uvm_mode;               /* NVHCQ_OPEN_UVM_BACKGROUND, _EAGER or _OFF */
   int uvm_not_started;             /* background mode: the registration starts at the first
                                       submission (its RM calls slow the open's down otherwise) */
   struct nvhcq_uvm_attach *attach; /* the background registration, until the device moves */
-  uint32_t h_rm_vaspace;           /* the RM address space left behind by that move, or 0 */
   nvhcq_context_saved retired;     /* the channels left behind by it, until they drain */
   char uvm_error[512];             /* why the device could not move, if it could not */
   /* Every allocation of its own (not slab blocks), so the move can map each into the new space

@@ -188,11 +188,11 @@ nvhcq_status nvhcq_peer_import_signals(nvhcq_device *dev, nvhcq_device *owner) {
   if (dev == owner) return NVHCQ_SUCCESS;
   /* The mapping goes into this device's UVM space; the owner's memory object needs no UVM of the
    * owner's (and the owner may be another thread's now: it is not moved from here). */
-  if (dev->rm_only && dev->uvm_mode != NVHCQ_UVM_OFF) NVHCQ_TRY(nvhcq_uvm_attach_now(dev));
+  if (dev->rm_only && dev->uvm_mode != NVHCQ_OPEN_UVM_OFF) NVHCQ_TRY(nvhcq_uvm_attach_now(dev));
   pthread_mutex_lock(&peer_lock);
   nvhcq_status s = NVHCQ_SUCCESS;
   if (!has_import(dev, owner, NULL)) {
-    if (dev->rm_only || owner->uvm_mode == NVHCQ_UVM_OFF)
+    if (dev->rm_only || owner->uvm_mode == NVHCQ_OPEN_UVM_OFF)
       s = nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
                      "a queue on GPU %d uses a signal of GPU %d: signals of another GPU need UVM; "
                      "unset NVHCQ_UVM=off",
@@ -312,7 +312,7 @@ nvhcq_status nvhcq_device_enable_peer(nvhcq_device *a, nvhcq_device *b) {
   NVHCQ_TRY(check_pair(a, b, "nvhcq_device_enable_peer"));
   for (int i = 0; i < 2; i++) {
     nvhcq_device *d = i ? b : a;
-    if (d->uvm_mode != NVHCQ_UVM_OFF) NVHCQ_TRY(nvhcq_uvm_attach_now(d));
+    if (d->uvm_mode != NVHCQ_OPEN_UVM_OFF) NVHCQ_TRY(nvhcq_uvm_attach_now(d));
   }
   if (a->rm_only || b->rm_only)
     return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,

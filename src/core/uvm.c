@@ -174,7 +174,7 @@ static nvhcq_status mark_drained(nvhcq_device *dev, uint64_t at[2]) {
 }
 
 /* The new channels in place of the old ones, which drain behind them. */
-static nvhcq_status switch_to(nvhcq_device *dev, nvhcq_context_saved *built, uint32_t rm_space,
+static nvhcq_status switch_to(nvhcq_device *dev, nvhcq_context_saved *built,
                               const uint64_t drained[2]) {
   nvhcq_context_saved old;
   nvhcq_context_take(dev, &old);
@@ -187,11 +187,9 @@ static nvhcq_status switch_to(nvhcq_device *dev, nvhcq_context_saved *built, uin
     nvhcq_context_take(dev, built);
     nvhcq_context_put_back(dev, &old);
     dev->rm_only = 1;
-    dev->h_vaspace = rm_space;
     return s;
   }
   dev->retired = old;
-  dev->h_rm_vaspace = rm_space;
   nvhcq_fault_watch_open(dev);
   return NVHCQ_SUCCESS;
 }
@@ -210,7 +208,7 @@ static nvhcq_status move(nvhcq_device *dev, nvhcq_uvm_attach *a) {
     nvhcq_context_destroy_saved(dev, &a->ctx, 0);
     s = build_into(a, &dev->rm, dev->timeout_ms, &dev->stuck_va, &dev->stuck_va_count);
   }
-  if (!s) s = switch_to(dev, &a->ctx, rm_space, drained);
+  if (!s) s = switch_to(dev, &a->ctx, drained);
   if (s) {
     nvhcq_context_destroy_saved(dev, &a->ctx, 0);
     dev->h_vaspace = rm_space;
@@ -219,6 +217,14 @@ static nvhcq_status move(nvhcq_device *dev, nvhcq_uvm_attach *a) {
 }
 
 /* The ranges UVM would not take on the thread are the device's to return at close. */
+/* The registration's own memory, once its thread is joined and what it held is taken. */
+static void attach_free(nvhcq_uvm_attach *a) {
+  pthread_mutex_destroy(&a->lock);
+  pthread_cond_destroy(&a->built);
+  free(a->stuck);
+  free(a);
+}
+
 static void adopt_stuck(nvhcq_device *dev, nvhcq_uvm_attach *a) {
   uint64_t *grown =
       a->stuck_count ? realloc(dev->stuck_va, (dev->stuck_va_count + a->stuck_count) * 8) : NULL;
@@ -227,7 +233,6 @@ static void adopt_stuck(nvhcq_device *dev, nvhcq_uvm_attach *a) {
     dev->stuck_va = grown;
     dev->stuck_va_count += a->stuck_count;
   }
-  free(a->stuck);
 }
 
 /* The thread's fds, registrations and ranges become the device's (its close undoes them). */
@@ -241,8 +246,6 @@ static nvhcq_uvm_attach *take_over(nvhcq_device *dev) {
   dev->uvm_vaspace_registered = a->vaspace_registered;
   dev->info.uvm_attach_ms = a->ms;
   adopt_stuck(dev, a);
-  pthread_mutex_destroy(&a->lock);
-  pthread_cond_destroy(&a->built);
   return a;
 }
 
@@ -262,7 +265,7 @@ static void finish(nvhcq_device *dev) {
   dev->info.uvm_attached = !dev->rm_only;
   if (s && nvhcq_trace_enabled())
     fprintf(stderr, "nvhcq: GPU %d stays in RM's address space: %s\n", dev->index, dev->uvm_error);
-  free(a);
+  attach_free(a);
 }
 
 void nvhcq_uvm_attach_stop(nvhcq_device *dev) {
@@ -276,7 +279,7 @@ void nvhcq_uvm_attach_stop(nvhcq_device *dev) {
   if (registering) return; /* nvhcq_uvm_attach_hand_over gives it to the release */
   a = take_over(dev);
   nvhcq_context_destroy_saved(dev, &a->ctx, 0);
-  free(a);
+  attach_free(a);
 }
 
 void nvhcq_uvm_drop_retired(nvhcq_device *dev, int stop) {
@@ -301,7 +304,7 @@ nvhcq_status nvhcq_uvm_settle(nvhcq_device *dev) {
 }
 
 nvhcq_status nvhcq_uvm_attach_now(nvhcq_device *dev) {
-  if (dev->uvm_mode == NVHCQ_UVM_OFF)
+  if (dev->uvm_mode == NVHCQ_OPEN_UVM_OFF)
     return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
                       "GPU %d was opened with NVHCQ_UVM=off, which never registers it with UVM; "
                       "unset NVHCQ_UVM",
@@ -328,10 +331,7 @@ static void release_prelude(nvhcq_release *r, void *arg) {
   r->fds[NVHCQ_RELEASE_FDS - 1] = a->fd_uvm2;
   r->uvm_gpu = a->gpu_registered;
   r->uvm_vaspace = a->vaspace_registered;
-  pthread_mutex_destroy(&a->lock);
-  pthread_cond_destroy(&a->built);
-  free(a->stuck);
-  free(a);
+  attach_free(a);
 }
 
 void nvhcq_uvm_attach_hand_over(nvhcq_device *dev, nvhcq_release *r) {

@@ -7,11 +7,6 @@
 #include "driver/release.h"
 #include "util/error.h"
 
-/* NVHCQ_UVM: background (the default) opens in RM's address space while a thread registers the
- * GPU with UVM, and the device moves onto UVM's address space at its next submission after;
- * eager registers while opening; off never does. */
-enum { NVHCQ_UVM_BACKGROUND, NVHCQ_UVM_EAGER, NVHCQ_UVM_OFF };
-
 /* An address space for the device: UVM's to own (externally owned, page faulting), or RM's. */
 nvhcq_status nvhcq_uvm_alloc_vaspace(nvhcq_rm *rm, uint32_t h_device, int uvm_owned,
                                      uint32_t *out) NVHCQ_MUST_CHECK;
