@@ -12,11 +12,17 @@
 #include "bench_util.h"
 #include "nvhcq.h"
 
+/* One-atomic chains at this many places of a 64 MiB buffer: a grid's last write costs what its
+ * address costs (README, "A grid's last write costs what its address costs"). */
+#define SWEEP_PLACES 16
+#define SWEEP_BYTES  (64ull << 20)
+
 static void *file_data;
 static size_t file_size;
 
 typedef struct results {
   double init_ms, roundtrip_us, submit_us, launches_per_s, copy_gbps, fma_tflops, replay_us;
+  double sweep_us[SWEEP_PLACES]; /* per node of a 1000-node one-atomic chain, by address */
   double record_us, resubmit_us, empty_gpu_us; /* where nvhcq's time goes */
 } results;
 
@@ -44,6 +50,40 @@ static double nv_init(void) {
   CHECK_NV(nvhcq_kernel_launch_cpu_wait(nv_kernel("empty"), (nvhcq_dim3){1, 1, 1},
                                         (nvhcq_dim3){1, 1, 1}, 0, NULL, 0, NULL));
   return (now_s() - t0) * 1e3;
+}
+
+/* The counter's place `i` of SWEEP_PLACES in a SWEEP_BYTES buffer: a different 4 MiB part and
+ * a different offset within the page each time. */
+static uint64_t sweep_offset(int i) {
+  return (uint64_t)i * (SWEEP_BYTES / SWEEP_PLACES) + (uint64_t)i * 256 % 4096;
+}
+
+/* Wall time per node of a recorded queue of REPLAY_KERNELS one-atomic launches, best of 5. */
+static double nv_atomic_chain(nvhcq_kernel *inc, uint64_t addr) {
+  nvhcq_dim3 one = {1, 1, 1};
+  nvhcq_queue *rq;
+  CHECK_NV(nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COMPUTE, &rq));
+  for (int i = 0; i < REPLAY_KERNELS; i++)
+    CHECK_NV(nvhcq_queue_launch(rq, inc, one, one, 0, &addr, 8));
+  CHECK_NV(nvhcq_queue_finish(rq));
+  double best = 1e9;
+  for (int i = 0; i < 6; i++) {
+    double s0 = now_s();
+    CHECK_NV(nvhcq_queue_submit(rq));
+    CHECK_NV(nvhcq_queue_cpu_wait_idle(rq, 10000));
+    if (i && now_s() - s0 < best) best = now_s() - s0;
+  }
+  nvhcq_queue_destroy(rq);
+  return best / REPLAY_KERNELS * 1e6;
+}
+
+static void nv_sweep(results *r) {
+  nvhcq_buffer *big;
+  CHECK_NV(nvhcq_buffer_create(dev, SWEEP_BYTES, NVHCQ_MEMORY_DEVICE, &big));
+  uint64_t base = nvhcq_buffer_gpu_address(big);
+  for (int i = 0; i < SWEEP_PLACES; i++)
+    r->sweep_us[i] = nv_atomic_chain(nv_kernel("atomic_increment"), base + sweep_offset(i));
+  nvhcq_buffer_destroy(big);
 }
 
 static void nv_rest(results *r) {
@@ -147,6 +187,7 @@ static void nv_rest(results *r) {
   }
   r->replay_us = (now_s() - s0) / (REPLAYS * REPLAY_KERNELS) * 1e6;
   nvhcq_queue_destroy(rq);
+  nv_sweep(r);
   nvhcq_buffer_destroy(a), nvhcq_buffer_destroy(b), nvhcq_buffer_destroy(counter);
   nvhcq_queue_destroy(q);
   nvhcq_module_unload(mod);
@@ -184,6 +225,33 @@ static double cu_time(void *f, unsigned grid, unsigned block, void **params) {
   CHECK_CU(cu.event_elapsed(&ms, e0, e1));
   cu.event_destroy(e0), cu.event_destroy(e1);
   return ms * 1e-3;
+}
+
+/* Wall time per node of a CUDA graph of REPLAY_KERNELS one-atomic launches, best of 5. */
+static double cu_atomic_chain(void *inc, void *stream, uint64_t addr) {
+  void *graph, *exec, *params[] = {&addr};
+  CHECK_CU(cu.begin_capture(stream, 0 /* global mode */));
+  for (int i = 0; i < REPLAY_KERNELS; i++)
+    CHECK_CU(cu.launch(inc, 1, 1, 1, 1, 1, 1, 0, stream, params, NULL));
+  CHECK_CU(cu.end_capture(stream, &graph));
+  CHECK_CU(cu.instantiate(&exec, graph, 0ull));
+  double best = 1e9;
+  for (int i = 0; i < 6; i++) {
+    double s0 = now_s();
+    CHECK_CU(cu.graph_launch(exec, stream));
+    CHECK_CU(cu.stream_sync(stream));
+    if (i && now_s() - s0 < best) best = now_s() - s0;
+  }
+  cu.graph_exec_destroy(exec), cu.graph_destroy(graph);
+  return best / REPLAY_KERNELS * 1e6;
+}
+
+static void cu_sweep(results *r, void *stream) {
+  uint64_t big;
+  CHECK_CU(cu.mem_alloc(&big, (size_t)SWEEP_BYTES));
+  for (int i = 0; i < SWEEP_PLACES; i++)
+    r->sweep_us[i] = cu_atomic_chain(cu_kernel("atomic_increment"), stream, big + sweep_offset(i));
+  cu.mem_free(big);
 }
 
 static void cu_rest(results *r) {
@@ -242,6 +310,7 @@ static void cu_rest(results *r) {
     CHECK_CU(cu.stream_sync(stream));
   }
   r->replay_us = (now_s() - s0) / (REPLAYS * REPLAY_KERNELS) * 1e6;
+  cu_sweep(r, stream);
 }
 
 /* Init is timed in a fresh process for each library, so neither pays for the other. */
@@ -291,6 +360,12 @@ int main(int argc, char **argv) {
   printf("%-44s %12.2f %12.2f\n", "FMA loop (fp32 TFLOP/s, GPU)", n.fma_tflops, c.fma_tflops);
   printf("%-44s %12.3f %12.3f\n", "replay of 1000 kernels, per kernel (us)", n.replay_us,
          c.replay_us);
+  double nmed = median(n.sweep_us, SWEEP_PLACES), cmed = median(c.sweep_us, SWEEP_PLACES);
+  printf("one-atomic chain of 1000, per node, counter at %d places (us):\n", SWEEP_PLACES);
+  printf("%-44s %12.3f %12.3f\n", "  fastest place", n.sweep_us[0], c.sweep_us[0]);
+  printf("%-44s %12.3f %12.3f\n", "  median", nmed, cmed);
+  printf("%-44s %12.3f %12.3f\n", "  slowest place", n.sweep_us[SWEEP_PLACES - 1],
+         c.sweep_us[SWEEP_PLACES - 1]);
   printf("where nvhcq's launch time goes:\n");
   printf("%-44s %12.3f\n", "  recording one launch (host us)", n.record_us);
   printf("%-44s %12.3f\n", "  submitting recorded commands (host us)", n.resubmit_us);

@@ -1,6 +1,6 @@
 /* Finds the QMDs libcuda builds for known launches in this process's memory and prints them, so
  * nvhcq's choices (shared-memory configuration, end-of-grid membar, chaining) can be compared with
- * the vendor's on the same GPU. usage: nvhcq_qmd_probe TEST_KERNELS.cubin
+ * the vendor's on the same GPU. usage: nvhcq_qmd_probe TEST_KERNELS.cubin [--eager | --chain | ...]
  *
  * Each probe launch gets a grid width no other launch uses (its tag). After the launch completes,
  * every readable mapping is copied page by page (a fault skips the page) and searched for a
@@ -42,6 +42,20 @@ static void guarded_copy(uint8_t *out, const uint8_t *start, size_t len) {
 static void print_qmd(unsigned tag, const char *what, const uint32_t *q, const char *map) {
   printf("QMD tag=%u (%s) in %s\n", tag, what, map);
   for (int i = 0; i < QMD_WORDS; i++) printf("%08x%c", q[i], i % 8 == 7 ? '\n' : ' ');
+}
+
+static size_t words_around; /* also print this many words before each QMD and after it */
+
+/* The command words around a QMD found inside a pushbuffer: the methods that carried it. */
+static void print_around(const uint32_t *w, size_t at, size_t n) {
+  size_t from = at > words_around ? at - words_around : 0;
+  size_t to = at + QMD_WORDS + words_around < n ? at + QMD_WORDS + words_around : n;
+  printf("words before:\n");
+  for (size_t j = from; j < at; j++) printf("%08x%c", w[j], (j - from) % 8 == 7 ? '\n' : ' ');
+  printf("\nwords after:\n");
+  for (size_t j = at + QMD_WORDS; j < to; j++)
+    printf("%08x%c", w[j], (j - at - QMD_WORDS) % 8 == 7 ? '\n' : ' ');
+  printf("\n");
 }
 
 /* Searches every readable mapping for QMDs tagged `tag`; prints each distinct one. */
@@ -95,6 +109,7 @@ static int scan(unsigned tag, const char *what) {
         print_config(tag, what, w + i);
       else
         print_qmd(tag, what, w + i, where);
+      if (words_around) print_around(w, i, len / 4);
       found++;
     }
   }
@@ -426,6 +441,26 @@ static void chain(void *atomic, uint64_t counter) {
   dump_pushbuffers();
 }
 
+/* libcuda's QMDs for eager launches in one stream: four queued behind a long kernel, then two
+ * sent one at a time to an idle GPU, and the command stream they came in. */
+static void eager_chain(void *fma, void *atomic, uint64_t out, uint64_t counter) {
+  void *args[] = {&counter};
+  int iters = 1 << 20;
+  void *fargs[] = {&out, &iters};
+  CHECK_CU(cu.launch(fma, 132, 1, 1, 256, 1, 1, 0, NULL, fargs, NULL));
+  for (unsigned g = 4401; g <= 4407; g += 2)
+    CHECK_CU(cu.launch(atomic, g, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+  CHECK_CU(cu.sync());
+  for (unsigned g = 4411; g <= 4413; g += 2) {
+    CHECK_CU(cu.launch(atomic, g, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
+    CHECK_CU(cu.sync());
+  }
+  only_driver = 1, want_threads = 1, words_around = 48;
+  for (unsigned g = 4401; g <= 4407; g += 2) scan(g, "eager queued behind a long kernel");
+  for (unsigned g = 4411; g <= 4413; g += 2) scan(g, "eager sent to an idle GPU");
+  dump_pushbuffers();
+}
+
 /* Parameter offsets libcuda reports (cuFuncGetParamInfo) for a kernel of the test kernels. */
 static void param_info(void *mod, const char *name) {
   cu_param_info_fn info =
@@ -441,7 +476,11 @@ static void param_info(void *mod, const char *name) {
 
 int main(int argc, char **argv) {
   if (argc < 2)
-    return fprintf(stderr, "usage: %s device_kernels_sm_90.cubin [--sweep]\n", argv[0]), 2;
+    return fprintf(stderr,
+                   "usage: %s device_kernels_sm_90.cubin [--sweep | --chain | --eager | --pushbuf "
+                   "| ...]\n",
+                   argv[0]),
+           2;
   if (!cuda_load()) return fprintf(stderr, "libcuda is needed\n"), 1;
   FILE *f = fopen(argv[1], "rb");
   if (!f) return perror(argv[1]), 1;
@@ -488,6 +527,12 @@ int main(int argc, char **argv) {
     void *atomic;
     CHECK_CU(cu.get_function(&atomic, mod, "atomic_increment"));
     chain(atomic, b);
+    return 0;
+  }
+  if (argc > 2 && !strcmp(argv[2], "--eager")) {
+    void *atomic;
+    CHECK_CU(cu.get_function(&atomic, mod, "atomic_increment"));
+    eager_chain(fma, atomic, a, b);
     return 0;
   }
   if (argc > 3 && !strcmp(argv[2], "--nvhcq")) {

@@ -65,6 +65,7 @@ enum { NVHCQ_SUBC_HOST = 0, NVHCQ_SUBC_COMPUTE = 1, NVHCQ_SUBC_COPY = 4 };
 
 /* Compute classes (c6c0 .. cec0, same offsets). */
 #define NVC6C0_SET_OBJECT                               0x000
+#define NVC6C0_WAIT_FOR_IDLE                            0x110
 #define NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A        0x2a0
 #define NVC6C0_SEND_PCAS_A                              0x2b4
 #define NVC6C0_SEND_SIGNALING_PCAS2_B                   0x2c0

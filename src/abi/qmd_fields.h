@@ -62,6 +62,7 @@
   X(SAMPLER_INDEX)                                                                                 \
   X(CWD_MEMBAR_TYPE)                                                                               \
   X(CWD_MEMBAR_TASK_CHASING_ENABLE)                                                                \
+  X(ENABLE_PROGRAM_PRE_EXIT)                                                                       \
   X(DEPENDENT_QMD0_POINTER)                                                                        \
   X(DEPENDENT_QMD0_ENABLE)                                                                         \
   X(DEPENDENT_QMD0_ACTION)                                                                         \
@@ -276,6 +277,7 @@ static const nvhcq_qmd_bits nvhcq_qmd_v04_bits[NVHCQ_QMD_FIELD_COUNT] = {
     [NVHCQ_QMD_SAMPLER_INDEX] = NVHCQ_QMD_BITS(569, 569),
     [NVHCQ_QMD_CWD_MEMBAR_TYPE] = NVHCQ_QMD_BITS(1137, 1136),
     [NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE] = NVHCQ_QMD_BITS(382, 382),
+    [NVHCQ_QMD_ENABLE_PROGRAM_PRE_EXIT] = NVHCQ_QMD_BITS(1151, 1151),
     [NVHCQ_QMD_DEPENDENT_QMD0_POINTER] = NVHCQ_QMD_BITS(479, 448),
     [NVHCQ_QMD_DEPENDENT_QMD0_ENABLE] = NVHCQ_QMD_BITS(368, 368),
     [NVHCQ_QMD_DEPENDENT_QMD0_ACTION] = NVHCQ_QMD_BITS(371, 369),

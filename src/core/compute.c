@@ -20,7 +20,10 @@
  * measuring what the fence policy gains. "unordered": launches in a queue are neither chained
  * nor separated by a wait for idle (they may overlap: wrong on purpose); "nomembar": no
  * end-of-grid membar at all (not proven safe); "system": every grid ends with the system-scope
- * membar (the policy before 0.1.x's chained fences). NVHCQ_DEBUG_CARVEOUT=one-block: the
+ * membar (the policy before 0.1.x's chained fences); "host-wfi": grids submitted one by one are
+ * ordered by the host's wait for idle (the policy before 0.2.x); "preexit": a chained grid may
+ * pre-exit (ENABLE_PROGRAM_PRE_EXIT), which starts its successor before its membar (wrong on
+ * purpose: test_order shows it). NVHCQ_DEBUG_CARVEOUT=one-block: the
  * smallest configuration that holds one block (the policy before occupancy-driven carveouts).
  * NVHCQ_DEBUG_CBANK_INVALIDATE=chained|never: chained launches, or no launch, leave bank 0 in
  * the constant cache (both wrong; launch.c's skip_constant_invalidate says what they showed). */
@@ -48,6 +51,8 @@ static void read_debug_knobs(nvhcq_compute_state *cs) {
                     : !strcmp(f, "unordered") ? NVHCQ_DEBUG_FENCE_UNORDERED
                     : !strcmp(f, "nomembar")  ? NVHCQ_DEBUG_FENCE_NOMEMBAR
                     : !strcmp(f, "system")    ? NVHCQ_DEBUG_FENCE_SYSTEM
+                    : !strcmp(f, "host-wfi")  ? NVHCQ_DEBUG_FENCE_HOST_WFI
+                    : !strcmp(f, "preexit")   ? NVHCQ_DEBUG_FENCE_PREEXIT
                                               : NVHCQ_DEBUG_FENCE_OFF;
   cs->debug_one_block_carveout = c && !strcmp(c, "one-block");
   cs->debug_no_prefetch = getenv("NVHCQ_DEBUG_NO_PREFETCH") != NULL;

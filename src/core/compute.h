@@ -16,6 +16,8 @@ enum {
   NVHCQ_DEBUG_FENCE_UNORDERED,
   NVHCQ_DEBUG_FENCE_NOMEMBAR,
   NVHCQ_DEBUG_FENCE_SYSTEM,
+  NVHCQ_DEBUG_FENCE_HOST_WFI,
+  NVHCQ_DEBUG_FENCE_PREEXIT,
 };
 
 /* One raw write NVHCQ_DEBUG_QMD asks for: `value` into bits hi:lo of every QMD ('a') or of

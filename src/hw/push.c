@@ -150,6 +150,7 @@ static const method_name method_names[] = {
     {NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A + 4,
      "SET_SHADER_LOCAL_MEMORY_WINDOW_B"},
     {NVHCQ_SUBC_COMPUTE, NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI, "INVALIDATE_SHADER_CACHES_NO_WFI"},
+    {NVHCQ_SUBC_COMPUTE, NVC6C0_WAIT_FOR_IDLE, "WAIT_FOR_IDLE"},
 };
 
 const char *nvhcq_method_name(unsigned subc, unsigned method) {
