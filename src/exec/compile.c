@@ -474,10 +474,17 @@ static nvhcq_status check_supported(const char *arch) {
                     nvrtc.version, nvrtc.path, arch, archs[0], archs[n - 1], cuda);
 }
 
-/* Hopper- and Blackwell-only instructions (wgmma, setmaxnreg, ...) exist only on "a" targets. */
-int nvhcq_compile_wants_arch_specific(const char *message) {
-  return strstr(message, "sm_90a") || strstr(message, "sm_100a") || strstr(message, "wgmma") ||
-         strstr(message, "not supported on .target");
+/* Hopper- and Blackwell-only instructions (wgmma, setmaxnreg, ...) exist only on "a" targets:
+ * a compile for sm_90 or later that failed over one of them is worth another for the variant. */
+int nvhcq_compile_arch_specific_retry(nvhcq_status s, const char *arch, char *specific,
+                                      size_t size) {
+  const char *m = nvhcq_last_error();
+  if (s != NVHCQ_ERROR_COMPILE || arch[strlen(arch) - 1] == 'a' || atoi(arch + 3) < 90 ||
+      !(strstr(m, "sm_90a") || strstr(m, "sm_100a") || strstr(m, "wgmma") ||
+        strstr(m, "not supported on .target")))
+    return 0;
+  snprintf(specific, size, "%sa", arch);
+  return 1;
 }
 
 static nvhcq_status compile_locked(const void *src, size_t size, nvhcq_source_kind kind,
@@ -502,13 +509,10 @@ static nvhcq_status compile_locked(const void *src, size_t size, nvhcq_source_ki
   nvhcq_status s = kind == NVHCQ_SOURCE_PTX
                        ? jit_compile(src, size, arch, options, n, bin, bin_size)
                        : nvrtc_compile(src, size, arch, options, n, bin, bin_size);
-  if (s == NVHCQ_ERROR_COMPILE && kind == NVHCQ_SOURCE_CUDA && arch[strlen(arch) - 1] != 'a' &&
-      atoi(arch + 3) >= 90 && !has_arch_option(options, n) &&
-      nvhcq_compile_wants_arch_specific(nvhcq_last_error())) {
-    char specific[40];
-    snprintf(specific, sizeof specific, "%sa", arch);
+  char specific[40];
+  if (kind == NVHCQ_SOURCE_CUDA && !has_arch_option(options, n) &&
+      nvhcq_compile_arch_specific_retry(s, arch, specific, sizeof specific))
     s = nvrtc_compile(src, size, specific, options, n, bin, bin_size);
-  }
   if (!s && *dir) cache_write(dir, path, *bin, *bin_size);
   return s;
 }

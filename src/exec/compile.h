@@ -18,9 +18,11 @@ void nvhcq_compile_get_stats(nvhcq_compile_stats *stats);
 nvhcq_status nvhcq_compile_cuda_to_ptx(const void *source, size_t size, const char *arch,
                                        const char *const *options, int num_options, char **ptx,
                                        size_t *ptx_size);
-/* Whether a compile error says the code needs an arch-specific target (sm_90a: wgmma,
- * setmaxnreg, ...), as a retry for that target would fix. */
-int nvhcq_compile_wants_arch_specific(const char *message);
+/* Whether compile status `s` for `arch` (the last error saying why) is one a retry for the
+ * arch-specific target would fix (sm_90a: wgmma, setmaxnreg, ...); if so, that target's name
+ * goes to `specific`. */
+int nvhcq_compile_arch_specific_retry(nvhcq_status s, const char *arch, char *specific,
+                                      size_t size);
 /* The cache directory in use ("" when the cache is off). */
 const char *nvhcq_cache_dir(void);
 

@@ -270,13 +270,9 @@ static nvhcq_status load_cuda_for(nvhcq_device *dev, const void *data, size_t si
 static nvhcq_status load_cuda_as_ptx(nvhcq_device *dev, const void *data, size_t size,
                                      const char *const *options, int num_options,
                                      nvhcq_module **out) {
-  const char *arch = dev->info.arch;
-  nvhcq_status s = load_cuda_for(dev, data, size, arch, options, num_options, out);
-  if (s != NVHCQ_ERROR_COMPILE || arch[strlen(arch) - 1] == 'a' || atoi(arch + 3) < 90 ||
-      !nvhcq_compile_wants_arch_specific(nvhcq_last_error()))
-    return s;
+  nvhcq_status s = load_cuda_for(dev, data, size, dev->info.arch, options, num_options, out);
   char specific[40];
-  snprintf(specific, sizeof specific, "%sa", arch);
+  if (!nvhcq_compile_arch_specific_retry(s, dev->info.arch, specific, sizeof specific)) return s;
   return load_cuda_for(dev, data, size, specific, options, num_options, out);
 }
 

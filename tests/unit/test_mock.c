@@ -599,14 +599,21 @@ static int vaspace_id(nvhcq_device *dev, uint32_t handle) {
   return space;
 }
 
+/* The mock's device 0 opened with NVHCQ_UVM=mode (which wins over anything the caller's
+ * environment says), the variable cleared again. */
+static nvhcq_device *open_mock_uvm(const char *mode) {
+  setenv("NVHCQ_UVM", mode, 1);
+  nvhcq_device *dev = open_mock();
+  unsetenv("NVHCQ_UVM");
+  return dev;
+}
+
 /* The device opens in an RM address space of its own; nvhcq_device_attach_uvm moves it: its new
  * channels translate through its UVM fd's address space alone, where every buffer made before
  * the move is mapped (of each kind), and copies through them read and write those buffers. */
 static void t_move_maps_every_allocation(void) {
   SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();
-  setenv("NVHCQ_UVM", "background", 1);
-  nvhcq_device *dev = open_mock();
-  unsetenv("NVHCQ_UVM");
+  nvhcq_device *dev = open_mock_uvm("background");
   if (!dev) return;
   TEST_CHECK(dev->rm_only);
   int rm_space = vaspace_id(dev, dev->h_vaspace);
@@ -708,9 +715,7 @@ static void t_close_frees_forgotten_buffers(void) {
  * addresses (the copies read and write it there), and nothing is left after close. */
 static void t_rm_only_mapping(void) {
   SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();
-  setenv("NVHCQ_UVM", "off", 1);
-  nvhcq_device *dev = open_mock();
-  unsetenv("NVHCQ_UVM");
+  nvhcq_device *dev = open_mock_uvm("off");
   if (!dev) return;
   for (nvhcq_memory_kind k = 0; k < 4; k++) {
     round_trip(dev, 4097, 1, k, (k + 1) % 4);
