@@ -392,7 +392,6 @@ static nvhcq_status nvhcq_elf_kernel_info(const nvhcq_elf *e, nvhcq_cubin *c, ui
   const nvhcq_elf_section *s = e->kernel_info[index];
   bool have_cbank = false;
   if (s) {
-    NVHCQ_TRY(nvhcq_need_data(s));
     k->params = c->param_pool + *pool_used;
     *pool_used += s->size / 16; /* a KPARAM record is 16 bytes */
     for (uint64_t pos = 0; pos < s->size;) {
@@ -448,8 +447,11 @@ static nvhcq_status nvhcq_elf_kernel_section(const nvhcq_elf *e, nvhcq_cubin *c,
   nvhcq_cubin_kernel *k;
   uint32_t bank;
   const char *owner;
-  if (!strncmp(s->name, ".nv.info.", 9) && (k = nvhcq_elf_kernel_named(e, c, s->name + 9)))
+  if (!strncmp(s->name, ".nv.info.", 9) && (k = nvhcq_elf_kernel_named(e, c, s->name + 9))) {
+    /* Its size sizes the parameter pool: only bytes the file holds may say how big. */
+    NVHCQ_TRY(nvhcq_need_data(s));
     return nvhcq_elf_kernel_remember(s, &e->kernel_info[k - c->kernels]);
+  }
   if (!strncmp(s->name, ".nv.shared.", 11) && (k = nvhcq_elf_kernel_named(e, c, s->name + 11))) {
     if (s->size > UINT32_MAX)
       return NVHCQ_BAD("%s: 0x%llx bytes of shared memory", s->name, (nvhcq_ull)s->size);

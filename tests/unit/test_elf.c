@@ -584,6 +584,21 @@ static void test_malformed_basics(void) {
   free(b.data);
 }
 
+/* A kernel's .nv.info.<k> made NOBITS with an enormous size (the fuzzer's find: it sized the
+ * parameter pool from it) is refused before anything is allocated for it. */
+static void test_info_without_bytes(void) {
+  blob b;
+  LOAD_OR_SKIP("sm_90", &b);
+  const test_section *s = test_find(&b, ".nv.info.call_device");
+  TEST_CHECK(s != NULL);
+  if (s) {
+    wr(b.data + s->header + 4, 4, 8);                    /* SHT_NOBITS */
+    wr(b.data + s->header + 32, 8, 0x80000000140000ull); /* 2^55 and more */
+    expect_invalid(b.data, b.size, "has no bytes in the file");
+  }
+  free(b.data);
+}
+
 /* Whatever parse makes of a damaged file must be safe to use. (A damaged NOBITS size may ask for
  * up to 1 TiB of zeros: such images are not written.) */
 static void exercise(const nvhcq_cubin *c, const uint8_t *data, size_t size) {
@@ -694,20 +709,11 @@ static bool is_directory(const char *path) {
 
 int main(int argc, char **argv) {
   static const test_case tests[] = {
-      TEST(test_kernels_listed),
-      TEST(test_param_layout),
-      TEST(test_registers),
-      TEST(test_shared_local_limits),
-      TEST(test_globals),
-      TEST(test_relocate),
-      TEST(test_reloc_abs32_and_unknown),
-      TEST(test_reqntid_record),
-      TEST(test_eflags_encodings),
-      TEST(test_arch_specific),
-      TEST(test_wrong_arch),
-      TEST(test_malformed_basics),
-      TEST(test_every_truncation),
-      TEST(test_random_corruption),
+      TEST(test_kernels_listed),          TEST(test_param_layout),     TEST(test_registers),
+      TEST(test_shared_local_limits),     TEST(test_globals),          TEST(test_relocate),
+      TEST(test_reloc_abs32_and_unknown), TEST(test_reqntid_record),   TEST(test_eflags_encodings),
+      TEST(test_arch_specific),           TEST(test_wrong_arch),       TEST(test_malformed_basics),
+      TEST(test_info_without_bytes),      TEST(test_every_truncation), TEST(test_random_corruption),
       TEST(test_names_outlive_the_file),
   };
   cubin_dir = getenv("NVHCQ_TEST_CUBIN_DIR");
