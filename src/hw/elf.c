@@ -95,23 +95,86 @@ static nvhcq_status nvhcq_cubin_layout(nvhcq_elf *e, nvhcq_cubin *c) {
 
 /* ---- relocations ------------------------------------------------------------------------- */
 
-/* Where a relocation type writes, relative to r_offset; false for types nvhcq does not apply. */
-static bool nvhcq_reloc_field(uint32_t type, uint64_t *at, uint64_t *bytes) {
-  switch (type) {
-  case NVHCQ_R_CUDA_32:
-  case NVHCQ_R_CUDA_G32:
-    *at = 0, *bytes = 4;
-    return true;
-  case NVHCQ_R_CUDA_64:
-  case NVHCQ_R_CUDA_G64:
-    *at = 0, *bytes = 8;
-    return true;
-  case NVHCQ_R_CUDA_ABS32_LO_32:
-  case NVHCQ_R_CUDA_ABS32_HI_32:
-    *at = 4, *bytes = 4;
+/* Up to two bit fields a relocation type writes, from r_offset: `width` bits at bit `lo` take the
+ * address shifted right by `shift`. The layouts are ptxas's own relocation table (CUDA 13's
+ * R_CUDA_* list with each type's bit actions); ABS55_16_34 is how code in one .text section calls
+ * a function in another (cooperative groups' grid sync in libcudadevrt, -rdc code). */
+typedef struct reloc_part {
+  uint8_t lo, width, shift;
+} reloc_part;
+
+typedef struct reloc_layout {
+  uint32_t type;
+  reloc_part part[2]; /* part[1].width 0: one field */
+} reloc_layout;
+
+#define ONE(t, lo, w, sh)                                                                          \
+  {                                                                                                \
+    t, {                                                                                           \
+      {lo, w, sh}, {                                                                               \
+        0, 0, 0                                                                                    \
+      }                                                                                            \
+    }                                                                                              \
+  }
+static const reloc_layout reloc_layouts[] = {
+    ONE(NVHCQ_R_CUDA_32, 0, 32, 0),
+    ONE(NVHCQ_R_CUDA_64, 0, 64, 0),
+    ONE(NVHCQ_R_CUDA_G32, 0, 32, 0),
+    ONE(NVHCQ_R_CUDA_G64, 0, 64, 0),
+    ONE(NVHCQ_R_CUDA_ABS32_32, 32, 32, 0),
+    ONE(NVHCQ_R_CUDA_ABS32_LO_32, 32, 32, 0),
+    ONE(NVHCQ_R_CUDA_ABS32_HI_32, 32, 32, 32),
+    ONE(NVHCQ_R_CUDA_32_LO, 0, 32, 0),
+    ONE(NVHCQ_R_CUDA_32_HI, 0, 32, 32),
+    {NVHCQ_R_CUDA_ABS55_16_34, {{16, 8, 2}, {34, 47, 10}}},
+    {NVHCQ_R_CUDA_ABS56_16_34, {{16, 8, 2}, {34, 48, 10}}},
+};
+#undef ONE
+
+/* The layout of `type`, or false for types nvhcq does not apply. The byte lanes R_CUDA_8_N and
+ * R_CUDA_G8_N write byte N/8 of the address into the byte at r_offset. */
+static bool nvhcq_reloc_layout(uint32_t type, reloc_layout *out) {
+  if (type >= NVHCQ_R_CUDA_8_0 && type < NVHCQ_R_CUDA_8_0 + 16) {
+    *out = (reloc_layout){type, {{0, 8, (uint8_t)((type - NVHCQ_R_CUDA_8_0) % 8 * 8)}, {0, 0, 0}}};
     return true;
   }
+  for (size_t i = 0; i < sizeof reloc_layouts / sizeof reloc_layouts[0]; i++)
+    if (reloc_layouts[i].type == type) return *out = reloc_layouts[i], true;
   return false;
+}
+
+/* Bytes from r_offset the fields of `l` reach into. */
+static uint64_t reloc_span(const reloc_layout *l) {
+  unsigned end = l->part[0].lo + l->part[0].width;
+  if (l->part[1].width && l->part[1].lo + l->part[1].width > end)
+    end = l->part[1].lo + l->part[1].width;
+  return (end + 7) / 8;
+}
+
+static uint64_t part_mask(const reloc_part *p) {
+  return p->width == 64 ? ~0ull : (1ull << p->width) - 1;
+}
+
+/* Bits [lo, lo+width) of the little-endian bytes at p (width <= 64). */
+static uint64_t get_bits(const uint8_t *p, unsigned lo, unsigned width) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < width; i++) v |= (uint64_t)(p[(lo + i) / 8] >> ((lo + i) % 8) & 1) << i;
+  return v;
+}
+
+static void put_bits(uint8_t *p, unsigned lo, unsigned width, uint64_t v) {
+  for (unsigned i = 0; i < width; i++) {
+    uint8_t bit = (uint8_t)(1u << ((lo + i) % 8));
+    p[(lo + i) / 8] = (uint8_t)(v >> i & 1 ? p[(lo + i) / 8] | bit : p[(lo + i) / 8] & ~bit);
+  }
+}
+
+/* A REL entry's implicit addend: what its fields hold now, put back together. */
+static uint64_t reloc_implicit_addend(const reloc_layout *l, const uint8_t *at) {
+  uint64_t v = 0;
+  for (int i = 0; i < 2 && l->part[i].width; i++)
+    v |= get_bits(at, l->part[i].lo, l->part[i].width) << l->part[i].shift;
+  return v;
 }
 
 /* The section a REL/RELA section patches, or NULL when it patches nothing loaded (.debug_frame). */
@@ -160,21 +223,23 @@ static nvhcq_status nvhcq_reloc_read(const nvhcq_elf *e, const nvhcq_elf_section
                                      const nvhcq_elf_section *t, uint64_t j, nvhcq_cubin_reloc *r) {
   bool rela = s->type == NVHCQ_SHT_RELA;
   const uint8_t *p = e->data + s->offset + j * (rela ? NVHCQ_RELA_SIZE : NVHCQ_REL_SIZE);
-  uint64_t off = nvhcq_rd64(p), info = nvhcq_rd64(p + 8), at, bytes;
+  uint64_t off = nvhcq_rd64(p), info = nvhcq_rd64(p + 8);
   uint32_t type = (uint32_t)info;
+  reloc_layout l;
   *r = (nvhcq_cubin_reloc){0};
   if (type == 0) return NVHCQ_SUCCESS;
-  if (!nvhcq_reloc_field(type, &at, &bytes))
+  if (!nvhcq_reloc_layout(type, &l))
     return NVHCQ_BAD("relocation type 0x%x in %s is not supported (nvhcq applies R_CUDA_32, 64, "
-                     "G32, G64, ABS32_LO_32 and ABS32_HI_32)",
+                     "G32, G64, 32_LO/HI, ABS32_32, ABS32_LO/HI_32, ABS55_16_34, ABS56_16_34 and "
+                     "the byte lanes 8_N and G8_N)",
                      type, s->name);
-  if (!nvhcq_in_range(off, at + bytes, t->size))
+  if (!nvhcq_in_range(off, reloc_span(&l), t->size))
     return NVHCQ_BAD("%s: relocation %llu writes at 0x%llx, past the end of %s (0x%llx bytes)",
                      s->name, (nvhcq_ull)j, (nvhcq_ull)off, t->name, (nvhcq_ull)t->size);
   NVHCQ_TRY(nvhcq_reloc_symbol(e, s, j, (uint32_t)(info >> 32), &r->symbol_offset));
-  const uint8_t *field = e->data + t->offset + off + at;
-  /* REL keeps its addend in the patched field itself */
-  uint64_t addend = rela ? nvhcq_rd64(p + 16) : bytes == 8 ? nvhcq_rd64(field) : nvhcq_rd32(field);
+  /* REL keeps its addend in the patched fields themselves */
+  uint64_t addend =
+      rela ? nvhcq_rd64(p + 16) : reloc_implicit_addend(&l, e->data + t->offset + off);
   r->offset = t->place + off;
   r->addend = nvhcq_to_i64(addend);
   r->type = type;
@@ -713,15 +778,14 @@ nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t *image, uint64_t
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_relocate: NULL argument");
   for (uint32_t i = 0; i < c->reloc_count; i++) {
     const nvhcq_cubin_reloc *r = &c->relocs[i];
-    uint64_t v = gpu_base + r->symbol_offset + (uint64_t)r->addend, at, bytes;
-    if (!nvhcq_reloc_field(r->type, &at, &bytes))
+    uint64_t v = gpu_base + r->symbol_offset + (uint64_t)r->addend;
+    reloc_layout l;
+    if (!nvhcq_reloc_layout(r->type, &l))
       return nvhcq_fail(NVHCQ_ERROR_INVALID_IMAGE, "relocation %u has unsupported type 0x%x", i,
                         r->type);
-    if (r->type == NVHCQ_R_CUDA_ABS32_HI_32) v >>= 32;
-    if (bytes == 8)
-      nvhcq_wr64(image + r->offset + at, v);
-    else
-      nvhcq_wr32(image + r->offset + at, (uint32_t)v);
+    for (int k = 0; k < 2 && l.part[k].width; k++)
+      put_bits(image + r->offset, l.part[k].lo, l.part[k].width,
+               v >> l.part[k].shift & part_mask(&l.part[k]));
   }
   return NVHCQ_SUCCESS;
 }

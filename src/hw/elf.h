@@ -25,14 +25,23 @@
 /* Constant banks c[0]..c[17]; 0 is the per-kernel parameter bank the runtime fills. */
 #define NVHCQ_CUBIN_MAX_BANKS 18
 
-/* Relocation types (R_CUDA_*) nvhcq applies; r_type numbers as nvdisasm/nvlink name them. */
+/* Relocation types (R_CUDA_*) nvhcq applies; r_type numbers as nvdisasm/nvlink name them. Each
+ * writes the symbol's address (shifted right, masked) into one or two bit fields at r_offset;
+ * elf.c's table has the fields. */
 enum {
   NVHCQ_R_CUDA_32 = 1,             /* 32-bit address at +0 */
   NVHCQ_R_CUDA_64 = 2,             /* 64-bit address at +0 */
   NVHCQ_R_CUDA_G32 = 3,            /* 32-bit global address at +0 */
   NVHCQ_R_CUDA_G64 = 4,            /* 64-bit global address at +0 (pointer initialisers) */
+  NVHCQ_R_CUDA_ABS32_32 = 0x37,    /* 32-bit address into instruction bits 32..63 */
   NVHCQ_R_CUDA_ABS32_LO_32 = 0x38, /* low 32 bits into instruction bytes +4..+8 */
   NVHCQ_R_CUDA_ABS32_HI_32 = 0x39, /* high 32 bits into instruction bytes +4..+8 */
+  NVHCQ_R_CUDA_32_LO = 0x46,       /* low 32 bits at +0 */
+  NVHCQ_R_CUDA_32_HI = 0x47,       /* high 32 bits at +0 */
+  NVHCQ_R_CUDA_ABS55_16_34 = 0x4b, /* call target: bits 2..9 at bit 16, bits 10..56 at bit 34 */
+  NVHCQ_R_CUDA_8_0 = 0x4c,         /* 0x4c..0x53: byte N/8 of the address at +0 (R_CUDA_8_N) */
+  NVHCQ_R_CUDA_G8_0 = 0x54,        /* 0x54..0x5b: the same for global addresses (R_CUDA_G8_N) */
+  NVHCQ_R_CUDA_ABS56_16_34 = 0x72, /* as ABS55_16_34 with 48 bits at bit 34 */
 };
 
 typedef struct nvhcq_cubin_cbank {
@@ -105,7 +114,7 @@ typedef struct nvhcq_cubin_section {
 
 /* One relocation to apply after upload: write (gpu_base + symbol_offset + addend) at `offset`. */
 typedef struct nvhcq_cubin_reloc {
-  uint64_t offset;        /* image offset of the patched word (instruction start for ABS32_*) */
+  uint64_t offset;        /* image offset of r_offset: the patched word or instruction */
   uint64_t symbol_offset; /* image offset of the symbol */
   int64_t addend;         /* RELA addend, or the REL section's implicit addend */
   uint32_t type;          /* NVHCQ_R_CUDA_* */

@@ -435,6 +435,45 @@ static void t_wrong_arch(void) {
   printf("  %s cubin says: %s\n", other, nvhcq_last_error());
 }
 
+/* -rdc=true code calls functions in .text sections of their own: the loader writes each call's
+ * target (R_CUDA_ABS55_16_34); a wrong field would jump elsewhere and fault. */
+static void t_call_across_sections(void) {
+  NEED_GPU();
+  if (on_mock()) TEST_SKIP("the mock runs no calls between functions; needs a GPU");
+  const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
+#ifdef NVHCQ_TEST_CUBIN_DEFAULT
+  if (!dir) dir = NVHCQ_TEST_CUBIN_DEFAULT;
+#endif
+  char path[512];
+  snprintf(path, sizeof path, "%s/rdc_sm_90.cubin", dir ? dir : ".");
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
+  if (strcmp(info.arch, "sm_90")) TEST_SKIP("the -rdc kernels are built for sm_90");
+  nvhcq_module *m = NULL;
+  nvhcq_kernel *k = NULL;
+  TEST_CHECK_MSG(nvhcq_module_load_file(dev, path, &m) == NVHCQ_SUCCESS, "%s: %s", path,
+                 nvhcq_last_error());
+  if (!m) return;
+  TEST_CHECK(nvhcq_module_get_kernel(m, "call_across_sections", &k) == NVHCQ_SUCCESS);
+  const int n = 64 * 256;
+  nvhcq_buffer *out = alloc(2 * n * 4);
+  struct {
+    uint64_t out;
+    int k;
+  } args = {out ? nvhcq_buffer_gpu_address(out) : 0, 5};
+  if (k && out)
+    TEST_CHECK_MSG(nvhcq_kernel_launch_cpu_wait(k, DIM(64, 1, 1), DIM(256, 1, 1), 0, &args,
+                                                sizeof args, NULL) == NVHCQ_SUCCESS,
+                   "%s", nvhcq_last_error());
+  int *h = malloc(2 * n * 4), wrong = 0;
+  if (h && out && nvhcq_buffer_read(h, out, 0, 2 * n * 4) == NVHCQ_SUCCESS)
+    for (int i = 0; i < n; i++) wrong += h[2 * i] != 2 * i + 5 || h[2 * i + 1] != i + 5;
+  TEST_CHECK_MSG(h && wrong == 0, "%d of %d threads wrong", wrong, n);
+  free(h);
+  nvhcq_buffer_destroy(out);
+  TEST_CHECK(nvhcq_module_unload(m) == NVHCQ_SUCCESS);
+}
+
 static void t_teardown(void) {
   NEED_GPU();
   teardown();
@@ -444,4 +483,4 @@ TEST_MAIN(TEST(t_list_kernels), TEST(t_occupancy_and_carveout), TEST(t_vector_ad
           TEST(t_atomic_100k), TEST(t_dynamic_shared_over_48k), TEST(t_local_16k), TEST(t_3d),
           TEST(t_globals), TEST(t_struct_args), TEST(t_chain_order),
           TEST(t_compute_and_copy_together), TEST(t_launch_checks), TEST(t_wrong_arch),
-          TEST(t_teardown))
+          TEST(t_call_across_sections), TEST(t_teardown))

@@ -35,8 +35,8 @@ static bool load_file(const char *path, blob *b) {
   return b->data != NULL;
 }
 
-/* Loads DIR/kernels_<arch>.cubin, or sets skip_message and returns false. */
-static bool load_arch(const char *arch, blob *b) {
+/* Loads DIR/<file>, or sets skip_message and returns false. */
+static bool load_cubin(const char *file, blob *b) {
   char path[1024];
   *b = (blob){0};
   if (!cubin_dir) {
@@ -45,13 +45,20 @@ static bool load_arch(const char *arch, blob *b) {
              "(cubins are built with nvcc)");
     return false;
   }
-  snprintf(path, sizeof path, "%s/kernels_%s.cubin", cubin_dir, arch);
+  snprintf(path, sizeof path, "%s/%s", cubin_dir, file);
   if (load_file(path, b)) return true;
   free(b->data);
   *b = (blob){0};
   snprintf(skip_message, sizeof skip_message, "%s is missing (was nvcc available at build time?)",
            path);
   return false;
+}
+
+/* Loads DIR/kernels_<arch>.cubin, or sets skip_message and returns false. */
+static bool load_arch(const char *arch, blob *b) {
+  char file[64];
+  snprintf(file, sizeof file, "kernels_%s.cubin", arch);
+  return load_cubin(file, b);
 }
 
 #define LOAD_OR_SKIP(arch, b)                                                                      \
@@ -586,6 +593,42 @@ static void test_malformed_basics(void) {
 
 /* A kernel's .nv.info.<k> made NOBITS with an enormous size (the fuzzer's find: it sized the
  * parameter pool from it) is refused before anything is allocated for it. */
+/* Bits [lo, lo+width) of the little-endian bytes at p. */
+static uint64_t bits_at(const uint8_t *p, unsigned lo, unsigned width) {
+  uint64_t v = 0;
+  for (unsigned i = 0; i < width; i++) v |= (uint64_t)(p[(lo + i) / 8] >> ((lo + i) % 8) & 1) << i;
+  return v;
+}
+
+/* nvcc -rdc=true calls a function in another .text section through R_CUDA_ABS55_16_34: the
+ * target's bits 2..9 go to instruction bits 16..23, bits 10..56 to bits 34..80, and every other
+ * bit of the instruction stays as the file has it. */
+static void test_call_across_sections(void) {
+  blob b;
+  if (!load_cubin("rdc_sm_90.cubin", &b)) TEST_SKIP(skip_message);
+  nvhcq_cubin *c = parse_ok(&b);
+  const uint64_t base = 0x7f1234560000ull;
+  uint8_t *img = c ? relocated(c, &b, base) : NULL, *plain = c ? image_of(c, b.data, b.size) : NULL;
+  unsigned calls = 0;
+  for (uint32_t i = 0; img && plain && i < c->reloc_count; i++) {
+    const nvhcq_cubin_reloc *r = &c->relocs[i];
+    if (r->type != NVHCQ_R_CUDA_ABS55_16_34) continue;
+    calls++;
+    uint64_t v = base + r->symbol_offset + (uint64_t)r->addend;
+    const uint8_t *at = img + r->offset, *was = plain + r->offset;
+    TEST_CHECK(bits_at(at, 16, 8) == (v >> 2 & 0xff));
+    TEST_CHECK(bits_at(at, 34, 47) == (v >> 10 & ((1ull << 47) - 1)));
+    TEST_CHECK(bits_at(at, 0, 16) == bits_at(was, 0, 16) &&
+               bits_at(at, 24, 10) == bits_at(was, 24, 10));
+    TEST_CHECK(bits_at(at, 81, 47) == bits_at(was, 81, 47));
+  }
+  TEST_CHECK_MSG(calls >= 2, "%u calls relocated, the kernel makes two and a callee one", calls);
+  free(img);
+  free(plain);
+  nvhcq_cubin_free(c);
+  free(b.data);
+}
+
 static void test_info_without_bytes(void) {
   blob b;
   LOAD_OR_SKIP("sm_90", &b);
@@ -709,11 +752,22 @@ static bool is_directory(const char *path) {
 
 int main(int argc, char **argv) {
   static const test_case tests[] = {
-      TEST(test_kernels_listed),          TEST(test_param_layout),     TEST(test_registers),
-      TEST(test_shared_local_limits),     TEST(test_globals),          TEST(test_relocate),
-      TEST(test_reloc_abs32_and_unknown), TEST(test_reqntid_record),   TEST(test_eflags_encodings),
-      TEST(test_arch_specific),           TEST(test_wrong_arch),       TEST(test_malformed_basics),
-      TEST(test_info_without_bytes),      TEST(test_every_truncation), TEST(test_random_corruption),
+      TEST(test_kernels_listed),
+      TEST(test_param_layout),
+      TEST(test_registers),
+      TEST(test_shared_local_limits),
+      TEST(test_globals),
+      TEST(test_relocate),
+      TEST(test_reloc_abs32_and_unknown),
+      TEST(test_reqntid_record),
+      TEST(test_eflags_encodings),
+      TEST(test_arch_specific),
+      TEST(test_wrong_arch),
+      TEST(test_malformed_basics),
+      TEST(test_info_without_bytes),
+      TEST(test_call_across_sections),
+      TEST(test_every_truncation),
+      TEST(test_random_corruption),
       TEST(test_names_outlive_the_file),
   };
   cubin_dir = getenv("NVHCQ_TEST_CUBIN_DIR");
