@@ -259,6 +259,37 @@ static void test_link_errors(void) {
   TEST_CHECK(cuLinkCreate_v2(0, NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
 }
 
+/* CU_JIT_TARGET picks the architecture without a context (and so runs under ASan too): sm_90's
+ * cubin from the function pair, through the pre-6.5 names; the caller alone names add_two. */
+static void test_link_target(void) {
+  char error[1024] = "";
+  CUjit_option o[] = {CU_JIT_TARGET, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *v[] = {(void *)90, error, (void *)(uintptr_t)sizeof error};
+  CUlinkState s;
+  CUresult r = cuLinkCreate(3, o, v, &s);
+  if (r == CUDA_ERROR_JIT_COMPILER_NOT_FOUND) TEST_SKIP("needs nvJitLink (the CUDA toolkit)");
+  TEST_CHECK_MSG(r == CUDA_SUCCESS, "cuLinkCreate: %d", (int)r);
+  if (r) return;
+  OK(cuLinkAddData(s, CU_JIT_INPUT_PTX, (void *)caller_ptx, sizeof caller_ptx, NULL, 0, NULL,
+                   NULL));
+  void *cubin = NULL;
+  size_t size = 0;
+  TEST_CHECK(cuLinkComplete(s, &cubin, &size) == CUDA_ERROR_INVALID_PTX);
+  TEST_CHECK_MSG(strstr(error, "add_two") != NULL, "error log: '%s'", error);
+  OK(cuLinkDestroy(s));
+  v[2] = (void *)(uintptr_t)sizeof error;
+  OK(cuLinkCreate(3, o, v, &s));
+  OK(cuLinkAddData(s, CU_JIT_INPUT_PTX, (void *)caller_ptx, sizeof caller_ptx, NULL, 0, NULL,
+                   NULL));
+  OK(cuLinkAddData(s, CU_JIT_INPUT_PTX, (void *)callee_ptx, sizeof callee_ptx, NULL, 0, NULL,
+                   NULL));
+  OK(cuLinkComplete(s, &cubin, &size));
+  TEST_CHECK(cubin && cubin_sm(cubin, size) == 90);
+  OK(cuLinkDestroy(s));
+  o[0] = CU_JIT_TARGET, v[0] = (void *)7; /* no such target */
+  TEST_CHECK(cuLinkCreate(1, o, v, &s) == CUDA_ERROR_INVALID_VALUE);
+}
+
 /* The pre-6.5 names and cuGetProcAddress reach the same calls. */
 static void test_link_names(void) {
   void *fn = NULL;
@@ -391,6 +422,6 @@ static void test_enumerate(void) {
              CUDA_ERROR_FILE_NOT_FOUND);
 }
 
-TEST_MAIN(TEST(test_link_names), TEST(test_link_function), TEST(test_link),
+TEST_MAIN(TEST(test_link_names), TEST(test_link_target), TEST(test_link_function), TEST(test_link),
           TEST(test_link_unresolved), TEST(test_link_errors), TEST(test_load_data_ex),
           TEST(test_enumerate))
