@@ -18,6 +18,8 @@ typedef enum CUpointer_attribute_enum { CU_POINTER_ATTRIBUTE_LIST(NVCU_ENUM_) } 
 typedef enum CUfunction_attribute_enum {
   CU_FUNCTION_ATTRIBUTE_LIST(NVCU_ENUM_)
 } CUfunction_attribute;
+typedef enum CUjit_option_enum { CU_JIT_OPTION_LIST(NVCU_ENUM_) } CUjit_option;
+typedef enum CUjitInputType_enum { CU_JIT_INPUT_TYPE_LIST(NVCU_ENUM_) } CUjitInputType;
 #undef NVCU_ENUM_
 
 typedef unsigned long long CUdeviceptr_v2;
@@ -41,7 +43,15 @@ typedef struct CUuuid_st {
   char bytes[16];
 } CUuuid;
 
-typedef enum CUjit_option_enum { CU_JIT_MAX_REGISTERS = 0 } CUjit_option;
+typedef struct CUlinkState_st *CUlinkState;
+typedef enum CUmoduleLoadingMode_enum {
+  CU_MODULE_EAGER_LOADING = 1,
+  CU_MODULE_LAZY_LOADING = 2
+} CUmoduleLoadingMode;
+typedef enum CUfunctionLoadingState_enum {
+  CU_FUNCTION_LOADING_STATE_UNLOADED = 0,
+  CU_FUNCTION_LOADING_STATE_LOADED = 1
+} CUfunctionLoadingState;
 typedef enum CUlibraryOption_enum {
   CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE = 0
 } CUlibraryOption;

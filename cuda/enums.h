@@ -305,4 +305,51 @@
   X(CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE, 15)                                    \
   X(CU_FUNC_ATTRIBUTE_MAX, 16)
 
+#define CU_JIT_OPTION_LIST(X)                                                                      \
+  X(CU_JIT_MAX_REGISTERS, 0)                                                                       \
+  X(CU_JIT_THREADS_PER_BLOCK, 1)                                                                   \
+  X(CU_JIT_WALL_TIME, 2)                                                                           \
+  X(CU_JIT_INFO_LOG_BUFFER, 3)                                                                     \
+  X(CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, 4)                                                          \
+  X(CU_JIT_ERROR_LOG_BUFFER, 5)                                                                    \
+  X(CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, 6)                                                         \
+  X(CU_JIT_OPTIMIZATION_LEVEL, 7)                                                                  \
+  X(CU_JIT_TARGET_FROM_CUCONTEXT, 8)                                                               \
+  X(CU_JIT_TARGET, 9)                                                                              \
+  X(CU_JIT_FALLBACK_STRATEGY, 10)                                                                  \
+  X(CU_JIT_GENERATE_DEBUG_INFO, 11)                                                                \
+  X(CU_JIT_LOG_VERBOSE, 12)                                                                        \
+  X(CU_JIT_GENERATE_LINE_INFO, 13)                                                                 \
+  X(CU_JIT_CACHE_MODE, 14)                                                                         \
+  X(CU_JIT_NEW_SM3X_OPT, 15)                                                                       \
+  X(CU_JIT_FAST_COMPILE, 16)                                                                       \
+  X(CU_JIT_GLOBAL_SYMBOL_NAMES, 17)                                                                \
+  X(CU_JIT_GLOBAL_SYMBOL_ADDRESSES, 18)                                                            \
+  X(CU_JIT_GLOBAL_SYMBOL_COUNT, 19)                                                                \
+  X(CU_JIT_LTO, 20)                                                                                \
+  X(CU_JIT_FTZ, 21)                                                                                \
+  X(CU_JIT_PREC_DIV, 22)                                                                           \
+  X(CU_JIT_PREC_SQRT, 23)                                                                          \
+  X(CU_JIT_FMA, 24)                                                                                \
+  X(CU_JIT_REFERENCED_KERNEL_NAMES, 25)                                                            \
+  X(CU_JIT_REFERENCED_KERNEL_COUNT, 26)                                                            \
+  X(CU_JIT_REFERENCED_VARIABLE_NAMES, 27)                                                          \
+  X(CU_JIT_REFERENCED_VARIABLE_COUNT, 28)                                                          \
+  X(CU_JIT_OPTIMIZE_UNUSED_DEVICE_VARIABLES, 29)                                                   \
+  X(CU_JIT_POSITION_INDEPENDENT_CODE, 30)                                                          \
+  X(CU_JIT_MIN_CTA_PER_SM, 31)                                                                     \
+  X(CU_JIT_MAX_THREADS_PER_BLOCK, 32)                                                              \
+  X(CU_JIT_OVERRIDE_DIRECTIVE_VALUES, 33)                                                          \
+  X(CU_JIT_SPLIT_COMPILE, 34)                                                                      \
+  X(CU_JIT_NUM_OPTIONS, 35)
+
+#define CU_JIT_INPUT_TYPE_LIST(X)                                                                  \
+  X(CU_JIT_INPUT_CUBIN, 0)                                                                         \
+  X(CU_JIT_INPUT_PTX, 1)                                                                           \
+  X(CU_JIT_INPUT_FATBINARY, 2)                                                                     \
+  X(CU_JIT_INPUT_OBJECT, 3)                                                                        \
+  X(CU_JIT_INPUT_LIBRARY, 4)                                                                       \
+  X(CU_JIT_INPUT_NVVM, 5)                                                                          \
+  X(CU_JIT_NUM_INPUT_TYPES, 6)
+
 #endif

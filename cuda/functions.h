@@ -192,7 +192,35 @@
   X(CUresult, cuGetProcAddress_v2,                                                                 \
     (const char *symbol, void **pfn, int cudaVersion, uint64_t flags,                              \
      CUdriverProcAddressQueryResult *symbolStatus))                                                \
-  X(CUresult, cuGetExportTable, (const void **ppExportTable, const CUuuid *pExportTableId))
+  X(CUresult, cuGetExportTable, (const void **ppExportTable, const CUuuid *pExportTableId))        \
+  X(CUresult, cuLinkCreate_v2,                                                                     \
+    (unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut))  \
+  X(CUresult, cuLinkAddData_v2,                                                                    \
+    (CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,            \
+     unsigned int numOptions, CUjit_option *options, void **optionValues))                         \
+  X(CUresult, cuLinkAddFile_v2,                                                                    \
+    (CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions,            \
+     CUjit_option *options, void **optionValues))                                                  \
+  X(CUresult, cuLinkComplete, (CUlinkState state, void **cubinOut, size_t *sizeOut))               \
+  X(CUresult, cuLinkDestroy, (CUlinkState state))                                                  \
+  X(CUresult, cuModuleGetFunctionCount, (unsigned int *count, CUmodule mod))                       \
+  X(CUresult, cuModuleEnumerateFunctions,                                                          \
+    (CUfunction * functions, unsigned int numFunctions, CUmodule mod))                             \
+  X(CUresult, cuModuleGetLoadingMode, (CUmoduleLoadingMode * mode))                                \
+  X(CUresult, cuLibraryLoadFromFile,                                                               \
+    (CUlibrary * library, const char *fileName, CUjit_option *jitOptions, void **jitOptionsValues, \
+     unsigned int numJitOptions, CUlibraryOption *libraryOptions, void **libraryOptionValues,      \
+     unsigned int numLibraryOptions))                                                              \
+  X(CUresult, cuLibraryGetKernelCount, (unsigned int *count, CUlibrary lib))                       \
+  X(CUresult, cuLibraryEnumerateKernels,                                                           \
+    (CUkernel * kernels, unsigned int numKernels, CUlibrary lib))                                  \
+  X(CUresult, cuKernelGetLibrary, (CUlibrary * pLib, CUkernel kernel))                             \
+  X(CUresult, cuFuncGetModule, (CUmodule * hmod, CUfunction hfunc))                                \
+  X(CUresult, cuFuncIsLoaded, (CUfunctionLoadingState * state, CUfunction function))               \
+  X(CUresult, cuFuncLoad, (CUfunction function))                                                   \
+  X(CUresult, cuLibraryGetUnifiedFunction, (void **fptr, CUlibrary library, const char *symbol))   \
+  X(CUresult, cuLibraryGetManaged,                                                                 \
+    (CUdeviceptr * dptr, size_t * bytes, CUlibrary library, const char *name))
 
 /* Implemented too, but exported under names cuda.h does not declare by default (older versions of
  * a call, kept for clients that look them up by name): not part of the cuda.h check. */
@@ -215,6 +243,14 @@
      size_t bufferSize))                                                                           \
   X(CUresult, cuStreamBeginCapture, (CUstream hStream))                                            \
   X(CUresult, cuStreamDestroy, (CUstream hStream))                                                 \
-  X(CUresult, cuEventDestroy, (CUevent hEvent))
+  X(CUresult, cuEventDestroy, (CUevent hEvent))                                                    \
+  X(CUresult, cuLinkCreate,                                                                        \
+    (unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *stateOut))  \
+  X(CUresult, cuLinkAddData,                                                                       \
+    (CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,            \
+     unsigned int numOptions, CUjit_option *options, void **optionValues))                         \
+  X(CUresult, cuLinkAddFile,                                                                       \
+    (CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions,            \
+     CUjit_option *options, void **optionValues))
 
 #endif

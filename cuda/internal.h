@@ -194,6 +194,26 @@ CUresult nvcu_func_check(CUfunction f);
 CUresult nvcu_pack_args(struct CUfunc_st *f, void **kernelParams, void **extra, uint8_t **out,
                         uint32_t *size);
 
+/* ---- link.c: JIT options ---- */
+#define NVCU_JIT_MAX_OPTS 24
+/* A CUjit_option array: the nvJitLink options it maps to, the target ("" for the context's), and
+ * where the logs, their sizes and the wall time go back to. */
+typedef struct nvcu_jit {
+  const char *opts[NVCU_JIT_MAX_OPTS];
+  char buf[NVCU_JIT_MAX_OPTS][32];
+  int n;
+  char arch[16];
+  char *info, *error;
+  unsigned info_size, error_size;
+  int info_slot, error_slot, wall_slot; /* indexes into values, or -1 */
+  void **values;
+} nvcu_jit;
+/* Refuses options CUDA refuses (CUDA_ERROR_INVALID_VALUE) and those nvhcq cannot honor. */
+CUresult nvcu_jit_parse(unsigned n, CUjit_option *options, void **values, nvcu_jit *out);
+/* Writes the logs (capped, terminated), the bytes written and the milliseconds back. */
+void nvcu_jit_report(const nvcu_jit *j, const char *info, const char *error, double ms);
+double nvcu_now_ms(void);
+
 /* ---- graph.c ---- */
 CUresult nvcu_graph_append(struct CUgraph_st *g, const nvcu_op *op, const CUgraphNode *deps,
                            size_t dep_count, CUgraphNode *out);

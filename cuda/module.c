@@ -142,7 +142,8 @@ static CUresult entry_payload(entry e, const uint8_t **data, size_t *size, uint8
 }
 
 /* A cubin for this GPU from any image cuModuleLoadData takes, in memory we own. */
-static CUresult image_to_cubin(nvcu_device *d, const void *image, void **cubin, size_t *size) {
+static CUresult image_to_cubin(nvcu_device *d, const void *image, const nvcu_jit *jit, void **cubin,
+                               size_t *size) {
   const uint8_t *p = image;
   unsigned gpu_sm = (d->info.sm_version >> 8) * 10 + ((d->info.sm_version >> 4) & 0xf);
   const uint8_t *data = p;
@@ -176,7 +177,8 @@ static CUresult image_to_cubin(nvcu_device *d, const void *image, void **cubin, 
     if (!r) memcpy(*cubin, data, n), *size = n;
   } else if (nvhcq_source_detect(data, n) == NVHCQ_SOURCE_PTX) {
     void *bin;
-    r = nvcu_status(nvhcq_binary_compile(data, n, d->info.arch, NULL, 0, &bin, size),
+    r = nvcu_status(nvhcq_binary_compile(data, n, d->info.arch, jit ? jit->opts : NULL,
+                                         jit ? jit->n : 0, &bin, size),
                     "compiling PTX");
     if (!r) {
       *cubin = malloc(*size);
@@ -251,8 +253,10 @@ static CUresult mod_check(CUmodule m) {
   return m && m->magic == NVCU_MOD_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-static CUresult load(CUmodule *module, const void *image) {
+/* Loads any image; `jit` (or NULL) gives the PTX compile its options and gets the logs back. */
+static CUresult load_jit(CUmodule *module, const void *image, const nvcu_jit *jit) {
   if (!module || !image) return CUDA_ERROR_INVALID_VALUE;
+  double t0 = nvcu_now_ms();
   NVCU_LOCK();
   nvcu_device *d;
   int index;
@@ -261,10 +265,11 @@ static CUresult load(CUmodule *module, const void *image) {
   if (!r && !m) r = CUDA_ERROR_OUT_OF_MEMORY;
   void *cubin = NULL;
   size_t cubin_size = 0;
-  if (!r) r = image_to_cubin(d, image, &cubin, &cubin_size);
+  if (!r) r = image_to_cubin(d, image, jit, &cubin, &cubin_size);
   if (!r)
     r = nvcu_status(nvhcq_module_load(d->dev, cubin, cubin_size, &m->mod), "loading a module");
   free(cubin);
+  if (jit) nvcu_jit_report(jit, "", r ? nvhcq_last_error() : "", nvcu_now_ms() - t0);
   if (r) {
     free(m);
   } else {
@@ -276,24 +281,34 @@ static CUresult load(CUmodule *module, const void *image) {
   return r;
 }
 
+static CUresult load(CUmodule *module, const void *image) {
+  return load_jit(module, image, NULL);
+}
+
 CUresult cuModuleLoadData(CUmodule *module, const void *image) {
   return load(module, image);
 }
 
+/* The options reach the PTX compile (a cubin ignores them, as libcuda's loader does). */
+static CUresult load_with_options(CUmodule *module, const void *image, unsigned int n,
+                                  CUjit_option *options, void **values) {
+  nvcu_jit jit;
+  CUresult r = nvcu_jit_parse(n, options, values, &jit);
+  return r ? r : load_jit(module, image, &jit);
+}
+
 CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
                             CUjit_option *options, void **optionValues) {
-  (void)options, (void)optionValues;
-  if (numOptions) nvcu_log("cuModuleLoadDataEx: %u JIT options ignored", numOptions);
-  return load(module, image);
+  return load_with_options(module, image, numOptions, options, optionValues);
 }
 
 CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin) {
   return load(module, fatCubin);
 }
 
-CUresult cuModuleLoad(CUmodule *module, const char *fname) {
-  if (!fname) return CUDA_ERROR_INVALID_VALUE;
-  FILE *f = fopen(fname, "rb");
+/* A whole file, with a zero byte after it (PTX is text). */
+static CUresult read_file(const char *path, char **out, size_t *size) {
+  FILE *f = fopen(path, "rb");
   if (!f) return CUDA_ERROR_FILE_NOT_FOUND;
   fseek(f, 0, SEEK_END);
   long n = ftell(f);
@@ -302,6 +317,17 @@ CUresult cuModuleLoad(CUmodule *module, const char *fname) {
   CUresult r =
       data && fread(data, 1, (size_t)n, f) == (size_t)n ? CUDA_SUCCESS : CUDA_ERROR_FILE_NOT_FOUND;
   fclose(f);
+  if (r) free(data);
+  *out = r ? NULL : data;
+  *size = r ? 0 : (size_t)n;
+  return r;
+}
+
+CUresult cuModuleLoad(CUmodule *module, const char *fname) {
+  if (!fname) return CUDA_ERROR_INVALID_VALUE;
+  char *data = NULL;
+  size_t n;
+  CUresult r = read_file(fname, &data, &n);
   if (!r) r = load(module, data);
   free(data);
   return r;
@@ -351,21 +377,71 @@ static CUresult new_function(CUmodule m, const char *name, nvhcq_kernel *k, CUfu
   return CUDA_SUCCESS;
 }
 
+/* The module's handle for kernel `name`, made at its first lookup (the caller holds the lock). */
+static CUresult function_locked(CUmodule hmod, const char *name, CUfunction *hfunc) {
+  *hfunc = NULL;
+  for (uint32_t i = 0; i < hmod->func_count; i++)
+    if (!strcmp(hmod->funcs[i]->name, name)) *hfunc = hmod->funcs[i];
+  if (*hfunc) return CUDA_SUCCESS;
+  nvhcq_kernel *k;
+  CUresult r = nvcu_status(nvhcq_module_get_kernel(hmod->mod, name, &k), "cuModuleGetFunction");
+  return r ? r : new_function(hmod, name, k, hfunc);
+}
+
 CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name) {
   if (!hfunc || !name) return CUDA_ERROR_INVALID_VALUE;
   if (mod_check(hmod)) return CUDA_ERROR_INVALID_HANDLE;
   NVCU_LOCK();
-  CUresult r = CUDA_SUCCESS;
-  *hfunc = NULL;
-  for (uint32_t i = 0; i < hmod->func_count; i++)
-    if (!strcmp(hmod->funcs[i]->name, name)) *hfunc = hmod->funcs[i];
-  if (!*hfunc) {
-    nvhcq_kernel *k;
-    r = nvcu_status(nvhcq_module_get_kernel(hmod->mod, name, &k), "cuModuleGetFunction");
-    if (!r) r = new_function(hmod, name, k, hfunc);
-  }
+  CUresult r = function_locked(hmod, name, hfunc);
   NVCU_UNLOCK();
   return r;
+}
+
+CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod) {
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  if (mod_check(mod)) return CUDA_ERROR_INVALID_HANDLE;
+  *count = nvhcq_module_kernel_count(mod->mod);
+  return CUDA_SUCCESS;
+}
+
+/* The first numFunctions kernels in the cubin's order, each as the handle lookups by name give. */
+CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions,
+                                    CUmodule mod) {
+  if (!functions) return CUDA_ERROR_INVALID_VALUE;
+  if (mod_check(mod)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  uint32_t n = nvhcq_module_kernel_count(mod->mod);
+  CUresult r = CUDA_SUCCESS;
+  for (uint32_t i = 0; !r && i < n && i < numFunctions; i++)
+    r = function_locked(mod, nvhcq_module_kernel_name(mod->mod, i), &functions[i]);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* nvhcq uploads every kernel of a module when it loads. */
+CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode) {
+  if (!mode) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = nvcu_check_init();
+  if (!r) *mode = CU_MODULE_EAGER_LOADING;
+  return r;
+}
+
+CUresult cuFuncGetModule(CUmodule *hmod, CUfunction hfunc) {
+  if (!hmod) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_func_check(hfunc)) return CUDA_ERROR_INVALID_HANDLE;
+  *hmod = hfunc->mod;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction function) {
+  if (!state) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_func_check(function)) return CUDA_ERROR_INVALID_HANDLE;
+  *state = CU_FUNCTION_LOADING_STATE_LOADED;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuFuncLoad(CUfunction function) {
+  return nvcu_func_check(function);
 }
 
 CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name) {
@@ -388,11 +464,25 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
                            void **jitOptionsValues, unsigned int numJitOptions,
                            CUlibraryOption *libraryOptions, void **libraryOptionValues,
                            unsigned int numLibraryOptions) {
-  (void)jitOptions, (void)jitOptionsValues, (void)libraryOptions, (void)libraryOptionValues;
-  if (numJitOptions || numLibraryOptions)
-    nvcu_log("cuLibraryLoadData: %u JIT and %u library options ignored", numJitOptions,
-             numLibraryOptions);
-  return load((CUmodule *)library, code);
+  (void)libraryOptions, (void)libraryOptionValues;
+  if (numLibraryOptions)
+    nvcu_log("cuLibraryLoadData: %u library options ignored", numLibraryOptions);
+  return load_with_options((CUmodule *)library, code, numJitOptions, jitOptions, jitOptionsValues);
+}
+
+CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+                               void **jitOptionsValues, unsigned int numJitOptions,
+                               CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                               unsigned int numLibraryOptions) {
+  if (!library || !fileName) return CUDA_ERROR_INVALID_VALUE;
+  size_t n = 0;
+  char *data = NULL;
+  CUresult r = read_file(fileName, &data, &n);
+  if (!r)
+    r = cuLibraryLoadData(library, data, jitOptions, jitOptionsValues, numJitOptions,
+                          libraryOptions, libraryOptionValues, numLibraryOptions);
+  free(data);
+  return r;
 }
 
 CUresult cuLibraryUnload(CUlibrary library) {
@@ -401,6 +491,38 @@ CUresult cuLibraryUnload(CUlibrary library) {
 
 CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name) {
   return cuModuleGetFunction((CUfunction *)pKernel, (CUmodule)library, name);
+}
+
+CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib) {
+  return cuModuleGetFunctionCount(count, (CUmodule)lib);
+}
+
+CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib) {
+  return cuModuleEnumerateFunctions((CUfunction *)kernels, numKernels, (CUmodule)lib);
+}
+
+CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel) {
+  return cuFuncGetModule((CUmodule *)pLib, (CUfunction)kernel);
+}
+
+/* Libraries loaded here hold no host functions (no
+ * CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE is kept): every name is unknown, as libcuda
+ * answers for a library without that table. */
+CUresult cuLibraryGetUnifiedFunction(void **fptr, CUlibrary library, const char *symbol) {
+  if (!fptr || !symbol) return CUDA_ERROR_INVALID_VALUE;
+  if (mod_check((CUmodule)library)) return CUDA_ERROR_INVALID_HANDLE;
+  *fptr = NULL;
+  return CUDA_ERROR_NOT_FOUND;
+}
+
+/* nvhcq's cubin reader does not tell __managed__ variables apart: none is found. */
+CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                             const char *name) {
+  (void)dptr, (void)bytes;
+  if (!name) return CUDA_ERROR_INVALID_VALUE;
+  if (mod_check((CUmodule)library)) return CUDA_ERROR_INVALID_HANDLE;
+  nvcu_log("cuLibraryGetManaged(%s): managed variables are not supported", name);
+  return CUDA_ERROR_NOT_FOUND;
 }
 
 CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library) {

@@ -6,14 +6,16 @@
  * handle and set that message.
  *
  * Names (0.2): every function is nvhcq_<kind>_<verb>, its first word the kind of object it acts
- * on (device, buffer, signal, queue, module, kernel, graph, binary, source, status, version).
+ * on (device, buffer, signal, queue, module, kernel, graph, binary, source, linker, status,
+ * version).
  * Each kind that is made and released has one verb pair for it: devices are opened and closed
  * (nvhcq_device_open/_close), modules loaded and unloaded (nvhcq_module_load, _load_file,
  * _load_any / nvhcq_module_unload), binaries compiled and destroyed (nvhcq_binary_compile /
- * _destroy), and buffers, signals, queues and graphs created and destroyed (nvhcq_<kind>_create
- * / nvhcq_<kind>_destroy). Destroying NULL is fine. A wait says who waits: *_cpu_wait* blocks the
- * calling thread until the GPU got somewhere; *_gpu_wait* records a command that makes the GPU
- * wait, and returns at once. Copies take their destination first, as memcpy does.
+ * _destroy), and buffers, signals, queues, graphs and linkers created and destroyed
+ * (nvhcq_<kind>_create / nvhcq_<kind>_destroy). Destroying NULL is fine. A wait says who waits:
+ * *_cpu_wait* blocks the calling thread until the GPU got somewhere; *_gpu_wait* records a command
+ * that makes the GPU wait, and returns at once. Copies take their destination first, as memcpy
+ * does.
  *
  * Compatibility: the 0.1 names still compile, link and work; they are declared at the end of this
  * file, deprecated (define NVHCQ_DEPRECATED(msg) as empty to silence the warnings), and README's
@@ -605,6 +607,42 @@ NVHCQ_API void nvhcq_binary_destroy(void *binary);
 NVHCQ_API nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t size,
                                              const char *const *options, int num_options,
                                              nvhcq_module **out);
+
+/* ---- linking at run time -------------------------------------------------------------
+ *
+ * Separately compiled device code (relocatable cubins, PTX, fatbins, host objects and libraries
+ * holding device code, LTO-IR) linked into one cubin through nvJitLink, loaded as the compilers
+ * are (see nvhcq_binary_compile; NVHCQ_NVJITLINK names the library). A linker is used by one
+ * thread at a time; different linkers may run at once. Links are not cached. */
+typedef struct nvhcq_linker nvhcq_linker;
+typedef uint32_t nvhcq_link_input;
+#define NVHCQ_LINK_CUBIN   1u /* relocatable or executable cubin (ELF) */
+#define NVHCQ_LINK_PTX     2u /* PTX text, compiled for the linker's arch */
+#define NVHCQ_LINK_LTOIR   3u /* LTO-IR (NVVM); the link needs the "-lto" option */
+#define NVHCQ_LINK_FATBIN  4u /* a fatbin: the entry for the arch is taken */
+#define NVHCQ_LINK_OBJECT  5u /* a host object file with embedded device code */
+#define NVHCQ_LINK_LIBRARY 6u /* a host static library (.a) with embedded device code */
+
+/* Starts a link for `arch` ("sm_90"). `options` are nvJitLink's, passed as they are ("-O3",
+ * "-g", "-lineinfo", "-maxrregcount=64", "-lto", "-verbose", "-Xptxas=..."); an -arch among
+ * them is refused. NVHCQ_ERROR_NOT_FOUND when nvJitLink is not installed (the message says
+ * what to install). */
+NVHCQ_API nvhcq_status nvhcq_linker_create(const char *arch, const char *const *options,
+                                           int num_options, nvhcq_linker **out);
+/* Adds one input (copied; `name` labels it in the logs and may be NULL). PTX that does not
+ * compile fails here with NVHCQ_ERROR_COMPILE, the log in the message. */
+NVHCQ_API nvhcq_status nvhcq_linker_add(nvhcq_linker *l, nvhcq_link_input kind, const void *data,
+                                        size_t size, const char *name);
+/* Links what was added; *cubin (owned by the linker, valid until nvhcq_linker_destroy) and *size
+ * (may be NULL) give the cubin. Unresolved symbols fail with NVHCQ_ERROR_COMPILE, naming them.
+ * A second call returns the same cubin. */
+NVHCQ_API nvhcq_status nvhcq_linker_complete(nvhcq_linker *l, const void **cubin, size_t *size);
+/* nvJitLink's logs so far (errors; information such as -verbose's), "" when empty; owned by the
+ * linker and valid until its next call. */
+NVHCQ_API const char *nvhcq_linker_error_log(const nvhcq_linker *l);
+NVHCQ_API const char *nvhcq_linker_info_log(const nvhcq_linker *l);
+/* NULL is fine. */
+NVHCQ_API void nvhcq_linker_destroy(nvhcq_linker *l);
 
 /* ---- the timeline profiler ------------------------------------------------------------
  *

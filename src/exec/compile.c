@@ -67,7 +67,8 @@ static const char *const jit_symbols[] = {"nvJitLinkCreate",         "nvJitLinkA
                                           "nvJitLinkComplete",       "nvJitLinkGetLinkedCubinSize",
                                           "nvJitLinkGetLinkedCubin", "nvJitLinkGetErrorLogSize",
                                           "nvJitLinkGetErrorLog",    "nvJitLinkDestroy",
-                                          "nvJitLinkVersion",        NULL};
+                                          "nvJitLinkVersion",        "nvJitLinkGetInfoLogSize",
+                                          "nvJitLinkGetInfoLog",     NULL};
 enum {
   JIT_CREATE,
   JIT_ADD,
@@ -77,7 +78,9 @@ enum {
   JIT_LOGSIZE,
   JIT_LOG,
   JIT_DESTROY,
-  JIT_VERSION
+  JIT_VERSION,
+  JIT_INFOSIZE,
+  JIT_INFO
 };
 
 static compiler nvrtc = {"NVRTC", "NVHCQ_NVRTC", nvrtc_names, nvrtc_symbols, {0}, 0, "", "", ""};
@@ -159,7 +162,7 @@ static nvhcq_status load_compiler(compiler *c) {
         "%s is needed to compile %s but was not found (tried: %s). Install the CUDA "
         "toolkit, or point nvhcq at the library with %s=/path/to/%s or at the toolkit "
         "with CUDA_PATH",
-        c->what, c == &nvrtc ? "CUDA C" : "PTX", c->tried, c->env, c->names[0]);
+        c->what, c == &nvrtc ? "CUDA C" : "PTX or link device code", c->tried, c->env, c->names[0]);
   int major = 0, minor = 0;
   if (c == &nvrtc)
     c->f[RTC_VERSION](&major, &minor);
@@ -568,6 +571,138 @@ void nvhcq_compile_get_stats(nvhcq_compile_stats *out) {
   pthread_mutex_lock(&compile_lock);
   *out = stats;
   pthread_mutex_unlock(&compile_lock);
+}
+
+/* ---- linking ---- */
+
+#define LINKER_MAGIC 0x6e766c6bu /* "nvlk" */
+
+struct nvhcq_linker {
+  uint32_t magic;
+  void *h; /* the nvJitLink handle */
+  char arch[32];
+  char *error_log, *info_log;
+  void *cubin;
+  size_t cubin_size;
+  int completed;
+};
+
+static nvhcq_status linker_check(const nvhcq_linker *l, const char *what) {
+  if (l && l->magic == LINKER_MAGIC) return NVHCQ_SUCCESS;
+  return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "%s: not a linker (NULL or destroyed)", what);
+}
+
+/* nvJitLink's logs grow with each call: both are copied again after every one. */
+static void linker_take_logs(nvhcq_linker *l) {
+  free(l->error_log);
+  free(l->info_log);
+  l->error_log = take_log(nvjitlink.f[JIT_LOGSIZE], nvjitlink.f[JIT_LOG], l->h);
+  l->info_log = take_log(nvjitlink.f[JIT_INFOSIZE], nvjitlink.f[JIT_INFO], l->h);
+}
+
+nvhcq_status nvhcq_linker_create(const char *arch, const char *const *options, int num_options,
+                                 nvhcq_linker **out) {
+  if (!out || num_options < 0 || (num_options && !options))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_linker_create: missing out or options");
+  if (!arch || strncmp(arch, "sm_", 3) || atoi(arch + 3) < 50)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_linker_create: architecture '%s' should look like sm_90",
+                      arch ? arch : "(null)");
+  if (has_arch_option(options, num_options))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_linker_create: give the architecture as `arch`, not as an option");
+  pthread_mutex_lock(&compile_lock);
+  nvhcq_status s = load_compiler(&nvjitlink);
+  pthread_mutex_unlock(&compile_lock);
+  NVHCQ_TRY(s);
+  nvhcq_linker *l = calloc(1, sizeof *l);
+  const char **opts = calloc((size_t)num_options + 1, sizeof *opts);
+  if (!l || !opts)
+    return free(l), free(opts), nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  snprintf(l->arch, sizeof l->arch, "%s", arch);
+  char arch_opt[64];
+  snprintf(arch_opt, sizeof arch_opt, "-arch=%s", arch);
+  opts[0] = arch_opt;
+  for (int i = 0; i < num_options; i++) opts[i + 1] = options[i];
+  int r = nvjitlink.f[JIT_CREATE](&l->h, (uint32_t)num_options + 1, opts);
+  free(opts);
+  if (r) {
+    if (l->h) nvjitlink.f[JIT_DESTROY](&l->h);
+    free(l);
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvJitLink %s refused the link options for %s (error %d): check each "
+                      "option against nvJitLink's documented ones",
+                      nvjitlink.version, arch, r);
+  }
+  l->magic = LINKER_MAGIC;
+  *out = l;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_linker_add(nvhcq_linker *l, nvhcq_link_input kind, const void *data, size_t size,
+                              const char *name) {
+  NVHCQ_TRY(linker_check(l, "nvhcq_linker_add"));
+  if (!data || !size || kind < NVHCQ_LINK_CUBIN || kind > NVHCQ_LINK_LIBRARY)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_linker_add: %s (kind %u); give the bytes and an NVHCQ_LINK_* kind",
+                      data && size ? "unknown input kind" : "no input", kind);
+  if (l->completed)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_linker_add: the link is complete already; create another linker");
+  if (kind == NVHCQ_LINK_PTX) size = strnlen(data, size); /* nvJitLink takes the text alone */
+  const char *input = name && *name ? name : "input";
+  int r = nvjitlink.f[JIT_ADD](l->h, (int)kind, data, size, input);
+  linker_take_logs(l);
+  if (r)
+    return nvhcq_fail(NVHCQ_ERROR_COMPILE,
+                      "%s did not go into the link for %s (nvJitLink %s, "
+                      "error %d):\n%s",
+                      input, l->arch, nvjitlink.version, r,
+                      l->error_log && *l->error_log ? l->error_log : "(no log)");
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_linker_complete(nvhcq_linker *l, const void **cubin, size_t *size) {
+  NVHCQ_TRY(linker_check(l, "nvhcq_linker_complete"));
+  if (!cubin)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_linker_complete: cubin is NULL");
+  if (!l->completed) {
+    pthread_mutex_lock(&compile_lock);
+    stats.compiles++;
+    pthread_mutex_unlock(&compile_lock);
+    int r = nvjitlink.f[JIT_COMPLETE](l->h);
+    linker_take_logs(l);
+    if (r)
+      return nvhcq_fail(NVHCQ_ERROR_COMPILE, "the link for %s failed (nvJitLink %s, error %d):\n%s",
+                        l->arch, nvjitlink.version, r,
+                        l->error_log && *l->error_log ? l->error_log : "(no log)");
+    NVHCQ_TRY(take_cubin(nvjitlink.f[JIT_CUBINSIZE], nvjitlink.f[JIT_CUBIN], l->h, &l->cubin,
+                         &l->cubin_size));
+    l->completed = 1;
+  }
+  *cubin = l->cubin;
+  if (size) *size = l->cubin_size;
+  return NVHCQ_SUCCESS;
+}
+
+const char *nvhcq_linker_error_log(const nvhcq_linker *l) {
+  if (linker_check(l, "nvhcq_linker_error_log")) return NULL;
+  return l->error_log ? l->error_log : "";
+}
+
+const char *nvhcq_linker_info_log(const nvhcq_linker *l) {
+  if (linker_check(l, "nvhcq_linker_info_log")) return NULL;
+  return l->info_log ? l->info_log : "";
+}
+
+void nvhcq_linker_destroy(nvhcq_linker *l) {
+  if (!l || l->magic != LINKER_MAGIC) return;
+  l->magic = 0;
+  if (l->h) nvjitlink.f[JIT_DESTROY](&l->h);
+  free(l->error_log);
+  free(l->info_log);
+  free(l->cubin);
+  free(l);
 }
 
 /* The 0.1 names (nvhcq.h declares them deprecated). */
