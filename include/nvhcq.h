@@ -410,7 +410,14 @@ typedef struct nvhcq_launch_config {
   nvhcq_dim3 cluster;
   uint32_t cluster_policy;         /* NVHCQ_CLUSTER_POLICY_* */
   const void *const *arg_pointers; /* optional: one pointer per parameter, see above */
+  uint32_t flags;                  /* NVHCQ_LAUNCH_*; read when struct_size covers it */
 } nvhcq_launch_config;
+
+/* A cooperative launch: every block of the grid is resident at once (the launch is refused with
+ * NVHCQ_ERROR_LAUNCH_CHECK when the GPU cannot hold them: nvhcq_kernel_query_occupancy's blocks
+ * per SM times the SMs), and cooperative_groups' this_grid() is valid: grid.sync() waits for
+ * every block (CUDA's cuLaunchCooperativeKernel). */
+#define NVHCQ_LAUNCH_COOPERATIVE 1u
 
 /* nvhcq_queue_launch with a configuration: clusters, per-parameter arguments. `args`/`args_size`
  * as for nvhcq_queue_launch (args_size may include a C struct's trailing padding). */

@@ -79,6 +79,7 @@ void nvhcq_compute_init(nvhcq_device *dev) {
 }
 
 void nvhcq_compute_fini(nvhcq_device *dev) {
+  nvhcq_memory_drop(&dev->compute_state.grid_workspace);
   nvhcq_memory_drop(&dev->compute_state.args);
   nvhcq_memory_drop(&dev->compute_state.local_memory);
 }
@@ -125,6 +126,23 @@ nvhcq_status nvhcq_compute_ensure_local_memory(nvhcq_device *dev, uint32_t bytes
   uint64_t v;
   NVHCQ_TRY(nvhcq_device_submit_scratch(dev, 0, &v));
   return nvhcq_device_wait_timeline(dev, 0, v);
+}
+
+/* cooperative_groups' grid_workspace: its size, then the barrier word grid.sync() counts on (it
+ * adds 0x80000000 over one sync of all blocks and waits for the top bit to flip, so any start
+ * value works). Every compute grid of a device runs on its one compute channel, in order, so
+ * one workspace serves them all. */
+nvhcq_status nvhcq_compute_grid_workspace(nvhcq_device *dev, uint64_t *gpu) {
+  nvhcq_compute_state *cs = &dev->compute_state;
+  if (!cs->grid_workspace) {
+    nvhcq_buffer *mem;
+    NVHCQ_TRY(nvhcq_memory_alloc(dev, 4096, NVHCQ_MEMORY_DEVICE_MAPPED, NULL, &mem));
+    uint32_t ws[2] = {8, 0};
+    memcpy(mem->host_pointer, ws, sizeof ws);
+    cs->grid_workspace = mem;
+  }
+  *gpu = cs->grid_workspace->gpu_address;
+  return NVHCQ_SUCCESS;
 }
 
 /* A chunk of the argument ring. Reusing a lap's space waits for the compute channel: the ring is

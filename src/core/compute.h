@@ -47,17 +47,18 @@ typedef struct nvhcq_compute_state {
   int debug_cbank_invalidate;   /* NVHCQ_DEBUG_CBANK_INVALIDATE_* */
   nvhcq_qmd_poke debug_qmd[8];  /* NVHCQ_DEBUG_QMD: raw bit ranges written over QMDs */
   unsigned debug_qmd_count;
-  uint32_t cbank0_prefix[12]; /* driver words: shared and local windows, stack top */
-  nvhcq_buffer *args;         /* ring of kernel arguments and QMDs, CPU-visible */
-  uint64_t args_head;         /* monotonic byte position of the next chunk */
-  uint64_t args_lap_start;    /* where the current lap began: all work before it had completed */
-  uint64_t args_sync_at;      /* wait for the GPU before the ring reaches this (0: nothing to) */
-  nvhcq_buffer *local_memory; /* shader local memory (stacks) for every SM */
-  uint32_t local_per_thread;  /* bytes of local memory each thread may use */
-  uint64_t local_per_tpc;     /* bytes of it each TPC gets */
-  uint32_t gpc_count;         /* GPCs with working TPCs */
-  uint8_t gpc_sms[32];        /* working SMs of each, from the floorswept TPC masks */
-  uint32_t tpc_slots;         /* GPCs x TPCs per GPC of the chip (litter values) */
+  uint32_t cbank0_prefix[12];   /* driver words: shared and local windows, stack top */
+  nvhcq_buffer *args;           /* ring of kernel arguments and QMDs, CPU-visible */
+  uint64_t args_head;           /* monotonic byte position of the next chunk */
+  uint64_t args_lap_start;      /* where the current lap began: all work before it had completed */
+  uint64_t args_sync_at;        /* wait for the GPU before the ring reaches this (0: nothing to) */
+  nvhcq_buffer *local_memory;   /* shader local memory (stacks) for every SM */
+  uint32_t local_per_thread;    /* bytes of local memory each thread may use */
+  uint64_t local_per_tpc;       /* bytes of it each TPC gets */
+  nvhcq_buffer *grid_workspace; /* cooperative grids' barrier (one channel runs them in turn) */
+  uint32_t gpc_count;           /* GPCs with working TPCs */
+  uint8_t gpc_sms[32];          /* working SMs of each, from the floorswept TPC masks */
+  uint32_t tpc_slots;           /* GPCs x TPCs per GPC of the chip (litter values) */
 } nvhcq_compute_state;
 
 /* From the compute class and the GPU's facts: QMD version, limits, bank-0 prefix, debug knobs. */
@@ -69,6 +70,8 @@ void nvhcq_compute_push_state(nvhcq_device *dev, nvhcq_push *p);
 /* Grows the local memory every SM's threads use for stacks to `bytes` per thread; waits for the
  * device first (only between kernels). */
 nvhcq_status nvhcq_compute_ensure_local_memory(nvhcq_device *dev, uint32_t bytes) NVHCQ_MUST_CHECK;
+/* The GPU address of the workspace cooperative grids synchronise through, made on first use. */
+nvhcq_status nvhcq_compute_grid_workspace(nvhcq_device *dev, uint64_t *gpu) NVHCQ_MUST_CHECK;
 /* `bytes` of the argument ring at monotonic position *pos, CPU and GPU addresses. */
 nvhcq_status nvhcq_compute_args_alloc(nvhcq_device *dev, uint32_t bytes, uint64_t *pos,
                                       uint8_t **cpu, uint64_t *gpu) NVHCQ_MUST_CHECK;

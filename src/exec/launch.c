@@ -1,5 +1,6 @@
 /* Kernel launches into queues: the checks, bank 0 and the QMD of each launch, chaining onto the
  * previous launch with its fence, launches with variables, and nvhcq_kernel_launch_cpu_wait. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,7 @@ typedef struct launch_req {
   const void *args;
   size_t args_size;
   const void *const *arg_pointers;
+  int cooperative; /* NVHCQ_LAUNCH_COOPERATIVE */
 } launch_req;
 
 /* Builds a launch's QMD: the kernel's template, then the fields that change per launch, written
@@ -307,6 +309,23 @@ static nvhcq_status check_cluster_fits(const nvhcq_device *dev, const nvhcq_kern
   return NVHCQ_SUCCESS;
 }
 
+/* A cooperative grid's blocks must all be resident at once: grid.sync() waits for every one. */
+static nvhcq_status check_cooperative_fits(const nvhcq_device *dev, const nvhcq_kernel *k,
+                                           const launch_req *r) {
+  uint64_t blocks = (uint64_t)r->grid.x * r->grid.y * r->grid.z;
+  uint32_t per_sm = blocks_per_sm(&dev->compute_state, k, r->block, r->dynamic_shared);
+  uint64_t most = (uint64_t)per_sm * dev->info.sm_count;
+  if (blocks <= most) return NVHCQ_SUCCESS;
+  return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
+                    "kernel %s: a cooperative grid of %llu blocks must be resident at once, but "
+                    "blocks of this shape (%u threads, %u bytes of shared memory) fit %u per SM, "
+                    "%llu on the %u SMs of %s; launch at most that many",
+                    k->cubin->name, (unsigned long long)blocks,
+                    r->block.x * r->block.y * r->block.z,
+                    nvhcq_kernel_shared_total(k, r->dynamic_shared), per_sm,
+                    (unsigned long long)most, dev->info.sm_count, dev->info.name);
+}
+
 /* Everything a launch is checked for before anything is recorded; resolves its cluster. */
 static nvhcq_status check_launch(const nvhcq_queue *q, const nvhcq_kernel *k, launch_req *r,
                                  const nvhcq_dim3 *cluster) {
@@ -329,6 +348,7 @@ static nvhcq_status check_launch(const nvhcq_queue *q, const nvhcq_kernel *k, la
   NVHCQ_TRY(nvhcq_launch_check_dims(k, r->grid, r->block));
   NVHCQ_TRY(check_shared(dev, k, r->dynamic_shared));
   NVHCQ_TRY(resolve_cluster(dev, k, cluster, r));
+  if (r->cooperative) NVHCQ_TRY(check_cooperative_fits(dev, k, r));
   return r->cluster[0] ? check_cluster_fits(dev, k, r) : NVHCQ_SUCCESS;
 }
 
@@ -376,6 +396,19 @@ static nvhcq_status profile_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 g
 
 /* Records a launch; `cbank` and `qmd` receive where its bank 0 and QMD were written (for the
  * variables of recorded queues). */
+/* cooperative_groups finds its grid workspace (the grid barrier) at the address in %envreg1
+ * (high half) and %envreg2, which sm_90 code reads from bank 0 at 0x44 and 0x48 (%envreg<n> is
+ * bank 0 word 16 + n in nvcc 13's SASS; libcuda fills both for cuLaunchCooperativeKernel only,
+ * read back on the H200 by a kernel storing its %envreg values). Zero elsewhere: this_grid() is
+ * then not valid, as CUDA has it. */
+static nvhcq_status write_grid_workspace(nvhcq_device *dev, uint8_t *cbank, int cooperative) {
+  uint64_t at = 0;
+  if (cooperative) NVHCQ_TRY(nvhcq_compute_grid_workspace(dev, &at));
+  uint32_t w[2] = {(uint32_t)(at >> 32), (uint32_t)at};
+  memcpy(cbank + 0x44, w, sizeof w);
+  return NVHCQ_SUCCESS;
+}
+
 static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r,
                                   const nvhcq_dim3 *cluster, uint8_t **cbank, uint8_t **qmd_at) {
   NVHCQ_TRY(check_launch(q, k, r, cluster));
@@ -399,6 +432,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r
   words[0] = r->block.x, words[1] = r->block.y, words[2] = r->block.z;
   words[3] = r->grid.x, words[4] = r->grid.y, words[5] = r->grid.z;
   memcpy(cpu, words, sizeof words);
+  NVHCQ_TRY(write_grid_workspace(dev, cpu, r->cooperative));
   if (k->cluster_words) {
     write_cluster_words(cpu, r);
     /* sm_90 code reaches a __grid_constant__ parameter (a TMA map) through the parameters'
@@ -421,17 +455,26 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r
 nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
                                 uint32_t dynamic_shared, const void *args, size_t args_size) {
   uint8_t *cbank, *qmd;
-  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL};
+  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL, 0};
   return record_launch(q, k, &r, NULL, &cbank, &qmd);
+}
+
+/* The configuration's flags: 0 from callers built before the field was added. */
+static uint32_t config_flags(const nvhcq_launch_config *c) {
+  return c->struct_size >= offsetof(nvhcq_launch_config, flags) + sizeof c->flags ? c->flags : 0;
 }
 
 static nvhcq_status check_config(const nvhcq_launch_config *c) {
   if (!c) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_queue_launch_ex: config is NULL");
-  if (c->struct_size < sizeof *c)
+  if (c->struct_size < offsetof(nvhcq_launch_config, flags))
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "nvhcq_queue_launch_ex: config->struct_size is %u, less than the %zu bytes "
                       "of its layout (set it to sizeof(nvhcq_launch_config))",
                       c->struct_size, sizeof *c);
+  if (config_flags(c) & ~NVHCQ_LAUNCH_COOPERATIVE)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_queue_launch_ex: flags 0x%x has bits that are not NVHCQ_LAUNCH_*",
+                      config_flags(c));
   if (c->cluster_policy > NVHCQ_CLUSTER_POLICY_LOAD_BALANCING)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "nvhcq_queue_launch_ex: cluster_policy %u is not NVHCQ_CLUSTER_POLICY_*",
@@ -451,7 +494,8 @@ nvhcq_status nvhcq_queue_launch_ex(nvhcq_queue *q, nvhcq_kernel *k,
                   config->cluster_policy == NVHCQ_CLUSTER_POLICY_LOAD_BALANCING,
                   args,
                   args_size,
-                  config->arg_pointers};
+                  config->arg_pointers,
+                  (config_flags(config) & NVHCQ_LAUNCH_COOPERATIVE) != 0};
   return record_launch(q, k, &r, &config->cluster, &cbank, &qmd);
 }
 
@@ -466,7 +510,7 @@ nvhcq_status nvhcq_kernel_query_max_clusters(const nvhcq_kernel *k,
   const nvhcq_device *dev = k->module->dev;
   const nvhcq_compute_state *cs = &dev->compute_state;
   launch_req r = {
-      config->cluster, config->block, config->dynamic_shared, {0, 0, 0}, 0, NULL, 0, NULL};
+      config->cluster, config->block, config->dynamic_shared, {0, 0, 0}, 0, NULL, 0, NULL, 0};
   NVHCQ_TRY(nvhcq_launch_check_dims(k, (nvhcq_dim3){1, 1, 1}, config->block));
   NVHCQ_TRY(check_shared(dev, k, config->dynamic_shared));
   /* The grid is one cluster: resolve_cluster then checks the cluster alone. */
@@ -528,7 +572,7 @@ nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3
                       "kernels yet (use nvhcq_queue_launch_ex on a recorded queue)",
                       k->cubin->name);
   uint8_t *cbank, *qmd;
-  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL};
+  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL, 0};
   NVHCQ_TRY(record_launch(q, k, &r, NULL, &cbank, &qmd));
   static const nvhcq_qmd_field grid_f[3] = {NVHCQ_QMD_GRID_WIDTH, NVHCQ_QMD_GRID_HEIGHT,
                                             NVHCQ_QMD_GRID_DEPTH};

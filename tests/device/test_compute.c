@@ -435,24 +435,100 @@ static void t_wrong_arch(void) {
   printf("  %s cubin says: %s\n", other, nvhcq_last_error());
 }
 
-/* -rdc=true code calls functions in .text sections of their own: the loader writes each call's
- * target (R_CUDA_ABS55_16_34); a wrong field would jump elsewhere and fault. */
-static void t_call_across_sections(void) {
-  NEED_GPU();
-  if (on_mock()) TEST_SKIP("the mock runs no calls between functions; needs a GPU");
+/* One of the sm_90-only test modules beside the test cubins (rdc_sm_90.cubin, coop_sm_90.cubin),
+ * or NULL after a visible reason. */
+static nvhcq_module *load_sm90_module(const char *file) {
   const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
 #ifdef NVHCQ_TEST_CUBIN_DEFAULT
   if (!dir) dir = NVHCQ_TEST_CUBIN_DEFAULT;
 #endif
   char path[512];
-  snprintf(path, sizeof path, "%s/rdc_sm_90.cubin", dir ? dir : ".");
-  nvhcq_device_info info = {.struct_size = sizeof info};
-  TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
-  if (strcmp(info.arch, "sm_90")) TEST_SKIP("the -rdc kernels are built for sm_90");
+  snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", file);
   nvhcq_module *m = NULL;
-  nvhcq_kernel *k = NULL;
   TEST_CHECK_MSG(nvhcq_module_load_file(dev, path, &m) == NVHCQ_SUCCESS, "%s: %s", path,
                  nvhcq_last_error());
+  return m;
+}
+
+static int is_sm90(void) {
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  return nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS && !strcmp(info.arch, "sm_90");
+}
+
+/* A cooperative grid as large as the GPU holds synchronises 100 times through
+ * cooperative_groups' grid barrier, and every value read after each sync is the round's; a grid
+ * one block larger is refused; this_grid() is valid in a cooperative launch only. */
+static void t_cooperative_grid_sync(void) {
+  NEED_GPU();
+  if (on_mock()) TEST_SKIP("the mock runs blocks one after another; grid.sync() needs a GPU");
+  if (!is_sm90()) TEST_SKIP("the cooperative kernels are built for sm_90");
+  nvhcq_module *m = load_sm90_module("coop_sm_90.cubin");
+  nvhcq_kernel *k = NULL, *kv = NULL;
+  if (!m) return;
+  TEST_CHECK(nvhcq_module_get_kernel(m, "grid_rounds", &k) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_module_get_kernel(m, "grid_valid", &kv) == NVHCQ_SUCCESS);
+  nvhcq_occupancy occ = {.struct_size = sizeof occ};
+  TEST_CHECK(k && nvhcq_kernel_query_occupancy(k, DIM(256, 1, 1), 0, &occ) == NVHCQ_SUCCESS);
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
+  uint32_t blocks = occ.blocks_per_sm * info.sm_count;
+  int n = (int)blocks * 256, rounds = 100;
+  nvhcq_buffer *buf = alloc(2ull * n * 4), *out = alloc((size_t)n * 4);
+  nvhcq_queue *q = NULL;
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  struct {
+    uint64_t buf, out;
+    int n, rounds;
+  } args = {buf ? nvhcq_buffer_gpu_address(buf) : 0, out ? nvhcq_buffer_gpu_address(out) : 0, n,
+            rounds};
+  nvhcq_launch_config c = {.struct_size = sizeof c,
+                           .grid = DIM(blocks + 1, 1, 1),
+                           .block = DIM(256, 1, 1),
+                           .flags = NVHCQ_LAUNCH_COOPERATIVE};
+  if (!k || !buf || !out || !q || !blocks) goto done;
+  TEST_CHECK(nvhcq_queue_launch_ex(q, k, &c, &args, sizeof args) == NVHCQ_ERROR_LAUNCH_CHECK);
+  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "cooperative") != NULL, "%s", nvhcq_last_error());
+  c.grid.x = blocks;
+  TEST_CHECK_MSG(nvhcq_queue_launch_ex(q, k, &c, &args, sizeof args) == NVHCQ_SUCCESS, "%s",
+                 nvhcq_last_error());
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  int *h = malloc((size_t)n * 4), wrong = 0;
+  if (h && nvhcq_buffer_read(h, out, 0, (size_t)n * 4) == NVHCQ_SUCCESS)
+    for (int i = 0; i < n; i++) wrong += h[i] != i + rounds;
+  TEST_CHECK_MSG(h && wrong == 0, "%d of %d threads read another round's value (%u blocks)", wrong,
+                 n, blocks);
+  free(h);
+  for (int coop = 0; coop < 2 && kv; coop++) {
+    int valid = -1;
+    nvhcq_launch_config v = {.struct_size = sizeof v,
+                             .grid = DIM(2, 1, 1),
+                             .block = DIM(32, 1, 1),
+                             .flags = coop ? NVHCQ_LAUNCH_COOPERATIVE : 0};
+    uint64_t at = nvhcq_buffer_gpu_address(out);
+    TEST_CHECK(nvhcq_queue_reset(q) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_launch_ex(q, kv, &v, &at, sizeof at) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_buffer_read(&valid, out, 0, 4) == NVHCQ_SUCCESS);
+    TEST_CHECK_MSG(valid == coop, "this_grid().is_valid() is %d in a %s launch", valid,
+                   coop ? "cooperative" : "plain");
+  }
+done:
+  nvhcq_queue_destroy(q);
+  nvhcq_buffer_destroy(buf);
+  nvhcq_buffer_destroy(out);
+  TEST_CHECK(nvhcq_module_unload(m) == NVHCQ_SUCCESS);
+}
+
+/* -rdc=true code calls functions in .text sections of their own: the loader writes each call's
+ * target (R_CUDA_ABS55_16_34); a wrong field would jump elsewhere and fault. */
+static void t_call_across_sections(void) {
+  NEED_GPU();
+  if (on_mock()) TEST_SKIP("the mock runs no calls between functions; needs a GPU");
+  if (!is_sm90()) TEST_SKIP("the -rdc kernels are built for sm_90");
+  nvhcq_module *m = load_sm90_module("rdc_sm_90.cubin");
+  nvhcq_kernel *k = NULL;
   if (!m) return;
   TEST_CHECK(nvhcq_module_get_kernel(m, "call_across_sections", &k) == NVHCQ_SUCCESS);
   const int n = 64 * 256;
@@ -483,4 +559,4 @@ TEST_MAIN(TEST(t_list_kernels), TEST(t_occupancy_and_carveout), TEST(t_vector_ad
           TEST(t_atomic_100k), TEST(t_dynamic_shared_over_48k), TEST(t_local_16k), TEST(t_3d),
           TEST(t_globals), TEST(t_struct_args), TEST(t_chain_order),
           TEST(t_compute_and_copy_together), TEST(t_launch_checks), TEST(t_wrong_arch),
-          TEST(t_call_across_sections), TEST(t_teardown))
+          TEST(t_call_across_sections), TEST(t_cooperative_grid_sync), TEST(t_teardown))
