@@ -201,8 +201,40 @@ static nvhcq_status load_with_ptx(nvhcq_device *dev, const void *data, size_t si
   return NVHCQ_SUCCESS;
 }
 
+/* A relocatable cubin (ELF type ET_REL: nvcc -rdc=true -cubin, or one object of a separate
+ * compilation) still needs the device link nvlink does: its kernels' register counts leave out
+ * the functions they call, so loaded as it is, a call runs out of registers (Xid 13, "out-of-range
+ * register", seen on the H200). */
+static int is_relocatable_cubin(const void *data, size_t size) {
+  const uint8_t *p = data;
+  return size >= 18 && !memcmp(p, "\177ELF", 4) && (p[16] | p[17] << 8) == 1;
+}
+
+/* Links a relocatable cubin alone for the device, through nvJitLink, and loads the result. */
+static nvhcq_status load_linked(nvhcq_device *dev, const void *data, size_t size,
+                                nvhcq_module **out) {
+  nvhcq_linker *l = NULL;
+  const void *cubin = NULL;
+  size_t cubin_size = 0;
+  nvhcq_status s = nvhcq_linker_create(dev->info.arch, NULL, 0, &l);
+  if (!s) s = nvhcq_linker_add(l, NVHCQ_LINK_CUBIN, data, size, "relocatable.cubin");
+  if (!s) s = nvhcq_linker_complete(l, &cubin, &cubin_size);
+  if (!s)
+    s = load_with_ptx(dev, cubin, cubin_size, NULL, 0, out);
+  else
+    s = nvhcq_fail_context(s, "the cubin is relocatable device code (nvcc -rdc=true) and must be "
+                              "device-linked before it loads (nvcc -dlink -cubin, or nvJitLink)");
+  nvhcq_linker_destroy(l);
+  return s;
+}
+
 nvhcq_status nvhcq_module_load(nvhcq_device *dev, const void *data, size_t size,
                                nvhcq_module **out) {
+  if (data && is_relocatable_cubin(data, size)) {
+    NVHCQ_TRY(nvhcq_device_check(dev));
+    if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_module_load: out is NULL");
+    return load_linked(dev, data, size, out);
+  }
   return load_with_ptx(dev, data, size, NULL, 0, out);
 }
 

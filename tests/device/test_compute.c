@@ -521,8 +521,9 @@ done:
   TEST_CHECK(nvhcq_module_unload(m) == NVHCQ_SUCCESS);
 }
 
-/* -rdc=true code calls functions in .text sections of their own: the loader writes each call's
- * target (R_CUDA_ABS55_16_34); a wrong field would jump elsewhere and fault. */
+/* -rdc=true code calls functions in .text sections of their own. rdc_sm_90.cubin is relocatable
+ * (nvcc -rdc=true -cubin): the load links it through nvJitLink first, and the loader writes each
+ * call's target (R_CUDA_ABS55_16_34); a wrong field would jump elsewhere and fault. */
 static void t_call_across_sections(void) {
   NEED_GPU();
   if (on_mock()) TEST_SKIP("the mock runs no calls between functions; needs a GPU");
