@@ -260,6 +260,9 @@
   X(CUresult, cuGraphExecUpdate_v2,                                                                \
     (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo * resultInfo))            \
   X(CUresult, cuGraphExecGetFlags, (CUgraphExec hGraphExec, cuuint64_t * flags))                   \
+  X(CUresult, cuGraphNodeSetParams, (CUgraphNode hNode, CUgraphNodeParams * nodeParams))           \
+  X(CUresult, cuGraphExecNodeSetParams,                                                            \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams * nodeParams))                   \
   X(CUresult, cuGetProcAddress_v2,                                                                 \
     (const char *symbol, void **pfn, int cudaVersion, uint64_t flags,                              \
      CUdriverProcAddressQueryResult *symbolStatus))                                                \

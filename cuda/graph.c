@@ -611,3 +611,49 @@ CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
   *type = (CUgraphNodeType)hNode->op.kind;
   return CUDA_SUCCESS;
 }
+
+/* A child graph node's graph becomes a copy of `child`. */
+static CUresult child_set(CUgraphNode n, CUgraph child) {
+  CUresult r = node_of_kind(n, CU_GRAPH_NODE_TYPE_GRAPH);
+  if (r) return r;
+  if (nvcu_graph_check(child) || child == n->graph) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  struct CUgraph_st *copy = nvcu_graph_copy(child);
+  if (copy) {
+    graph_free(n->child);
+    copy->origin = NULL;
+    copy->owner = n;
+    n->child = copy;
+  }
+  NVCU_UNLOCK();
+  return copy ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) {
+  CUgraphNodeParams *p = nodeParams;
+  if (nvcu_node_check(hNode)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!p || (int)p->type != hNode->op.kind || !zeroes(p->reserved0, sizeof p->reserved0) ||
+      p->reserved2)
+    return CUDA_ERROR_INVALID_VALUE;
+  switch (p->type) {
+  case CU_GRAPH_NODE_TYPE_KERNEL:
+    return cuGraphKernelNodeSetParams_v2(hNode, &p->kernel);
+  case CU_GRAPH_NODE_TYPE_MEMCPY:
+    if (p->memcpy.flags || p->memcpy.reserved) return CUDA_ERROR_INVALID_VALUE;
+    return cuGraphMemcpyNodeSetParams(hNode, &p->memcpy.copyParams);
+  case CU_GRAPH_NODE_TYPE_MEMSET:
+    return cuGraphMemsetNodeSetParams(hNode, (const CUDA_MEMSET_NODE_PARAMS *)&p->memset);
+  case CU_GRAPH_NODE_TYPE_HOST:
+    return cuGraphHostNodeSetParams(hNode, (const CUDA_HOST_NODE_PARAMS *)&p->host);
+  case CU_GRAPH_NODE_TYPE_GRAPH:
+    if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE)
+      return nvcu_unsupported("moving a graph into a child graph node");
+    return child_set(hNode, p->graph.graph);
+  case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+    return cuGraphEventWaitNodeSetEvent(hNode, p->eventWait.event);
+  case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+    return cuGraphEventRecordNodeSetEvent(hNode, p->eventRecord.event);
+  default:
+    return CUDA_SUCCESS; /* empty nodes have no parameters */
+  }
+}

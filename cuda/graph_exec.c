@@ -777,6 +777,37 @@ CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hN
   return set_event(hGraphExec, hNode, event, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
 }
 
+CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                  CUgraphNodeParams *nodeParams) {
+  CUgraphNodeParams *p = nodeParams;
+  if (exec_check(hGraphExec)) return CUDA_ERROR_INVALID_HANDLE;
+  if (nvcu_node_check(hNode)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!p || (int)p->type != hNode->op.kind || p->reserved0[0] || p->reserved0[1] ||
+      p->reserved0[2] || p->reserved2)
+    return CUDA_ERROR_INVALID_VALUE;
+  switch (p->type) {
+  case CU_GRAPH_NODE_TYPE_KERNEL:
+    return cuGraphExecKernelNodeSetParams_v2(hGraphExec, hNode, &p->kernel);
+  case CU_GRAPH_NODE_TYPE_MEMCPY:
+    if (p->memcpy.flags || p->memcpy.reserved) return CUDA_ERROR_INVALID_VALUE;
+    return cuGraphExecMemcpyNodeSetParams(hGraphExec, hNode, &p->memcpy.copyParams,
+                                          p->memcpy.copyCtx);
+  case CU_GRAPH_NODE_TYPE_MEMSET:
+    return cuGraphExecMemsetNodeSetParams(
+        hGraphExec, hNode, (const CUDA_MEMSET_NODE_PARAMS *)&p->memset, p->memset.ctx);
+  case CU_GRAPH_NODE_TYPE_HOST:
+    return cuGraphExecHostNodeSetParams(hGraphExec, hNode, (const CUDA_HOST_NODE_PARAMS *)&p->host);
+  case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+    return cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, p->eventWait.event);
+  case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+    return cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, p->eventRecord.event);
+  case CU_GRAPH_NODE_TYPE_EMPTY:
+    return CUDA_SUCCESS;
+  default:
+    return nvcu_unsupported("changing a child graph node of an executable graph");
+  }
+}
+
 /* ---- whole-graph updates ---- */
 
 /* Whether node i of the new graph (flattened) pairs with exec node i, and can take its values. */

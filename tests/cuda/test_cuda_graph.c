@@ -40,7 +40,7 @@ static int asan_build(void) {
 #define NEED_KERNELS()                                                                             \
   do {                                                                                             \
     NEED_DEVICE();                                                                                 \
-    if (on_mock()) TEST_SKIP("SKIP: needs a GPU (the mock runs no kernels)");                      \
+    if (on_mock()) TEST_SKIP("needs a GPU (the mock runs no kernels)");                            \
   } while (0)
 
 #define OK(x) TEST_CHECK_MSG((x) == CUDA_SUCCESS, "%s", #x)
@@ -401,12 +401,21 @@ static void test_host_capture(void) {
   OK(cuLaunchHostFunc(s, host_step, &h));
   OK(cuMemcpyHtoDAsync_v2(c, h.out, 4 * N, s));
   TEST_CHECK(h.calls == 0); /* captured, not run */
+  CUevent ev;
+  OK(cuEventCreate(&ev, 0));
+  OK(cuEventRecordWithFlags(ev, s, CU_EVENT_RECORD_EXTERNAL));
+  OK(cuStreamWaitEvent(s, ev, CU_EVENT_WAIT_EXTERNAL));
+  TEST_CHECK(cuStreamAddCallback(s, NULL, NULL, 0) == CUDA_ERROR_INVALID_VALUE);
   CUgraph g;
   OK(cuStreamEndCapture(s, &g));
-  CUgraphNode nodes[4];
-  size_t n = 4;
+  CUgraphNode nodes[6];
+  size_t n = 6;
   OK(cuGraphGetNodes(g, nodes, &n));
-  TEST_CHECK(n == 4);
+  TEST_CHECK(n == 6);
+  CUgraphNodeType t4 = CU_GRAPH_NODE_TYPE_EMPTY, t5 = CU_GRAPH_NODE_TYPE_EMPTY;
+  OK(cuGraphNodeGetType(nodes[4], &t4));
+  OK(cuGraphNodeGetType(nodes[5], &t5));
+  TEST_CHECK(t4 == CU_GRAPH_NODE_TYPE_EVENT_RECORD && t5 == CU_GRAPH_NODE_TYPE_WAIT_EVENT);
   CUgraphNodeType t = CU_GRAPH_NODE_TYPE_EMPTY;
   OK(cuGraphNodeGetType(nodes[2], &t));
   TEST_CHECK(t == CU_GRAPH_NODE_TYPE_HOST);
@@ -421,8 +430,10 @@ static void test_host_capture(void) {
     OK(cuGraphLaunch(x, s));
     OK(cuStreamSynchronize(s));
     TEST_CHECK(h.calls == (uint32_t)round + 1 && h.seen == 0xbeef && read_u32(c, 3) == 45);
+    OK(cuEventQuery(ev)); /* recorded by the replay */
   }
   OK(cuGraphExecDestroy(x));
+  OK(cuEventDestroy_v2(ev));
   OK(cuGraphDestroy(g));
   OK(cuStreamDestroy_v2(s));
   OK(cuMemFreeHost(h.in));
@@ -501,6 +512,21 @@ static void test_child_and_events(void) {
   OK(cuGraphLaunch(x, s));
   OK(cuEventSynchronize(ev2));
   OK(cuStreamSynchronize(s));
+  /* the node's graph replaced by a copy of another */
+  CUgraph other;
+  OK(cuGraphCreate(&other, 0));
+  CUgraphNode e1, e2;
+  OK(cuGraphAddEmptyNode(&e1, other, NULL, 0));
+  OK(cuGraphAddEmptyNode(&e2, other, &e1, 1));
+  memset(&p, 0, sizeof p);
+  p.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  p.graph.graph = other;
+  OK(cuGraphNodeSetParams(sub, &p));
+  size_t count = 0;
+  OK(cuGraphChildGraphNodeGetGraph(sub, &owned));
+  OK(cuGraphGetNodes(owned, NULL, &count));
+  TEST_CHECK(owned != other && count == 2);
+  OK(cuGraphDestroy(other));
   OK(cuGraphExecDestroy(x));
   OK(cuGraphDestroy(g));
   OK(cuGraphDestroy(child));
@@ -592,6 +618,21 @@ static void test_exec_update(void) {
   TEST_CHECK_MSG(read_u32(c, 0) == 0x00444444 && read_u32(c, 1) == 33, "0x%x 0x%x", read_u32(c, 0),
                  read_u32(c, 1));
   TEST_CHECK(cuGraphExecMemsetNodeSetParams(x, copy, &ms, NULL) == CUDA_ERROR_INVALID_VALUE);
+  /* the generic setters: the type must be the node's */
+  CUgraphNodeParams np;
+  memset(&np, 0, sizeof np);
+  np.type = CU_GRAPH_NODE_TYPE_MEMSET;
+  np.memset.dst = a, np.memset.value = 55, np.memset.elementSize = 4, np.memset.width = N;
+  np.memset.height = 1;
+  OK(cuGraphExecNodeSetParams(x, set, &np));
+  OK(cuGraphNodeSetParams(set, &np));
+  OK(cuGraphMemsetNodeGetParams(set, &ms));
+  TEST_CHECK(ms.value == 55 && ms.width == N);
+  TEST_CHECK(cuGraphNodeSetParams(copy, &np) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGraphExecNodeSetParams(x, copy, &np) == CUDA_ERROR_INVALID_VALUE);
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  TEST_CHECK(read_u32(c, 0) == 55 && read_u32(c, N - 1) == 55);
   OK(cuGraphExecDestroy(x));
   OK(cuGraphDestroy(g));
   OK(cuGraphDestroy(g2));
