@@ -263,6 +263,8 @@
   X(CUresult, cuGraphNodeSetParams, (CUgraphNode hNode, CUgraphNodeParams * nodeParams))           \
   X(CUresult, cuGraphExecNodeSetParams,                                                            \
     (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams * nodeParams))                   \
+  X(CUresult, cuGraphExecChildGraphNodeSetParams,                                                  \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph))                               \
   X(CUresult, cuGetProcAddress_v2,                                                                 \
     (const char *symbol, void **pfn, int cudaVersion, uint64_t flags,                              \
      CUdriverProcAddressQueryResult *symbolStatus))                                                \

@@ -801,23 +801,34 @@ CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
     return cuGraphExecEventWaitNodeSetEvent(hGraphExec, hNode, p->eventWait.event);
   case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     return cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, p->eventRecord.event);
+  case CU_GRAPH_NODE_TYPE_GRAPH:
+    return cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, p->graph.graph);
   case CU_GRAPH_NODE_TYPE_EMPTY:
     return CUDA_SUCCESS;
   default:
-    return nvcu_unsupported("changing a child graph node of an executable graph");
+    return nvcu_unsupported("this graph node type");
   }
 }
 
 /* ---- whole-graph updates ---- */
 
-/* Whether node i of the new graph (flattened) pairs with exec node i, and can take its values. */
+/* Where a flattened graph is compared: with exec nodes from `base` on, its dependency d being
+ * exec node base + d, its roots depending on exec node `root` (or on nothing: UINT32_MAX). */
+typedef struct span {
+  uint32_t base, root;
+} span;
+
+/* Whether node i of the new graph (flattened) pairs with its exec node, and can take its values. */
 static CUgraphExecUpdateResult node_fits(const nvcu_exec_node *en, const flat *f, uint32_t i,
-                                         CUgraphNode *from) {
+                                         span at, CUgraphNode *from) {
   const nvcu_exec_node *nn = &f->v[i];
   if (nn->op.kind != en->op.kind) return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
-  if (nn->dep_count != en->dep_count) return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+  int rooted = !nn->dep_count && at.root != UINT32_MAX;
+  if ((rooted ? 1 : nn->dep_count) != en->dep_count)
+    return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+  if (rooted && en->deps[0] != at.root) return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
   for (uint32_t k = 0; k < nn->dep_count; k++)
-    if (nn->deps[k] != en->deps[k]) {
+    if (nn->deps[k] + at.base != en->deps[k]) {
       *from = f->v[nn->deps[k]].node;
       return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
     }
@@ -842,23 +853,60 @@ static CUresult apply(CUgraphExec x, nvcu_exec_node *en, const nvcu_op *op) {
 }
 
 /* Every node is checked before any changes: an update that fails changes nothing. */
+static CUresult fit_all(CUgraphExec x, const flat *f, span at, CUgraphExecUpdateResultInfo *info) {
+  CUresult r = CUDA_SUCCESS;
+  for (uint32_t i = 0; i < f->n && !info->result; i++) {
+    info->result = node_fits(&x->nodes[at.base + i], f, i, at, &info->errorFromNode);
+    if (info->result) info->errorNode = f->v[i].node;
+  }
+  if (info->result) return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  for (uint32_t i = 0; i < f->n && !r; i++) r = apply(x, &x->nodes[at.base + i], &f->v[i].op);
+  if (r) info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
+  return r;
+}
+
 static CUresult update(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info) {
   flat f = {0};
   CUresult r = flatten(g, &f, UINT32_MAX, 1, NULL, &(uint32_t){0});
-  if (r) {
-    flat_free(f.v, f.n);
-    return r == CUDA_ERROR_OUT_OF_MEMORY ? r : CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  if (!r) {
+    info->result = f.n == x->node_count ? CU_GRAPH_EXEC_UPDATE_SUCCESS
+                                        : CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    r = info->result ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
+                     : fit_all(x, &f, (span){0, UINT32_MAX}, info);
+  } else if (r != CUDA_ERROR_OUT_OF_MEMORY) {
+    r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
   }
-  info->result = f.n == x->node_count ? CU_GRAPH_EXEC_UPDATE_SUCCESS
-                                      : CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
-  for (uint32_t i = 0; i < f.n && !info->result; i++) {
-    info->result = node_fits(&x->nodes[i], &f, i, &info->errorFromNode);
-    if (info->result) info->errorNode = f.v[i].node;
-  }
-  if (info->result) r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
-  for (uint32_t i = 0; i < f.n && !r; i++) r = apply(x, &x->nodes[i], &f.v[i].op);
-  if (r && !info->result) info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
   flat_free(f.v, f.n);
+  return r;
+}
+
+/* The child's nodes lie between its entry node and its exit node (the one hNode maps to): the new
+ * graph, flattened alone, must match them node for node. */
+static CUresult update_child(CUgraphExec x, CUgraphNode node, CUgraph child) {
+  nvcu_exec_node *exit;
+  CUresult r = exec_node(x, node, &exit);
+  if (r) return r;
+  if (exit->op.kind != CU_GRAPH_NODE_TYPE_GRAPH || nvcu_graph_check(child))
+    return CUDA_ERROR_INVALID_VALUE;
+  flat f = {0};
+  r = flatten(child, &f, UINT32_MAX, 0, NULL, &(uint32_t){0});
+  uint32_t at = (uint32_t)(exit - x->nodes);
+  if (!r && (at < f.n + 1 || x->nodes[at - f.n - 1].op.kind != CU_GRAPH_NODE_TYPE_EMPTY))
+    r = CUDA_ERROR_INVALID_VALUE;
+  if (!r) {
+    CUgraphExecUpdateResultInfo info = {0};
+    r = fit_all(x, &f, (span){at - f.n, at - f.n - 1}, &info);
+    if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) r = CUDA_ERROR_INVALID_VALUE;
+  }
+  flat_free(f.v, f.n);
+  return r;
+}
+
+CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                            CUgraph childGraph) {
+  NVCU_LOCK();
+  CUresult r = update_child(hGraphExec, hNode, childGraph);
+  NVCU_UNLOCK();
   return r;
 }
 

@@ -512,6 +512,24 @@ static void test_child_and_events(void) {
   OK(cuGraphLaunch(x, s));
   OK(cuEventSynchronize(ev2));
   OK(cuStreamSynchronize(s));
+  /* the executable graph's child graph: new values from a graph of the same shape */
+  CUgraph child2;
+  OK(cuGraphClone(&child2, child));
+  CUgraphNode cset2;
+  OK(cuGraphNodeFindInClone(&cset2, cset, child2));
+  ms.value = 88;
+  OK(cuGraphMemsetNodeSetParams(cset2, &ms));
+  OK(cuGraphExecChildGraphNodeSetParams(x, sub, child2));
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  TEST_CHECK(read_u32(b, 0) == 88 && read_u32(b, N - 1) == 88);
+  OK(cuGraphRemoveDependencies(child2, &cset2, &(CUgraphNode){NULL}, 0));
+  CUgraphNode ccopy2;
+  OK(cuGraphNodeFindInClone(&ccopy2, ccopy, child2));
+  OK(cuGraphRemoveDependencies(child2, &cset2, &ccopy2, 1));
+  TEST_CHECK(cuGraphExecChildGraphNodeSetParams(x, sub, child2) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGraphExecChildGraphNodeSetParams(x, rec, child2) == CUDA_ERROR_INVALID_VALUE);
+  OK(cuGraphDestroy(child2));
   /* the node's graph replaced by a copy of another */
   CUgraph other;
   OK(cuGraphCreate(&other, 0));
