@@ -189,6 +189,82 @@
     (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams))        \
   X(CUresult, cuGraphExecMemcpyNodeSetParams,                                                      \
     (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMCPY3D *copyParams, CUcontext ctx))   \
+  X(CUresult, cuGraphAddDependencies_v2,                                                           \
+    (CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,                               \
+     const CUgraphEdgeData *edgeData, size_t numDependencies))                                     \
+  X(CUresult, cuGraphRemoveDependencies_v2,                                                        \
+    (CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,                               \
+     const CUgraphEdgeData *edgeData, size_t numDependencies))                                     \
+  X(CUresult, cuGraphGetEdges_v2,                                                                  \
+    (CUgraph hGraph, CUgraphNode * from, CUgraphNode * to, CUgraphEdgeData * edgeData,             \
+     size_t * numEdges))                                                                           \
+  X(CUresult, cuGraphGetRootNodes,                                                                 \
+    (CUgraph hGraph, CUgraphNode * rootNodes, size_t * numRootNodes))                              \
+  X(CUresult, cuGraphNodeGetDependencies_v2,                                                       \
+    (CUgraphNode hNode, CUgraphNode * dependencies, CUgraphEdgeData * edgeData,                    \
+     size_t * numDependencies))                                                                    \
+  X(CUresult, cuGraphNodeGetDependentNodes_v2,                                                     \
+    (CUgraphNode hNode, CUgraphNode * dependentNodes, CUgraphEdgeData * edgeData,                  \
+     size_t * numDependentNodes))                                                                  \
+  X(CUresult, cuGraphDestroyNode, (CUgraphNode hNode))                                             \
+  X(CUresult, cuGraphClone, (CUgraph * phGraphClone, CUgraph originalGraph))                       \
+  X(CUresult, cuGraphNodeFindInClone,                                                              \
+    (CUgraphNode * phNode, CUgraphNode hOriginalNode, CUgraph hClonedGraph))                       \
+  X(CUresult, cuGraphDebugDotPrint, (CUgraph hGraph, const char *path, unsigned int flags))        \
+  X(CUresult, cuGraphAddHostNode,                                                                  \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams))                             \
+  X(CUresult, cuGraphHostNodeGetParams, (CUgraphNode hNode, CUDA_HOST_NODE_PARAMS * nodeParams))   \
+  X(CUresult, cuGraphHostNodeSetParams,                                                            \
+    (CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *nodeParams))                                  \
+  X(CUresult, cuGraphExecHostNodeSetParams,                                                        \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_HOST_NODE_PARAMS *nodeParams))          \
+  X(CUresult, cuGraphAddEventRecordNode,                                                           \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, CUevent event))                                                       \
+  X(CUresult, cuGraphAddEventWaitNode,                                                             \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, CUevent event))                                                       \
+  X(CUresult, cuGraphEventRecordNodeGetEvent, (CUgraphNode hNode, CUevent * event_out))            \
+  X(CUresult, cuGraphEventRecordNodeSetEvent, (CUgraphNode hNode, CUevent event))                  \
+  X(CUresult, cuGraphEventWaitNodeGetEvent, (CUgraphNode hNode, CUevent * event_out))              \
+  X(CUresult, cuGraphEventWaitNodeSetEvent, (CUgraphNode hNode, CUevent event))                    \
+  X(CUresult, cuGraphExecEventRecordNodeSetEvent,                                                  \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event))                                    \
+  X(CUresult, cuGraphExecEventWaitNodeSetEvent,                                                    \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, CUevent event))                                    \
+  X(CUresult, cuGraphAddChildGraphNode,                                                            \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, CUgraph childGraph))                                                  \
+  X(CUresult, cuGraphChildGraphNodeGetGraph, (CUgraphNode hNode, CUgraph * phGraph))               \
+  X(CUresult, cuGraphAddNode_v2,                                                                   \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     const CUgraphEdgeData *dependencyData, size_t numDependencies,                                \
+     CUgraphNodeParams *nodeParams))                                                               \
+  X(CUresult, cuGraphKernelNodeGetParams_v2,                                                       \
+    (CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS * nodeParams))                                     \
+  X(CUresult, cuGraphKernelNodeSetParams_v2,                                                       \
+    (CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams))                                \
+  X(CUresult, cuGraphMemcpyNodeGetParams, (CUgraphNode hNode, CUDA_MEMCPY3D * nodeParams))         \
+  X(CUresult, cuGraphMemcpyNodeSetParams, (CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams))    \
+  X(CUresult, cuGraphMemsetNodeGetParams,                                                          \
+    (CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS * nodeParams))                                     \
+  X(CUresult, cuGraphMemsetNodeSetParams,                                                          \
+    (CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams))                                \
+  X(CUresult, cuGraphExecMemsetNodeSetParams,                                                      \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *memsetParams,       \
+     CUcontext ctx))                                                                               \
+  X(CUresult, cuGraphInstantiateWithParams,                                                        \
+    (CUgraphExec * phGraphExec, CUgraph hGraph,                                                    \
+     CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams))                                           \
+  X(CUresult, cuGraphExecUpdate_v2,                                                                \
+    (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo * resultInfo))            \
+  X(CUresult, cuGraphExecGetFlags, (CUgraphExec hGraphExec, cuuint64_t * flags))                   \
+  X(CUresult, cuGraphNodeSetParams, (CUgraphNode hNode, CUgraphNodeParams * nodeParams))           \
+  X(CUresult, cuGraphExecNodeSetParams,                                                            \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams * nodeParams))                   \
+  X(CUresult, cuGraphExecChildGraphNodeSetParams,                                                  \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, CUgraph childGraph))                               \
   X(CUresult, cuGetProcAddress_v2,                                                                 \
     (const char *symbol, void **pfn, int cudaVersion, uint64_t flags,                              \
      CUdriverProcAddressQueryResult *symbolStatus))                                                \
@@ -241,6 +317,26 @@
   X(CUresult, cuGraphInstantiate_v2,                                                               \
     (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode * phErrorNode, char *logBuffer,        \
      size_t bufferSize))                                                                           \
+  X(CUresult, cuGraphAddDependencies,                                                              \
+    (CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies))      \
+  X(CUresult, cuGraphRemoveDependencies,                                                           \
+    (CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to, size_t numDependencies))      \
+  X(CUresult, cuGraphGetEdges,                                                                     \
+    (CUgraph hGraph, CUgraphNode * from, CUgraphNode * to, size_t * numEdges))                     \
+  X(CUresult, cuGraphNodeGetDependencies,                                                          \
+    (CUgraphNode hNode, CUgraphNode * dependencies, size_t * numDependencies))                     \
+  X(CUresult, cuGraphNodeGetDependentNodes,                                                        \
+    (CUgraphNode hNode, CUgraphNode * dependentNodes, size_t * numDependentNodes))                 \
+  X(CUresult, cuGraphAddNode,                                                                      \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, CUgraphNodeParams *nodeParams))                                       \
+  X(CUresult, cuGraphKernelNodeGetParams,                                                          \
+    (CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 * nodeParams))                                  \
+  X(CUresult, cuGraphKernelNodeSetParams,                                                          \
+    (CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams))                             \
+  X(CUresult, cuGraphExecUpdate,                                                                   \
+    (CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode * hErrorNode_out,                         \
+     CUgraphExecUpdateResult * updateResult_out))                                                  \
   X(CUresult, cuStreamBeginCapture, (CUstream hStream))                                            \
   X(CUresult, cuStreamDestroy, (CUstream hStream))                                                 \
   X(CUresult, cuEventDestroy, (CUevent hEvent))                                                    \

@@ -91,7 +91,7 @@ struct CUevent_st {
   uint64_t value;
 };
 
-/* A kernel, copy or memset in a stream's order or a graph. */
+/* A kernel, copy, memset, host function or event operation in a stream's order or a graph. */
 typedef struct nvcu_op {
   int kind; /* CU_GRAPH_NODE_TYPE_* */
   struct CUfunc_st *func;
@@ -103,15 +103,23 @@ typedef struct nvcu_op {
   uint32_t args_size;
   uint64_t dst, src, size;
   uint32_t value, element_size;
+  CUhostFn fn; /* a host node's function and its argument */
+  void *user;
+  struct CUevent_st *event; /* an event record or wait node's event */
 } nvcu_op;
 
 struct CUgraphNode_st {
   uint32_t magic;
   struct CUgraph_st *graph;
-  uint32_t index;
+  uint32_t index; /* in graph->nodes */
+  uint32_t id; /* never reused in its graph, kept by clones: executable graphs find nodes by it */
   nvcu_op op;
+  struct CUgraph_st *child; /* a child graph node's own graph */
+  CUDA_MEMCPY3D copy;       /* a memcpy node's parameters as given (has_copy) */
+  int has_copy;
+  void **param_ptrs; /* cuGraphKernelNodeGetParams's kernelParams, made on demand */
   uint32_t dep_count;
-  uint32_t *deps;
+  struct CUgraphNode_st **deps; /* the nodes this one depends on, in the order they were added */
 };
 
 struct CUgraph_st {
@@ -119,26 +127,50 @@ struct CUgraph_st {
   int device;
   struct CUgraphNode_st **nodes;
   uint32_t node_count;
+  uint32_t next_id;
+  struct CUgraph_st *origin;    /* the graph this one was cloned from, for cuGraphNodeFindInClone */
+  struct CUgraphNode_st *owner; /* the child graph node this graph belongs to */
 };
 
-/* Per node of an instantiated graph: its nvhcq node and the variables its values live in. */
+/* Per node of an instantiated graph (child graphs inlined): its values, dependencies, the step of
+ * the launch it runs in and the variables its values live in. */
 typedef struct nvcu_exec_node {
   nvcu_op op;
+  uint32_t id; /* the graph node's id for the graph's own nodes, NVCU_NESTED for inlined ones */
+  struct CUgraphNode_st *node; /* the graph node it was made from: valid while flattening only */
+  uint32_t *deps;              /* indices of exec nodes, ascending */
+  uint32_t dep_count;
+  uint32_t step;
   nvhcq_var grid[3], block[3];
   nvhcq_var *param_vars; /* one per parameter of 4 or 8 bytes, else NVHCQ_NO_VAR */
   nvhcq_var dst, src, size;
   nvhcq_buffer *pattern; /* a memset's source */
+  uint64_t pattern_size;
 } nvcu_exec_node;
+
+#define NVCU_NESTED  UINT32_MAX
+#define NVCU_NO_STEP UINT32_MAX
+
+/* One part of a launch: GPU work (one recorded compute queue for kernels alone, else an nvhcq
+ * graph), or one node the CPU carries out (a host function, an event record) between parts. */
+typedef struct nvcu_step {
+  nvhcq_queue *q;
+  nvhcq_graph *g;
+  int uses[2];
+  uint32_t cpu_node; /* an exec node index, or NVCU_NO_STEP for GPU work */
+} nvcu_step;
 
 struct CUgraphExec_st {
   uint32_t magic;
   int device;
-  nvhcq_queue *q;           /* a graph of kernels alone: one recorded compute queue */
-  nvhcq_graph *g;           /* else an nvhcq graph */
-  struct CUgraph_st *graph; /* node handles map to exec nodes by index */
+  unsigned long long flags;
+  struct CUgraph_st *graph; /* node handles of it map to exec nodes by id */
   nvcu_exec_node *nodes;
   uint32_t node_count;
-  int uses[2];
+  uint64_t *top; /* the graph's own nodes: id << 32 | exec node index, ascending */
+  uint32_t top_count;
+  nvcu_step *steps;
+  uint32_t step_count;
 };
 
 enum {
@@ -214,8 +246,29 @@ CUresult nvcu_jit_parse(unsigned n, CUjit_option *options, void **values, nvcu_j
 void nvcu_jit_report(const nvcu_jit *j, const char *info, const char *error, double ms);
 double nvcu_now_ms(void);
 
+/* ---- stream.c: what graph launches share with streams ---- */
+/* The CPU waits for the stream's work (before a host function). */
+CUresult nvcu_stream_wait(struct CUstream_st *st);
+/* Records the event behind all work submitted so far. */
+CUresult nvcu_event_record(nvcu_device *d, struct CUevent_st *ev);
+
 /* ---- graph.c ---- */
+CUresult nvcu_graph_check(CUgraph g);
+CUresult nvcu_node_check(CUgraphNode n);
 CUresult nvcu_graph_append(struct CUgraph_st *g, const nvcu_op *op, const CUgraphNode *deps,
                            size_t dep_count, CUgraphNode *out);
+void nvcu_node_free(struct CUgraphNode_st *n);
+/* A copy of g (nodes, edges, child graphs; node ids kept), or NULL when out of memory. */
+struct CUgraph_st *nvcu_graph_copy(const struct CUgraph_st *g);
+/* Fills a node list the CUDA way: `*num` entries at most, the rest NULL, `*num` the count. */
+void nvcu_fill_nodes(struct CUgraphNode_st *const *list, size_t count, CUgraphNode *out,
+                     size_t *num);
+/* A kernel node's parameters as an operation (its arguments packed, malloc'd). */
+CUresult nvcu_kernel_op(const CUDA_KERNEL_NODE_PARAMS_v1 *p, CUkernel kern, nvcu_op *op);
+/* A memcpy node's CUDA_MEMCPY3D or a memset node's parameters as an operation. */
+CUresult nvcu_memcpy_op(const CUDA_MEMCPY3D *p, nvcu_op *op);
+CUresult nvcu_memset_op(const CUDA_MEMSET_NODE_PARAMS *p, nvcu_op *op);
+/* Edge data must be absent or CUDA's default (zeroes). */
+CUresult nvcu_edge_data_check(const CUgraphEdgeData *data, size_t n);
 
 #endif

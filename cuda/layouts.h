@@ -14,6 +14,14 @@
   X(CUDA_MEMCPY3D, 200)                                                                            \
   X(CUDA_MEMCPY2D, 128)                                                                            \
   X(CUDA_MEMSET_NODE_PARAMS, 40)                                                                   \
+  X(CUDA_MEMSET_NODE_PARAMS_v2, 48)                                                                \
+  X(CUDA_HOST_NODE_PARAMS, 16)                                                                     \
+  X(CUDA_MEMCPY_NODE_PARAMS, 216)                                                                  \
+  X(CUDA_CHILD_GRAPH_NODE_PARAMS, 16)                                                              \
+  X(CUgraphNodeParams, 256)                                                                        \
+  X(CUgraphEdgeData, 8)                                                                            \
+  X(CUDA_GRAPH_INSTANTIATE_PARAMS, 32)                                                             \
+  X(CUgraphExecUpdateResultInfo, 24)                                                               \
   X(CUdeviceptr, 8)                                                                                \
   X(CUdevice, 4)                                                                                   \
   X(CUresult, 4)
@@ -39,7 +47,12 @@
   X(CUDA_MEMCPY2D, dstPitch, 104)                                                                  \
   X(CUDA_MEMSET_NODE_PARAMS, value, 16)                                                            \
   X(CUDA_MEMSET_NODE_PARAMS, elementSize, 20)                                                      \
-  X(CUDA_MEMSET_NODE_PARAMS, width, 24)
+  X(CUDA_MEMSET_NODE_PARAMS, width, 24)                                                            \
+  X(CUgraphNodeParams, kernel, 16)                                                                 \
+  X(CUgraphNodeParams, reserved2, 248)                                                             \
+  X(CUDA_MEMCPY_NODE_PARAMS, copyParams, 16)                                                       \
+  X(CUDA_GRAPH_INSTANTIATE_PARAMS, result_out, 24)                                                 \
+  X(CUgraphExecUpdateResultInfo, errorFromNode, 16)
 
 #define NVCU_SIZE_CHECK_(type, size) _Static_assert(sizeof(type) == (size), "size of " #type);
 #define NVCU_OFFSET_CHECK_(type, field, offset)                                                    \

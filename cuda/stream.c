@@ -182,7 +182,13 @@ static CUresult host_call(CUstream hStream, CUhostFn fn, CUstreamCallback cb, vo
   NVCU_LOCK();
   struct CUstream_st *st;
   CUresult r = nvcu_stream_get(hStream, &st);
-  if (!r && st->capture) r = nvcu_unsupported("host functions in a captured stream");
+  if (!r && st->capture && fn) { /* captured: a host node (callbacks cannot be captured) */
+    nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_HOST, .fn = fn, .user = data};
+    r = nvcu_stream_op(hStream, &op);
+    NVCU_UNLOCK();
+    return r;
+  }
+  if (!r && st->capture) r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (!r) r = stream_wait(st);
   NVCU_UNLOCK();
   if (r) return r;
@@ -202,12 +208,22 @@ CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback, void *
   return host_call(hStream, NULL, callback, userData);
 }
 
-/* Every stream's work is ordered after all earlier work: a wait is already met. */
+CUresult nvcu_stream_wait(struct CUstream_st *st) {
+  return stream_wait(st);
+}
+
+/* Every stream's work is ordered after all earlier work: a wait is already met. Captured with
+ * CU_EVENT_WAIT_EXTERNAL, it is an event wait node. */
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
-  (void)Flags;
   struct CUstream_st *st;
   CUresult r = nvcu_stream_get(hStream, &st);
   if (!r && (!hEvent || hEvent->magic != NVCU_EVENT_MAGIC)) r = CUDA_ERROR_INVALID_HANDLE;
+  if (!r && st->capture && (Flags & CU_EVENT_WAIT_EXTERNAL)) {
+    nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_WAIT_EVENT, .event = hEvent};
+    NVCU_LOCK();
+    r = nvcu_stream_op(hStream, &op);
+    NVCU_UNLOCK();
+  }
   return r;
 }
 
@@ -321,23 +337,32 @@ CUresult cuEventDestroy(CUevent hEvent) {
   return cuEventDestroy_v2(hEvent);
 }
 
+/* Behind the latest operation of either engine, which itself waited for the other. */
+CUresult nvcu_event_record(nvcu_device *d, struct CUevent_st *ev) {
+  int e = d->last_engine;
+  nvhcq_queue *q = nvcu_engine_begin(d, e);
+  nvhcq_status s = nvhcq_queue_signal(q, ev->sig, ev->value + 1);
+  if (!s) s = nvhcq_queue_submit(q);
+  CUresult r = nvcu_status(s, "cuEventRecord");
+  if (!r) ev->value++;
+  return r;
+}
+
+/* Captured with CU_EVENT_RECORD_EXTERNAL, a record is an event record node. */
 CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
-  (void)flags;
   if (event_check(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
   NVCU_LOCK();
   struct CUstream_st *st;
   nvcu_device *d;
   CUresult r = nvcu_stream_get(hStream, &st);
   if (!r) r = nvcu_device_get(st->device, &d);
-  if (!r && st->capture) r = nvcu_unsupported("cuEventRecord in a captured stream");
-  if (!r) {
-    /* Behind the latest operation of either engine, which itself waited for the other. */
-    int e = d->last_engine;
-    nvhcq_queue *q = nvcu_engine_begin(d, e);
-    nvhcq_status s = nvhcq_queue_signal(q, hEvent->sig, hEvent->value + 1);
-    if (!s) s = nvhcq_queue_submit(q);
-    r = nvcu_status(s, "cuEventRecord");
-    if (!r) hEvent->value++;
+  if (!r && st->capture && (flags & CU_EVENT_RECORD_EXTERNAL)) {
+    nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_EVENT_RECORD, .event = hEvent};
+    r = nvcu_stream_op(hStream, &op);
+  } else if (!r && st->capture) {
+    r = nvcu_unsupported("cuEventRecord in a captured stream (without CU_EVENT_RECORD_EXTERNAL)");
+  } else if (!r) {
+    r = nvcu_event_record(d, hEvent);
   }
   NVCU_UNLOCK();
   return r;
