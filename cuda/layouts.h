@@ -14,6 +14,10 @@
   X(CUDA_MEMCPY3D, 200)                                                                            \
   X(CUDA_MEMCPY2D, 128)                                                                            \
   X(CUDA_MEMSET_NODE_PARAMS, 40)                                                                   \
+  X(CUstreamBatchMemOpParams, 48)                                                                  \
+  X(CUaccessPolicyWindow, 32)                                                                      \
+  X(CUgraphEdgeData, 8)                                                                            \
+  X(CUdevprop, 56)                                                                                 \
   X(CUdeviceptr, 8)                                                                                \
   X(CUdevice, 4)                                                                                   \
   X(CUresult, 4)
@@ -39,7 +43,14 @@
   X(CUDA_MEMCPY2D, dstPitch, 104)                                                                  \
   X(CUDA_MEMSET_NODE_PARAMS, value, 16)                                                            \
   X(CUDA_MEMSET_NODE_PARAMS, elementSize, 20)                                                      \
-  X(CUDA_MEMSET_NODE_PARAMS, width, 24)
+  X(CUDA_MEMSET_NODE_PARAMS, width, 24)                                                            \
+  X(CUstreamBatchMemOpParams, waitValue.address, 8)                                                \
+  X(CUstreamBatchMemOpParams, waitValue.value64, 16)                                               \
+  X(CUstreamBatchMemOpParams, waitValue.flags, 24)                                                 \
+  X(CUstreamBatchMemOpParams, writeValue.flags, 24)                                                \
+  X(CUstreamBatchMemOpParams, memoryBarrier.flags, 4)                                              \
+  X(CUaccessPolicyWindow, hitRatio, 16)                                                            \
+  X(CUdevprop, clockRate, 48)
 
 #define NVCU_SIZE_CHECK_(type, size) _Static_assert(sizeof(type) == (size), "size of " #type);
 #define NVCU_OFFSET_CHECK_(type, field, offset)                                                    \
