@@ -610,7 +610,24 @@ static void test_cooperative(void) {
   OK(cuModuleUnload(mod));
 }
 
+/* A wait nothing satisfies does not hang the program: the device timeout ends the wait for the
+ * stream with CUDA_ERROR_LAUNCH_TIMEOUT. Runs where NVHCQ_TIMEOUT_MS is at most 1000 (ctest's
+ * test_cuda_stream_timeout_mock), and last: the device then refuses work until it is recovered. */
+static void test_wait_never_met(void) {
+  const char *t = getenv("NVHCQ_TIMEOUT_MS");
+  if (!t || atoi(t) <= 0 || atoi(t) > 1000) TEST_SKIP("set NVHCQ_TIMEOUT_MS=200 to run it");
+  NEED_DEVICE();
+  uint32_t *flag;
+  OK(cuMemAllocHost_v2((void **)&flag, 64));
+  store32(flag, 0);
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamWaitValue32_v2(s, (CUdeviceptr)(uintptr_t)flag, 1, CU_STREAM_WAIT_VALUE_EQ));
+  TEST_CHECK(cuStreamSynchronize(s) == CUDA_ERROR_LAUNCH_TIMEOUT);
+  TEST_CHECK(cuStreamQuery(s) == CUDA_ERROR_NOT_READY);
+}
+
 TEST_MAIN(TEST(test_names), TEST(test_attributes), TEST(test_wait_holds_copy),
           TEST(test_wait_conditions), TEST(test_write_values), TEST(test_batch),
           TEST(test_ids_and_attributes), TEST(test_capture_info), TEST(test_small_calls),
-          TEST(test_kernel_behind_wait), TEST(test_cooperative))
+          TEST(test_kernel_behind_wait), TEST(test_cooperative), TEST(test_wait_never_met))
