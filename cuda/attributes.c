@@ -183,11 +183,21 @@ static int common_value(CUdevice_attribute a, int *v) {
   case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS:
+  /* Stream memory operations (cuda/memops.c): 32 and 64 bits, every wait condition, both API
+   * versions; CAN_FLUSH_REMOTE_WRITES stays 0 (x86 platforms lack what it names). */
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1:
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1:
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1:
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
+  case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
+  /* A grid that fits on the GPU at once (cuLaunchCooperativeKernel). */
+  case CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH:
     *v = 1;
     return 1;
   default:
     /* Everything else is a feature nvhcq's library does not offer (managed memory, IPC, VMM,
-     * memory pools, cooperative launches, host registration, ...): 0, so clients don't use it. */
+     * memory pools, multi-device cooperative launches, host registration, ...): 0, so clients don't
+     * use it. */
     *v = 0;
     return 0;
   }

@@ -78,12 +78,22 @@ typedef enum CUdriverProcAddressQueryResult_enum {
 } CUdriverProcAddressQueryResult;
 typedef enum CUlaunchAttributeID_enum {
   CU_LAUNCH_ATTRIBUTE_IGNORE = 0,
+  CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW = 1,
   CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2,
+  CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY = 3,
   CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4,
   CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE = 5,
+  CU_LAUNCH_ATTRIBUTE_PRIORITY = 8,
+  CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP = 9,
+  CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN = 10,
 } CUlaunchAttributeID;
+typedef CUlaunchAttributeID CUstreamAttrID;
 typedef enum CUfunc_cache_enum { CU_FUNC_CACHE_PREFER_NONE = 0 } CUfunc_cache;
-typedef enum CUsharedconfig_enum { CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE = 0 } CUsharedconfig;
+typedef enum CUsharedconfig_enum {
+  CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE = 0,
+  CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE = 1,
+  CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE = 2
+} CUsharedconfig;
 typedef enum CUlimit_enum { CU_LIMIT_STACK_SIZE = 0 } CUlimit;
 typedef enum CUgraphNodeType_enum {
   CU_GRAPH_NODE_TYPE_KERNEL = 0,
@@ -124,14 +134,40 @@ typedef enum CUgraphChildGraphNodeOwnership_enum {
   CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE = 1
 } CUgraphChildGraphNodeOwnership;
 
+typedef enum CUaccessProperty_enum {
+  CU_ACCESS_PROPERTY_NORMAL = 0,
+  CU_ACCESS_PROPERTY_STREAMING = 1,
+  CU_ACCESS_PROPERTY_PERSISTING = 2
+} CUaccessProperty;
+typedef struct CUaccessPolicyWindow_st {
+  void *base_ptr;
+  size_t num_bytes;
+  float hitRatio;
+  CUaccessProperty hitProp, missProp;
+} CUaccessPolicyWindow;
+typedef enum CUsynchronizationPolicy_enum {
+  CU_SYNC_POLICY_AUTO = 1,
+  CU_SYNC_POLICY_SPIN = 2,
+  CU_SYNC_POLICY_YIELD = 3,
+  CU_SYNC_POLICY_BLOCKING_SYNC = 4
+} CUsynchronizationPolicy;
+typedef struct CUlaunchMemSyncDomainMap_st {
+  unsigned char default_, remote;
+} CUlaunchMemSyncDomainMap;
 typedef union CUlaunchAttributeValue_union {
   char pad[64];
+  CUaccessPolicyWindow accessPolicyWindow;
+  int cooperative;
+  CUsynchronizationPolicy syncPolicy;
   struct {
     unsigned int x, y, z;
   } clusterDim;
-  int cooperative;
   int clusterSchedulingPolicyPreference;
+  int priority;
+  CUlaunchMemSyncDomainMap memSyncDomainMap;
+  int memSyncDomain;
 } CUlaunchAttributeValue;
+typedef CUlaunchAttributeValue CUstreamAttrValue;
 typedef struct CUlaunchAttribute_st {
   CUlaunchAttributeID id;
   char pad[8 - sizeof(CUlaunchAttributeID)];
@@ -275,6 +311,66 @@ typedef CUgraphExecUpdateResultInfo_v1 CUgraphExecUpdateResultInfo;
 
 typedef size_t (*CUoccupancyB2DSize)(int blockSize);
 
+typedef uint32_t cuuint32_t;
+typedef uint64_t cuuint64_t;
+/* Stream memory operations. */
+typedef enum CUstreamWaitValue_flags_enum {
+  CU_STREAM_WAIT_VALUE_GEQ = 0x0,
+  CU_STREAM_WAIT_VALUE_EQ = 0x1,
+  CU_STREAM_WAIT_VALUE_AND = 0x2,
+  CU_STREAM_WAIT_VALUE_NOR = 0x3,
+  CU_STREAM_WAIT_VALUE_FLUSH = 1 << 30
+} CUstreamWaitValue_flags;
+typedef enum CUstreamWriteValue_flags_enum {
+  CU_STREAM_WRITE_VALUE_DEFAULT = 0x0,
+  CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER = 0x1
+} CUstreamWriteValue_flags;
+typedef enum CUstreamBatchMemOpType_enum {
+  CU_STREAM_MEM_OP_WAIT_VALUE_32 = 1,
+  CU_STREAM_MEM_OP_WRITE_VALUE_32 = 2,
+  CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES = 3,
+  CU_STREAM_MEM_OP_WAIT_VALUE_64 = 4,
+  CU_STREAM_MEM_OP_WRITE_VALUE_64 = 5,
+  CU_STREAM_MEM_OP_BARRIER = 6
+} CUstreamBatchMemOpType;
+typedef enum CUstreamMemoryBarrier_flags_enum {
+  CU_STREAM_MEMORY_BARRIER_TYPE_SYS = 0x0,
+  CU_STREAM_MEMORY_BARRIER_TYPE_GPU = 0x1
+} CUstreamMemoryBarrier_flags;
+/* The wait and write members share one layout: operation, address, value, flags, alias. */
+typedef struct CUstreamMemOpValueParams_st {
+  CUstreamBatchMemOpType operation;
+  CUdeviceptr address;
+  union {
+    cuuint32_t value;
+    cuuint64_t value64;
+  };
+  unsigned int flags;
+  CUdeviceptr alias;
+} CUstreamMemOpValueParams;
+typedef union CUstreamBatchMemOpParams_union {
+  CUstreamBatchMemOpType operation;
+  CUstreamMemOpValueParams waitValue;
+  CUstreamMemOpValueParams writeValue;
+  struct {
+    CUstreamBatchMemOpType operation;
+    unsigned int flags;
+  } flushRemoteWrites, memoryBarrier;
+  cuuint64_t pad[6];
+} CUstreamBatchMemOpParams;
+typedef enum CUoutput_mode_enum { CU_OUT_KEY_VALUE_PAIR = 0, CU_OUT_CSV = 1 } CUoutput_mode;
+typedef struct CUdevprop_st {
+  int maxThreadsPerBlock;
+  int maxThreadsDim[3];
+  int maxGridSize[3];
+  int sharedMemPerBlock;
+  int totalConstantMemory;
+  int SIMDWidth;
+  int memPitch;
+  int regsPerBlock;
+  int clockRate;
+  int textureAlign;
+} CUdevprop;
 /* Tensor maps: the enums' numbers are nvhcq's NVHCQ_TENSOR_* (the same as CUDA's). */
 typedef struct CUtensorMap_st {
   _Alignas(128) cuuint64_t opaque[16];

@@ -35,6 +35,38 @@
   X(CUresult, cuCtxSynchronize_v2, (CUcontext ctx))                                                \
   X(CUresult, cuCtxGetDevice_v2, (CUdevice * device, CUcontext ctx))                               \
   X(CUresult, cuStreamGetCtx_v2, (CUstream hStream, CUcontext * pCtx, CUgreenCtx * pGreenCtx))     \
+  X(CUresult, cuStreamWaitValue32_v2,                                                              \
+    (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags))                     \
+  X(CUresult, cuStreamWaitValue64_v2,                                                              \
+    (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags))                     \
+  X(CUresult, cuStreamWriteValue32_v2,                                                             \
+    (CUstream stream, CUdeviceptr addr, cuuint32_t value, unsigned int flags))                     \
+  X(CUresult, cuStreamWriteValue64_v2,                                                             \
+    (CUstream stream, CUdeviceptr addr, cuuint64_t value, unsigned int flags))                     \
+  X(CUresult, cuStreamBatchMemOp_v2,                                                               \
+    (CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,                    \
+     unsigned int flags))                                                                          \
+  X(CUresult, cuLaunchCooperativeKernel,                                                           \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,            \
+     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                       \
+     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams))                          \
+  X(CUresult, cuCtxGetId, (CUcontext ctx, unsigned long long *ctxId))                              \
+  X(CUresult, cuStreamGetId, (CUstream hStream, unsigned long long *streamId))                     \
+  X(CUresult, cuStreamGetAttribute,                                                                \
+    (CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue * value_out))                        \
+  X(CUresult, cuStreamSetAttribute,                                                                \
+    (CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue *value))                       \
+  X(CUresult, cuCtxResetPersistingL2Cache, (void))                                                 \
+  X(CUresult, cuCtxGetSharedMemConfig, (CUsharedconfig * pConfig))                                 \
+  X(CUresult, cuCtxSetSharedMemConfig, (CUsharedconfig config))                                    \
+  X(CUresult, cuFuncSetSharedMemConfig, (CUfunction hfunc, CUsharedconfig config))                 \
+  X(CUresult, cuDeviceGetByPCIBusId, (CUdevice * dev, const char *pciBusId))                       \
+  X(CUresult, cuDeviceGetProperties, (CUdevprop * prop, CUdevice dev))                             \
+  X(CUresult, cuStreamGetCaptureInfo_v3,                                                           \
+    (CUstream hStream, CUstreamCaptureStatus * captureStatus_out, cuuint64_t * id_out,             \
+     CUgraph * graph_out, const CUgraphNode **dependencies_out,                                    \
+     const CUgraphEdgeData **edgeData_out, size_t *numDependencies_out))                           \
+  X(CUresult, cuThreadExchangeStreamCaptureMode, (CUstreamCaptureMode * mode))                     \
   X(CUresult, cuCtxSynchronize, (void))                                                            \
   X(CUresult, cuCtxEnablePeerAccess, (CUcontext peerContext, unsigned int Flags))                  \
   X(CUresult, cuCtxGetLimit, (size_t * pvalue, CUlimit limit))                                     \
@@ -302,6 +334,15 @@
  * a call, kept for clients that look them up by name): not part of the cuda.h check. */
 #define NVCU_FUNCTIONS_UNCHECKED(X)                                                                \
   X(CUresult, cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev))                \
+  X(CUresult, cuStreamGetCaptureInfo,                                                              \
+    (CUstream hStream, CUstreamCaptureStatus * captureStatus_out, cuuint64_t * id_out))            \
+  X(CUresult, cuStreamGetCaptureInfo_v2,                                                           \
+    (CUstream hStream, CUstreamCaptureStatus * captureStatus_out, cuuint64_t * id_out,             \
+     CUgraph * graph_out, const CUgraphNode **dependencies_out, size_t *numDependencies_out))      \
+  X(CUresult, cuProfilerInitialize,                                                                \
+    (const char *configFile, const char *outputFile, CUoutput_mode outputMode))                    \
+  X(CUresult, cuProfilerStart, (void))                                                             \
+  X(CUresult, cuProfilerStop, (void))                                                              \
   X(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, uint64_t flags)) \
   X(CUresult, cuDevicePrimaryCtxRelease, (CUdevice dev))                                           \
   X(CUresult, cuCtxCreate_v3,                                                                      \

@@ -215,7 +215,7 @@ static CUresult open_device(int index, nvcu_device *d) {
     memset(d, 0, sizeof *d);
     return r;
   }
-  d->primary = (struct CUctx_st){NVCU_CTX_MAGIC, index, 1, 0};
+  d->primary = (struct CUctx_st){NVCU_CTX_MAGIC, index, 1, 0, 0};
   return CUDA_SUCCESS;
 }
 
@@ -358,7 +358,7 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
     if (!c) {
       r_ = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
-      *c = (struct CUctx_st){NVCU_CTX_MAGIC, dev, 0, flags};
+      *c = (struct CUctx_st){NVCU_CTX_MAGIC, dev, 0, flags, 0};
       (void)d;
       ctx_push(c);
       *pctx = c;
@@ -461,6 +461,21 @@ CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version) {
   if (!version) return CUDA_ERROR_INVALID_VALUE;
   if (ctx && ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   *version = 3020; /* the context API version CUDA 4.0 and later report */
+  return CUDA_SUCCESS;
+}
+
+/* Context ids: unique in the process, given on first ask (a destroyed context's is not reused). */
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId) {
+  static unsigned long long last_id;
+  if (!ctxId) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = nvcu_check_init();
+  if (r) return r;
+  if (!ctx) ctx = ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+  if (ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+  NVCU_LOCK();
+  if (!ctx->id) ctx->id = ++last_id;
+  *ctxId = ctx->id;
+  NVCU_UNLOCK();
   return CUDA_SUCCESS;
 }
 

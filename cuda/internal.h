@@ -19,6 +19,7 @@ struct CUctx_st {
   int device;
   int primary;
   unsigned int flags;
+  unsigned long long id; /* cuCtxGetId's: given on first ask */
 };
 
 /* One GPU: opened on first use. Every stream's work is ordered on it (stronger than CUDA promises
@@ -81,6 +82,13 @@ struct CUstream_st {
   uint64_t need[2]; /* timeline values its last operation completes with */
   struct CUgraph_st *capture;
   struct CUgraphNode_st *capture_last;
+  unsigned long long id;         /* cuStreamGetId's */
+  unsigned long long capture_id; /* of the capture in progress */
+  /* Stream attributes: kept and read back; nothing nvhcq does depends on them. */
+  CUaccessPolicyWindow access_policy;
+  CUsynchronizationPolicy sync_policy; /* 0: never set (CU_SYNC_POLICY_AUTO) */
+  CUlaunchMemSyncDomainMap domain_map;
+  int domain;
 };
 
 struct CUevent_st {
@@ -98,6 +106,7 @@ typedef struct nvcu_op {
   nvhcq_dim3 grid, block;
   nvhcq_dim3 cluster; /* zeros: no cluster given (the kernel's compiled one, if any) */
   uint32_t cluster_policy;
+  uint32_t launch_flags; /* NVHCQ_LAUNCH_*: cooperative */
   uint32_t shared;
   uint8_t *args;
   uint32_t args_size;
@@ -217,8 +226,13 @@ CUresult nvcu_stream_op(CUstream s, const nvcu_op *op);
 nvhcq_queue *nvcu_engine_begin(nvcu_device *d, int e);
 CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st);
 
-/* ---- stream.c: a CUlaunchConfig as nvhcq's, or CUDA_ERROR_NOT_SUPPORTED for what it lacks ---- */
-CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *out);
+/* Another exported name of the same function (_ptsz forms, older versions). */
+#define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));
+
+/* ---- stream.c: a CUlaunchConfig as nvhcq's (and whether it asks for a cooperative launch), or
+ * CUDA_ERROR_NOT_SUPPORTED for what it lacks ---- */
+CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *out,
+                            int *cooperative);
 
 /* ---- module.c ---- */
 CUresult nvcu_func_check(CUfunction f);

@@ -22,6 +22,9 @@
   X(CUgraphEdgeData, 8)                                                                            \
   X(CUDA_GRAPH_INSTANTIATE_PARAMS, 32)                                                             \
   X(CUgraphExecUpdateResultInfo, 24)                                                               \
+  X(CUstreamBatchMemOpParams, 48)                                                                  \
+  X(CUaccessPolicyWindow, 32)                                                                      \
+  X(CUdevprop, 56)                                                                                 \
   X(CUdeviceptr, 8)                                                                                \
   X(CUdevice, 4)                                                                                   \
   X(CUresult, 4)
@@ -52,7 +55,14 @@
   X(CUgraphNodeParams, reserved2, 248)                                                             \
   X(CUDA_MEMCPY_NODE_PARAMS, copyParams, 16)                                                       \
   X(CUDA_GRAPH_INSTANTIATE_PARAMS, result_out, 24)                                                 \
-  X(CUgraphExecUpdateResultInfo, errorFromNode, 16)
+  X(CUgraphExecUpdateResultInfo, errorFromNode, 16)                                                \
+  X(CUstreamBatchMemOpParams, waitValue.address, 8)                                                \
+  X(CUstreamBatchMemOpParams, waitValue.value64, 16)                                               \
+  X(CUstreamBatchMemOpParams, waitValue.flags, 24)                                                 \
+  X(CUstreamBatchMemOpParams, writeValue.flags, 24)                                                \
+  X(CUstreamBatchMemOpParams, memoryBarrier.flags, 4)                                              \
+  X(CUaccessPolicyWindow, hitRatio, 16)                                                            \
+  X(CUdevprop, clockRate, 48)
 
 #define NVCU_SIZE_CHECK_(type, size) _Static_assert(sizeof(type) == (size), "size of " #type);
 #define NVCU_OFFSET_CHECK_(type, field, offset)                                                    \

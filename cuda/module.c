@@ -742,7 +742,8 @@ CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
   if (!numClusters || !config) return CUDA_ERROR_INVALID_VALUE;
   if (nvcu_func_check(func)) return CUDA_ERROR_INVALID_HANDLE;
   nvhcq_launch_config c;
-  CUresult r = nvcu_launch_config(config, &c);
+  int cooperative;
+  CUresult r = nvcu_launch_config(config, &c, &cooperative);
   if (r) return r;
   uint32_t n = 0;
   NVCU_LOCK();

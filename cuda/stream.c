@@ -7,7 +7,8 @@
 #include "internal.h"
 
 /* The NULL, legacy and per-thread default streams: one, since all work is ordered anyway. */
-static struct CUstream_st default_stream = {.magic = NVCU_STREAM_MAGIC};
+static struct CUstream_st default_stream = {.magic = NVCU_STREAM_MAGIC,
+                                            .domain_map = {.remote = 1}};
 
 CUresult nvcu_stream_get(CUstream s, struct CUstream_st **out) {
   if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
@@ -71,13 +72,14 @@ CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st) {
 static CUresult run_launch(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op) {
   nvhcq_queue *q = nvcu_engine_begin(d, NVCU_COMPUTE);
   nvhcq_status s;
-  if (op->cluster.x | op->cluster.y | op->cluster.z | op->cluster_policy) {
+  if (op->cluster.x | op->cluster.y | op->cluster.z | op->cluster_policy | op->launch_flags) {
     nvhcq_launch_config c = {.struct_size = sizeof c,
                              .grid = op->grid,
                              .block = op->block,
                              .dynamic_shared = op->shared,
                              .cluster = op->cluster,
-                             .cluster_policy = op->cluster_policy};
+                             .cluster_policy = op->cluster_policy,
+                             .flags = op->launch_flags};
     s = nvhcq_queue_launch_ex(q, op->func->k, &c, op->args, op->args_size);
   } else {
     s = nvhcq_queue_launch(q, op->func->k, op->grid, op->block, op->shared, op->args,
@@ -96,6 +98,9 @@ CUresult nvcu_stream_op(CUstream s, const nvcu_op *op) {
   if (st->capture) {
     if (op->cluster.x | op->cluster.y | op->cluster.z)
       return nvcu_unsupported("capturing a launch with a cluster (graphs have no clusters yet)");
+    if (op->launch_flags)
+      return nvcu_unsupported("capturing a cooperative launch (graph kernel nodes are not "
+                              "cooperative yet)");
     CUgraphNode node;
     CUgraphNode last = st->capture_last;
     r = nvcu_graph_append(st->capture, op, last ? &last : NULL, last ? 1 : 0, &node);
@@ -116,6 +121,11 @@ CUresult nvcu_stream_op(CUstream s, const nvcu_op *op) {
 
 /* ---- streams ---- */
 
+/* Stream ids: the NULL (legacy) stream's and the per-thread stream's first, then one per stream
+ * created, never reused. */
+enum { LEGACY_STREAM_ID = 1, PER_THREAD_STREAM_ID = 2 };
+static unsigned long long last_stream_id = PER_THREAD_STREAM_ID;
+
 CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int priority) {
   if (!phStream || (flags & ~1u)) return CUDA_ERROR_INVALID_VALUE;
   int index;
@@ -123,8 +133,14 @@ CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int 
   if (r) return r;
   struct CUstream_st *st = calloc(1, sizeof *st);
   if (!st) return CUDA_ERROR_OUT_OF_MEMORY;
-  *st = (struct CUstream_st){
-      .magic = NVCU_STREAM_MAGIC, .device = index, .flags = flags, .priority = priority};
+  NVCU_LOCK();
+  *st = (struct CUstream_st){.magic = NVCU_STREAM_MAGIC,
+                             .device = index,
+                             .flags = flags,
+                             .priority = priority,
+                             .id = ++last_stream_id,
+                             .domain_map = {.remote = 1}};
+  NVCU_UNLOCK();
   *phStream = st;
   return CUDA_SUCCESS;
 }
@@ -258,7 +274,98 @@ CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreen
   return cuStreamGetCtx(hStream, pCtx);
 }
 
+CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId) {
+  struct CUstream_st *st;
+  if (!streamId) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r)
+    *streamId = hStream == CU_STREAM_PER_THREAD ? PER_THREAD_STREAM_ID
+                : st == &default_stream         ? LEGACY_STREAM_ID
+                                                : st->id;
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* Stream attributes are kept and read back: accepted hints for nvhcq, whose streams all run in
+ * one order on the same channels (the access-policy window sets aside no L2). */
+CUresult cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr,
+                              const CUstreamAttrValue *value) {
+  struct CUstream_st *st;
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) switch (attr) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW: {
+      const CUaccessPolicyWindow *w = &value->accessPolicyWindow;
+      if (w->hitRatio < 0 || w->hitRatio > 1 || w->hitProp > CU_ACCESS_PROPERTY_PERSISTING ||
+          w->missProp > CU_ACCESS_PROPERTY_STREAMING)
+        r = CUDA_ERROR_INVALID_VALUE;
+      else
+        st->access_policy = *w;
+      break;
+    }
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      if (value->syncPolicy < CU_SYNC_POLICY_AUTO ||
+          value->syncPolicy > CU_SYNC_POLICY_BLOCKING_SYNC)
+        r = CUDA_ERROR_INVALID_VALUE;
+      else
+        st->sync_policy = value->syncPolicy;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      st->priority = value->priority;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      st->domain_map = value->memSyncDomainMap;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      st->domain = value->memSyncDomain;
+      break;
+    default:
+      r = CUDA_ERROR_INVALID_VALUE;
+      break;
+    }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value_out) {
+  struct CUstream_st *st;
+  if (!value_out) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) switch (attr) {
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+      value_out->accessPolicyWindow = st->access_policy;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY:
+      value_out->syncPolicy = st->sync_policy ? st->sync_policy : CU_SYNC_POLICY_AUTO;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+      value_out->priority = st->priority;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+      value_out->memSyncDomainMap = st->domain_map;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      value_out->memSyncDomain = st->domain;
+      break;
+    default:
+      r = CUDA_ERROR_INVALID_VALUE;
+      break;
+    }
+  NVCU_UNLOCK();
+  return r;
+}
+
 /* ---- capture ---- */
+
+/* Ids of capture sequences, unique in the process. */
+static unsigned long long last_capture_id;
+/* cuThreadExchangeStreamCaptureMode's: kept per thread (nvhcq's captures do not check it). */
+static __thread CUstreamCaptureMode thread_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+/* Captures add no edge data: every dependency is a full one. */
+static const CUgraphEdgeData full_edge;
 
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
   (void)mode;
@@ -269,6 +376,7 @@ CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
   if (st->capture) return CUDA_ERROR_ILLEGAL_STATE;
   r = cuGraphCreate(&st->capture, 0);
   st->capture_last = NULL;
+  st->capture_id = ++last_capture_id;
   return r;
 }
 
@@ -285,6 +393,49 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
   st->capture = NULL;
   st->capture_last = NULL;
   return phGraph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                   cuuint64_t *id_out, CUgraph *graph_out,
+                                   const CUgraphNode **dependencies_out,
+                                   const CUgraphEdgeData **edgeData_out,
+                                   size_t *numDependencies_out) {
+  if (!captureStatus_out || (edgeData_out && !dependencies_out)) return CUDA_ERROR_INVALID_VALUE;
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (r) return r;
+  *captureStatus_out =
+      st->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!st->capture) return CUDA_SUCCESS;
+  /* The next node captured depends on the last one (a captured stream is a chain). */
+  size_t n = st->capture_last ? 1 : 0;
+  if (id_out) *id_out = st->capture_id;
+  if (graph_out) *graph_out = st->capture;
+  if (dependencies_out) *dependencies_out = n ? (const CUgraphNode *)&st->capture_last : NULL;
+  if (edgeData_out) *edgeData_out = n ? &full_edge : NULL;
+  if (numDependencies_out) *numDependencies_out = n;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                   cuuint64_t *id_out, CUgraph *graph_out,
+                                   const CUgraphNode **dependencies_out,
+                                   size_t *numDependencies_out) {
+  return cuStreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                                   NULL, numDependencies_out);
+}
+
+CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
+                                cuuint64_t *id_out) {
+  return cuStreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
+  if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+  CUstreamCaptureMode old = thread_capture_mode;
+  thread_capture_mode = *mode;
+  *mode = old;
+  return CUDA_SUCCESS;
 }
 
 CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus) {
@@ -412,6 +563,7 @@ static CUresult launch(CUfunction f, const nvhcq_launch_config *c, CUstream hStr
                 .block = c->block,
                 .cluster = c->cluster,
                 .cluster_policy = c->cluster_policy,
+                .launch_flags = c->flags,
                 .shared = c->dynamic_shared};
   NVCU_LOCK();
   r = nvcu_pack_args(f, kernelParams, extra, &op.args, &op.args_size);
@@ -432,9 +584,12 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
 }
 
 /* CUDA's launch attributes as nvhcq's configuration: clusters and their scheduling policy are
- * nvhcq's; those that change nothing nvhcq does (priorities, access policies, ...) are accepted;
- * cooperative launches and programmatic dependencies are not supported. */
-CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *out) {
+ * nvhcq's; a cooperative launch (its grid fits on the GPU at once, grid.sync() works) is
+ * NVHCQ_LAUNCH_COOPERATIVE; those that change
+ * nothing nvhcq does (priorities, access policies, ...) are accepted. */
+CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *out,
+                            int *cooperative) {
+  *cooperative = 0;
   *out = (nvhcq_launch_config){.struct_size = sizeof *out,
                                .grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
                                .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
@@ -451,7 +606,8 @@ CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *o
       out->cluster_policy = (uint32_t)a->value.clusterSchedulingPolicyPreference;
       break;
     case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
-      if (a->value.cooperative) return nvcu_unsupported("cooperative launches");
+      *cooperative = a->value.cooperative != 0;
+      out->flags = *cooperative ? NVHCQ_LAUNCH_COOPERATIVE : 0;
       break;
     default:
       nvcu_log("cuLaunchKernelEx: launch attribute %d ignored", (int)a->id);
@@ -461,18 +617,64 @@ CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *o
   return CUDA_SUCCESS;
 }
 
+/* A cooperative grid's blocks must all be resident at once: at most the occupancy of its block
+ * shape times the SMs (the CUDA programming guide's grid-synchronization rule). */
+static CUresult check_cooperative(CUfunction f, const nvhcq_launch_config *c) {
+  CUresult r = nvcu_func_check(f);
+  if (r) return r;
+  uint64_t threads = (uint64_t)c->block.x * c->block.y * c->block.z;
+  uint64_t blocks = (uint64_t)c->grid.x * c->grid.y * c->grid.z;
+  if (threads == 0 || threads > f->info.max_threads || blocks == 0) return CUDA_ERROR_INVALID_VALUE;
+  nvhcq_occupancy o = {.struct_size = sizeof o};
+  nvcu_device *d;
+  NVCU_LOCK();
+  r = nvcu_device_get(f->mod->device, &d);
+  nvhcq_status s =
+      r ? NVHCQ_SUCCESS : nvhcq_kernel_query_occupancy(f->k, c->block, c->dynamic_shared, &o);
+  NVCU_UNLOCK();
+  if (r) return r;
+  if (s == NVHCQ_ERROR_LAUNCH_CHECK || s == NVHCQ_ERROR_INVALID_ARGUMENT)
+    o.blocks_per_sm = 0;
+  else if (s)
+    return nvcu_status(s, "cooperative launch occupancy");
+  uint64_t most = (uint64_t)o.blocks_per_sm * d->info.sm_count;
+  if (blocks > most) {
+    nvcu_log("cooperative launch of %s: %llu blocks, at most %llu fit at once (%u per SM)", f->name,
+             (unsigned long long)blocks, (unsigned long long)most, o.blocks_per_sm);
+    return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  }
+  return CUDA_SUCCESS;
+}
+
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                           void **extra) {
   if (!config) return CUDA_ERROR_INVALID_VALUE;
   nvhcq_launch_config c;
-  CUresult r = nvcu_launch_config(config, &c);
+  int cooperative;
+  CUresult r = nvcu_launch_config(config, &c, &cooperative);
+  if (!r && cooperative) r = check_cooperative(f, &c);
   if (r) return r;
   return launch(f, &c, config->hStream, kernelParams, extra);
 }
 
-#define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                   unsigned int gridDimZ, unsigned int blockDimX,
+                                   unsigned int blockDimY, unsigned int blockDimZ,
+                                   unsigned int sharedMemBytes, CUstream hStream,
+                                   void **kernelParams) {
+  nvhcq_launch_config c = {.struct_size = sizeof c,
+                           .grid = {gridDimX, gridDimY, gridDimZ},
+                           .block = {blockDimX, blockDimY, blockDimZ},
+                           .dynamic_shared = sharedMemBytes,
+                           .flags = NVHCQ_LAUNCH_COOPERATIVE};
+  CUresult r = check_cooperative(f, &c);
+  if (r) return r;
+  return launch(f, &c, hStream, kernelParams, NULL);
+}
+
 NVCU_ALIAS(cuLaunchKernel_ptsz, cuLaunchKernel)
 NVCU_ALIAS(cuLaunchKernelEx_ptsz, cuLaunchKernelEx)
+NVCU_ALIAS(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel)
 NVCU_ALIAS(cuStreamSynchronize_ptsz, cuStreamSynchronize)
 NVCU_ALIAS(cuStreamQuery_ptsz, cuStreamQuery)
 NVCU_ALIAS(cuStreamWaitEvent_ptsz, cuStreamWaitEvent)
@@ -484,6 +686,12 @@ NVCU_ALIAS(cuStreamBeginCapture_ptsz, cuStreamBeginCapture)
 NVCU_ALIAS(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2)
 NVCU_ALIAS(cuStreamEndCapture_ptsz, cuStreamEndCapture)
 NVCU_ALIAS(cuStreamIsCapturing_ptsz, cuStreamIsCapturing)
+NVCU_ALIAS(cuStreamGetId_ptsz, cuStreamGetId)
+NVCU_ALIAS(cuStreamGetAttribute_ptsz, cuStreamGetAttribute)
+NVCU_ALIAS(cuStreamSetAttribute_ptsz, cuStreamSetAttribute)
+NVCU_ALIAS(cuStreamGetCaptureInfo_ptsz, cuStreamGetCaptureInfo)
+NVCU_ALIAS(cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo_v2)
+NVCU_ALIAS(cuStreamGetCaptureInfo_v3_ptsz, cuStreamGetCaptureInfo_v3)
 NVCU_ALIAS(cuEventRecord_ptsz, cuEventRecord)
 NVCU_ALIAS(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)
 NVCU_ALIAS(cuStreamAddCallback_ptsz, cuStreamAddCallback)

@@ -267,6 +267,24 @@ NVHCQ_API nvhcq_status nvhcq_queue_reset(nvhcq_queue *q);
 NVHCQ_API nvhcq_status nvhcq_queue_gpu_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value);
 /* GPU sets the signal to `value` (and its timestamp) once earlier commands completed. */
 NVHCQ_API nvhcq_status nvhcq_queue_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64_t value);
+/* Conditions of nvhcq_queue_gpu_wait_value on the value at the address (v) and `value`, with
+ * NVHCQ_VALUE_64BIT or'ed in for a 64-bit value (else 32 bits). */
+#define NVHCQ_WAIT_GEQ    0u /* (int32_t)(v - value) >= 0 (int64_t for 64 bits): wraps around */
+#define NVHCQ_WAIT_EQ     1u /* v == value */
+#define NVHCQ_WAIT_AND    2u /* (v & value) != 0 */
+#define NVHCQ_WAIT_NOR    3u /* ~(v | value) != 0 */
+#define NVHCQ_VALUE_64BIT 0x100u
+/* Records a GPU wait on memory: the queue's later commands wait until the 32- or 64-bit value at
+ * `gpu_address` (4- or 8-byte aligned; device memory or host memory the GPU maps) satisfies the
+ * condition in `flags`. The CPU does not wait; a wait that never ends shows as a timeout of the
+ * CPU waits behind it. */
+NVHCQ_API nvhcq_status nvhcq_queue_gpu_wait_value(nvhcq_queue *q, uint64_t gpu_address,
+                                                  uint64_t value, uint32_t flags);
+/* Records a write of `value` (32 bits, or 64 with flags NVHCQ_VALUE_64BIT) to `gpu_address`
+ * (aligned to its size) once the queue's earlier commands have completed, and before its later
+ * ones start (compute queues only). */
+NVHCQ_API nvhcq_status nvhcq_queue_write_value(nvhcq_queue *q, uint64_t gpu_address, uint64_t value,
+                                               uint32_t flags);
 /* Copy engine copy between GPU virtual addresses, any size (copy queues only). */
 NVHCQ_API nvhcq_status nvhcq_queue_copy(nvhcq_queue *q, uint64_t dst_gpu_address,
                                         uint64_t src_gpu_address, uint64_t size);

@@ -1,5 +1,5 @@
-/* Eager queues: creating, resetting and destroying them, recording waits, signals and copies,
- * and submitting them to their channel. */
+/* Eager queues: creating, resetting and destroying them, recording waits, signals, waits on and
+ * writes of memory, and copies, and submitting them to their channel. */
 #include "exec/queue.h"
 #include "core/peer.h"
 #include "core/uvm.h"
@@ -105,6 +105,69 @@ nvhcq_status nvhcq_queue_record_signal(nvhcq_queue *q, nvhcq_signal *sig, uint64
     nvhcq_queue_end_chain(q);
     q->launch_pending = 0; /* the release waited for idle */
   }
+  return q->push.error;
+}
+
+/* ---- waits on and writes of memory ---- */
+
+static nvhcq_status check_value_address(uint64_t address, uint32_t flags, const char *what) {
+  uint64_t size = flags & NVHCQ_VALUE_64BIT ? 8 : 4;
+  if (address == 0 || address % size)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "%s: address 0x%llx is not a GPU address aligned to the %u-byte value; pass "
+                      "a %u-byte aligned address of device memory or mapped host memory",
+                      what, (unsigned long long)address, (unsigned)size, (unsigned)size);
+  return NVHCQ_SUCCESS;
+}
+
+/* The host channel's acquire operation of each condition. */
+static const uint32_t wait_operation[] = {
+    [NVHCQ_WAIT_GEQ] = NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ,
+    [NVHCQ_WAIT_EQ] = NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE,
+    [NVHCQ_WAIT_AND] = NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND,
+    [NVHCQ_WAIT_NOR] = NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR,
+};
+
+static nvhcq_status record_wait_value(nvhcq_queue *q, uint64_t address, uint64_t value,
+                                      uint32_t flags) {
+  nvhcq_push_host_acquire(&q->push, address, value, wait_operation[flags & 0xffu],
+                          (flags & NVHCQ_VALUE_64BIT) != 0);
+  nvhcq_queue_end_chain(q);
+  return q->push.error;
+}
+
+nvhcq_status nvhcq_queue_gpu_wait_value(nvhcq_queue *q, uint64_t gpu_address, uint64_t value,
+                                        uint32_t flags) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  if ((flags & ~(NVHCQ_VALUE_64BIT | 0xffu)) || (flags & 0xffu) > NVHCQ_WAIT_NOR)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_queue_gpu_wait_value: flags 0x%x unknown; use one NVHCQ_WAIT_* "
+                      "condition, optionally with NVHCQ_VALUE_64BIT",
+                      flags);
+  NVHCQ_TRY(check_value_address(gpu_address, flags, "nvhcq_queue_gpu_wait_value"));
+  if (!nvhcq_profiling()) return record_wait_value(q, gpu_address, value, flags);
+  NVHCQ_TRY(nvhcq_profile_begin(q));
+  NVHCQ_TRY(record_wait_value(q, gpu_address, value, flags));
+  return nvhcq_profile_end(q, &(nvhcq_profile_what){.kind = NVHCQ_PROFILE_WAIT, .value = value});
+}
+
+/* The host's release waits for idle: a launch's grid has completed before the value lands, so
+ * the write cannot ride on a QMD's release the way a signal may. */
+nvhcq_status nvhcq_queue_write_value(nvhcq_queue *q, uint64_t gpu_address, uint64_t value,
+                                     uint32_t flags) {
+  NVHCQ_TRY(nvhcq_queue_check(q));
+  if (flags & ~NVHCQ_VALUE_64BIT)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_queue_write_value: flags 0x%x unknown; use 0 or NVHCQ_VALUE_64BIT",
+                      flags);
+  if (q->kind != NVHCQ_QUEUE_COMPUTE)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_queue_write_value needs a compute queue (NVHCQ_QUEUE_COMPUTE); this "
+                      "is a copy queue");
+  NVHCQ_TRY(check_value_address(gpu_address, flags, "nvhcq_queue_write_value"));
+  nvhcq_push_host_write(&q->push, gpu_address, value, (flags & NVHCQ_VALUE_64BIT) != 0);
+  nvhcq_queue_end_chain(q);
+  q->launch_pending = 0; /* the release waited for idle */
   return q->push.error;
 }
 

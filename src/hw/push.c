@@ -64,6 +64,19 @@ void nvhcq_push_host_wait(nvhcq_push *p, uint64_t address, uint64_t value) {
                           NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT);
 }
 
+void nvhcq_push_host_acquire(nvhcq_push *p, uint64_t address, uint64_t value, uint32_t operation,
+                             int payload64) {
+  push_host_semaphore(p, address, value,
+                      operation | (payload64 ? NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT : 0));
+}
+
+/* RELEASE_WFI: the host waits for the engine to go idle, so earlier work has completed. */
+void nvhcq_push_host_write(nvhcq_push *p, uint64_t address, uint64_t value, int payload64) {
+  push_host_semaphore(p, address, value,
+                      NVC56F_SEM_EXECUTE_OPERATION_RELEASE | NVC56F_SEM_EXECUTE_RELEASE_WFI |
+                          (payload64 ? NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT : 0));
+}
+
 void nvhcq_push_host_signal(nvhcq_push *p, uint64_t address, uint64_t value) {
   push_host_semaphore(p, address, value,
                       NVC56F_SEM_EXECUTE_OPERATION_RELEASE | NVC56F_SEM_EXECUTE_RELEASE_WFI |

@@ -35,6 +35,13 @@ void nvhcq_push_method1(nvhcq_push *p, unsigned subc, unsigned method, uint32_t 
  * `value` there after the work before it, with a GPU timestamp at address + 8. */
 void nvhcq_push_host_wait(nvhcq_push *p, uint64_t address, uint64_t value);
 void nvhcq_push_host_signal(nvhcq_push *p, uint64_t address, uint64_t value);
+/* Host semaphore acquire with any NVC56F_SEM_EXECUTE_OPERATION_ACQ* condition on the 32-bit (or,
+ * with payload64, 64-bit) value at `address`. */
+void nvhcq_push_host_acquire(nvhcq_push *p, uint64_t address, uint64_t value, uint32_t operation,
+                             int payload64);
+/* Host semaphore release of a bare 32- or 64-bit value (no timestamp) once the work before it has
+ * completed. */
+void nvhcq_push_host_write(nvhcq_push *p, uint64_t address, uint64_t value, int payload64);
 /* A copy-engine copy of `size` bytes (in pieces of 2 GiB at most). */
 void nvhcq_push_copy(nvhcq_push *p, uint64_t dst, uint64_t src, uint64_t size);
 /* The copy engine's release of `value` at `address` (64 bits with payload64), then its time. */

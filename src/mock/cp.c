@@ -136,6 +136,10 @@ static int acquired(uint32_t op, uint64_t now, uint64_t want, int payload64) {
     return now == want;
   case NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ:
     return now >= want;
+  case NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND:
+    return (now & want) != 0;
+  case NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR:
+    return (uint64_t)(~(now | want) & (payload64 ? ~0ull : 0xffffffffull)) != 0;
   default:
     return payload64 ? (int64_t)(now - want) >= 0 : (int32_t)(now - want) >= 0;
   }
@@ -167,8 +171,7 @@ static int sem_execute(mock_channel *ch, uint32_t exec) {
   int payload64 = (exec & NVC56F_SEM_EXECUTE_PAYLOAD_SIZE_64BIT) != 0;
   if (op == NVC56F_SEM_EXECUTE_OPERATION_RELEASE)
     return release(ch, va, payload, payload64, (exec & NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP) != 0);
-  if (op <= NVC56F_SEM_EXECUTE_OPERATION_ACQ_CIRC_GEQ)
-    return acquire(ch, va, payload, op, payload64);
+  if (op <= NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR) return acquire(ch, va, payload, op, payload64);
   return fault(ch, MOCK_XID_PBDMA, va, "SEM_EXECUTE operation %u unknown", op, 0);
 }
 

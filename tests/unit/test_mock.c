@@ -131,6 +131,132 @@ static void t_cross_queue_wait(void) {
   close_mock(dev);
 }
 
+/* One wait on memory, then a signal: the signal stays unreleased until the CPU stores `ok`
+ * (after `not_yet`, which must not satisfy the wait either). */
+static void wait_until(nvhcq_queue *q, nvhcq_signal *done, uint64_t *at, uint64_t gpu,
+                       uint64_t start, uint64_t value, uint32_t flags, uint64_t not_yet,
+                       uint64_t ok) {
+  int wide = (flags & NVHCQ_VALUE_64BIT) != 0;
+  uint64_t n = nvhcq_signal_value(done) + 1;
+  if (wide)
+    __atomic_store_n(at, start, __ATOMIC_RELEASE);
+  else
+    __atomic_store_n((uint32_t *)at, (uint32_t)start, __ATOMIC_RELEASE);
+  TEST_CHECK(nvhcq_queue_reset(q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_gpu_wait_value(q, gpu, value, flags) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, done, n) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  uint64_t steps[2] = {not_yet, ok};
+  for (int i = 0; i < 2; i++) {
+    /* a timeout the caller gives leaves the device as it was */
+    TEST_CHECK_MSG(nvhcq_signal_cpu_wait(done, n, 20) == NVHCQ_ERROR_TIMEOUT,
+                   "condition %u met by 0x%llx before 0x%llx", flags,
+                   (unsigned long long)(i ? not_yet : start), (unsigned long long)steps[1]);
+    if (wide)
+      __atomic_store_n(at, steps[i], __ATOMIC_RELEASE);
+    else
+      __atomic_store_n((uint32_t *)at, (uint32_t)steps[i], __ATOMIC_RELEASE);
+  }
+  TEST_CHECK_MSG(nvhcq_signal_cpu_wait(done, n, 5000) == NVHCQ_SUCCESS, "condition %u: %s", flags,
+                 nvhcq_last_error());
+}
+
+/* Waits on and writes of memory: every condition in 32 and 64 bits, on host memory the CPU
+ * changes; writes of exactly 4 or 8 bytes, in order after a wait; refused misuse; a wait that
+ * never ends times out and recovery gets the device back. */
+static void t_wait_and_write_values(void) {
+  NEED_MOCK_DEVICE(dev);
+  nvhcq_buffer *host, *mem;
+  nvhcq_queue *q, *xq;
+  nvhcq_signal *done;
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_HOST, &host) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE, &mem) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &xq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &done) == NVHCQ_SUCCESS);
+  uint64_t *h = nvhcq_buffer_host_pointer(host), g = nvhcq_buffer_gpu_address(host);
+  memset(h, 0xee, 4096);
+  wait_until(q, done, h, g, 5, 7, NVHCQ_WAIT_GEQ, 6, 8);
+  wait_until(q, done, h, g, 3, 4, NVHCQ_WAIT_EQ, 5, 4);
+  wait_until(q, done, h, g, 0x0f, 0xf0, NVHCQ_WAIT_AND, 0x101, 0x10);
+  wait_until(q, done, h, g, 0xffffffff, 0, NVHCQ_WAIT_NOR, 0xffffffff, 0xfffffffe);
+  /* circular: 0xfffffff0 lies before 0x10; the upper word is not compared */
+  wait_until(q, done, h, g, 0xfffffff0, 0x10, NVHCQ_WAIT_GEQ, 0x70000000fffffff8ull, 0x10);
+  TEST_CHECK(((uint32_t *)h)[1] == 0xeeeeeeee); /* the 32-bit stores left it */
+  /* 64 bits: 0x1_00000005 is before 0x2_00000000, though its lower word is not */
+  uint32_t w64 = NVHCQ_VALUE_64BIT;
+  wait_until(q, done, h, g, 0x100000005ull, 0x200000000ull, NVHCQ_WAIT_GEQ | w64, 0x1ffffffffull,
+             0x200000000ull);
+  wait_until(q, done, h, g, 1ull << 40, 0x1000000001ull, NVHCQ_WAIT_EQ | w64, 1, 0x1000000001ull);
+  wait_until(q, done, h, g, 0, 1ull << 50, NVHCQ_WAIT_AND | w64, 0xffffffff, 1ull << 50);
+  wait_until(q, done, h, g, ~0ull, 0, NVHCQ_WAIT_NOR | w64, ~0ull, ~0ull >> 1);
+  /* writes: only their own bytes, in order behind a wait */
+  memset(h, 0xee, 64);
+  uint64_t n = nvhcq_signal_value(done) + 1;
+  TEST_CHECK(nvhcq_queue_reset(q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_gpu_wait_value(q, g + 32, 1, NVHCQ_WAIT_EQ) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_write_value(q, g + 4, 0x11223344, 0) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_write_value(q, g + 8, 0x5566778899aabbccull, w64) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_write_value(q, nvhcq_buffer_gpu_address(mem) + 16, 0x42, 0) ==
+             NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, done, n) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, n, 20) == NVHCQ_ERROR_TIMEOUT);
+  TEST_CHECK(((uint32_t *)h)[1] == 0xeeeeeeee && h[1] == 0xeeeeeeeeeeeeeeeeull);
+  __atomic_store_n((uint32_t *)h + 8, 1, __ATOMIC_RELEASE);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, n, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(((uint32_t *)h)[0] == 0xeeeeeeee && ((uint32_t *)h)[1] == 0x11223344);
+  TEST_CHECK(h[1] == 0x5566778899aabbccull && h[2] == 0xeeeeeeeeeeeeeeeeull);
+  uint32_t back[6] = {0};
+  TEST_CHECK(nvhcq_buffer_read(back, mem, 0, sizeof back) == NVHCQ_SUCCESS);
+  TEST_CHECK(back[4] == 0x42);
+  /* a copy queue waits on memory too */
+  __atomic_store_n((uint32_t *)h + 8, 0, __ATOMIC_RELEASE);
+  n++;
+  TEST_CHECK(nvhcq_queue_gpu_wait_value(xq, g + 32, 2, NVHCQ_WAIT_GEQ) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(xq, done, n) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(xq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, n, 20) == NVHCQ_ERROR_TIMEOUT);
+  __atomic_store_n((uint32_t *)h + 8, 2, __ATOMIC_RELEASE);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, n, 5000) == NVHCQ_SUCCESS);
+  /* misuse is refused with the reason */
+  TEST_CHECK(nvhcq_queue_reset(q) == NVHCQ_SUCCESS && nvhcq_queue_reset(xq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_gpu_wait_value(q, g + 2, 1, 0) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(strstr(nvhcq_last_error(), "aligned") != NULL);
+  TEST_CHECK(nvhcq_queue_gpu_wait_value(q, g + 4, 1, w64) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_queue_gpu_wait_value(q, g, 1, 4) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_queue_gpu_wait_value(q, g, 1, 1u << 30) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_queue_write_value(q, g + 4, 1, w64) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_queue_write_value(q, g, 1, 1) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_queue_write_value(xq, g, 1, 0) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(strstr(nvhcq_last_error(), "compute queue") != NULL);
+  TEST_CHECK(nvhcq_queue_gpu_wait_value(NULL, g, 1, 0) != NVHCQ_SUCCESS);
+  /* a wait that never ends: the device timeout reports it, recovery gets the device back */
+  TEST_CHECK(nvhcq_device_set_timeout(dev, 50) == NVHCQ_SUCCESS);
+  n++;
+  TEST_CHECK(nvhcq_queue_gpu_wait_value(q, g + 32, 3, NVHCQ_WAIT_EQ) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, done, n) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, n, 0) == NVHCQ_ERROR_TIMEOUT);
+  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "waited 50 ms") != NULL, "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_device_set_timeout(dev, 10000) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_device_recover(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  n = nvhcq_signal_value(done) + 1;
+  TEST_CHECK(nvhcq_queue_reset(q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_write_value(q, g + 40, 9, 0) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, done, n) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_signal_cpu_wait(done, n, 5000) == NVHCQ_SUCCESS, "after recovery: %s",
+                 nvhcq_last_error());
+  TEST_CHECK(((uint32_t *)h)[10] == 9);
+  nvhcq_queue_destroy(q);
+  nvhcq_queue_destroy(xq);
+  nvhcq_signal_destroy(done);
+  nvhcq_buffer_destroy(mem);
+  nvhcq_buffer_destroy(host);
+  close_mock(dev);
+}
+
 /* A recorded copy queue replayed with new sources, sizes and signal values. */
 static void t_recorded_replay(void) {
   NEED_MOCK_DEVICE(dev);
@@ -806,8 +932,8 @@ static void t_two_gpus(void) {
 }
 
 TEST_MAIN(TEST(t_h200_profile), TEST(t_two_gpus), TEST(t_other_profiles), TEST(t_copies_every_kind),
-          TEST(t_cross_queue_wait), TEST(t_recorded_replay), TEST(t_qmd_launch),
-          TEST(t_malformed_stream), TEST(t_driver_checks), TEST(t_command_processor_direct),
-          TEST(t_address_spaces), TEST(t_move_maps_every_allocation),
-          TEST(t_close_leaves_slow_calls_behind), TEST(t_close_frees_forgotten_buffers),
-          TEST(t_rm_only_mapping))
+          TEST(t_cross_queue_wait), TEST(t_wait_and_write_values), TEST(t_recorded_replay),
+          TEST(t_qmd_launch), TEST(t_malformed_stream), TEST(t_driver_checks),
+          TEST(t_command_processor_direct), TEST(t_address_spaces),
+          TEST(t_move_maps_every_allocation), TEST(t_close_leaves_slow_calls_behind),
+          TEST(t_close_frees_forgotten_buffers), TEST(t_rm_only_mapping))
