@@ -14,6 +14,8 @@
   X(CUDA_MEMCPY3D, 200)                                                                            \
   X(CUDA_MEMCPY2D, 128)                                                                            \
   X(CUDA_MEMSET_NODE_PARAMS, 40)                                                                   \
+  X(CUmemLocation, 8)                                                                              \
+  X(CUmemPoolProps, 88)                                                                            \
   X(CUdeviceptr, 8)                                                                                \
   X(CUdevice, 4)                                                                                   \
   X(CUresult, 4)
@@ -39,7 +41,10 @@
   X(CUDA_MEMCPY2D, dstPitch, 104)                                                                  \
   X(CUDA_MEMSET_NODE_PARAMS, value, 16)                                                            \
   X(CUDA_MEMSET_NODE_PARAMS, elementSize, 20)                                                      \
-  X(CUDA_MEMSET_NODE_PARAMS, width, 24)
+  X(CUDA_MEMSET_NODE_PARAMS, width, 24)                                                            \
+  X(CUmemPoolProps, location, 8)                                                                   \
+  X(CUmemPoolProps, maxSize, 24)                                                                   \
+  X(CUmemPoolProps, usage, 32)
 
 #define NVCU_SIZE_CHECK_(type, size) _Static_assert(sizeof(type) == (size), "size of " #type);
 #define NVCU_OFFSET_CHECK_(type, field, offset)                                                    \
