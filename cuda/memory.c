@@ -231,7 +231,8 @@ static CUresult register_locked(void *p, size_t bytesize, unsigned int Flags) {
  * host address is the GPU address); read-only is accepted (the GPU's mapping stays writable); I/O
  * memory (another device's BAR) cannot be pinned through RM's OS descriptors. */
 CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
-  if (!p || bytesize == 0 || (Flags & ~0xfu)) return CUDA_ERROR_INVALID_VALUE;
+  if (!p || bytesize == 0 || (Flags & ~0xfu) || (uintptr_t)p + bytesize < (uintptr_t)p)
+    return CUDA_ERROR_INVALID_VALUE;
   if (Flags & CU_MEMHOSTREGISTER_IOMEMORY) return nvcu_unsupported("registering I/O memory");
   NVCU_LOCK();
   CUresult r = register_locked(p, bytesize, Flags);
