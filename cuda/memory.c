@@ -240,7 +240,9 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
   return r;
 }
 
+/* The CUDA 4.0 call, for clients that ask for it by name: it took page-aligned ranges only. */
 CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags) {
+  if (((uintptr_t)p | bytesize) & PAGE_MASK_NVCU) return CUDA_ERROR_INVALID_VALUE;
   return cuMemHostRegister_v2(p, bytesize, Flags);
 }
 

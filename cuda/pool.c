@@ -247,10 +247,10 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
   if (!value) return CUDA_ERROR_INVALID_VALUE;
   NVCU_LOCK();
   CUresult r = pool_check(pool);
-  int sized64 = attr >= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+  int sized64 = attr >= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD && attr <= CU_MEMPOOL_ATTR_USED_MEM_HIGH;
   uint64_t v64 = r || !sized64 ? 0 : *(uint64_t *)value;
-  switch (r ? 0 : (int)attr) {
-  case 0:
+  switch (r ? -1 : (int)attr) {
+  case -1:
     break;
   case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
   case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
@@ -281,8 +281,8 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
   NVCU_LOCK();
   CUresult r = pool_check(pool);
   uint64_t *v64 = value;
-  switch (r ? 0 : (int)attr) {
-  case 0:
+  switch (r ? -1 : (int)attr) {
+  case -1:
     break;
   case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
   case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:

@@ -223,6 +223,7 @@ static void test_register(void) {
   uint8_t *q = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   TEST_CHECK(q != MAP_FAILED);
   if (q == MAP_FAILED) return;
+  IS(cuMemHostRegister(q + 8, 4096, 0), CUDA_ERROR_INVALID_VALUE); /* 4.0's: whole pages only */
   OK(cuMemHostRegister(q, m, 0));
   check_registered(q, m, 0);
   OK(cuMemHostUnregister(q));
@@ -416,6 +417,8 @@ static void test_pools(void) {
   OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &off));
   OK(cuMemPoolGetAttribute(def, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse));
   TEST_CHECK(reuse == 0);
+  IS(cuMemPoolGetAttribute(def, (CUmemPool_attribute)0, &threshold), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemPoolSetAttribute(def, (CUmemPool_attribute)9, &zero), CUDA_ERROR_INVALID_VALUE);
   OK(cuMemPoolTrimTo(def, 0));
   IS(cuMemPoolDestroy(def), CUDA_ERROR_INVALID_VALUE);
 
