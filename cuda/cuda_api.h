@@ -38,6 +38,7 @@ typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUarray_st *CUarray;
 typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUexecAffinityParam_st CUexecAffinityParam;
 typedef struct CUuuid_st {
   char bytes[16];
@@ -237,6 +238,64 @@ typedef struct CUDA_MEMCPY2D_st {
 typedef CUDA_MEMCPY2D_v2 CUDA_MEMCPY2D;
 typedef uint32_t cuuint32_t;
 typedef uint64_t cuuint64_t;
+typedef enum CUmemLocationType_enum {
+  CU_MEM_LOCATION_TYPE_INVALID = 0x0,
+  CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
+  CU_MEM_LOCATION_TYPE_HOST = 0x2,
+  CU_MEM_LOCATION_TYPE_HOST_NUMA = 0x3,
+  CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 0x4
+} CUmemLocationType;
+typedef struct CUmemLocation_st {
+  CUmemLocationType type;
+  int id;
+} CUmemLocation_v1;
+typedef CUmemLocation_v1 CUmemLocation;
+typedef enum CUmemAllocationType_enum {
+  CU_MEM_ALLOCATION_TYPE_INVALID = 0x0,
+  CU_MEM_ALLOCATION_TYPE_PINNED = 0x1,
+  CU_MEM_ALLOCATION_TYPE_MANAGED = 0x2
+} CUmemAllocationType;
+typedef enum CUmemAllocationHandleType_enum {
+  CU_MEM_HANDLE_TYPE_NONE = 0x0
+} CUmemAllocationHandleType;
+typedef struct CUmemPoolProps_st {
+  CUmemAllocationType allocType;
+  CUmemAllocationHandleType handleTypes;
+  CUmemLocation location;
+  void *win32SecurityAttributes;
+  size_t maxSize;
+  unsigned short usage;
+  unsigned char reserved[54];
+} CUmemPoolProps_v1;
+typedef CUmemPoolProps_v1 CUmemPoolProps;
+typedef enum CUmemPool_attribute_enum {
+  CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
+  CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
+  CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
+  CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,
+  CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
+  CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8
+} CUmemPool_attribute;
+typedef enum CUmem_advise_enum {
+  CU_MEM_ADVISE_SET_READ_MOSTLY = 1,
+  CU_MEM_ADVISE_UNSET_READ_MOSTLY = 2,
+  CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3,
+  CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION = 4,
+  CU_MEM_ADVISE_SET_ACCESSED_BY = 5,
+  CU_MEM_ADVISE_UNSET_ACCESSED_BY = 6
+} CUmem_advise;
+typedef enum CUmem_range_attribute_enum {
+  CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY = 1,
+  CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION = 2,
+  CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY = 3,
+  CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION = 4,
+  CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE = 5,
+  CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID = 6,
+  CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE = 7,
+  CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID = 8
+} CUmem_range_attribute;
 typedef void (*CUhostFn)(void *userData);
 typedef void (*CUstreamCallback)(CUstream hStream, CUresult status, void *userData);
 typedef struct CUDA_MEMSET_NODE_PARAMS_st {
@@ -311,8 +370,6 @@ typedef CUgraphExecUpdateResultInfo_v1 CUgraphExecUpdateResultInfo;
 
 typedef size_t (*CUoccupancyB2DSize)(int blockSize);
 
-typedef uint32_t cuuint32_t;
-typedef uint64_t cuuint64_t;
 /* Stream memory operations. */
 typedef enum CUstreamWaitValue_flags_enum {
   CU_STREAM_WAIT_VALUE_GEQ = 0x0,
@@ -392,6 +449,14 @@ typedef enum CUtensorMapFloatOOBfill_enum {
 #define CU_EVENT_RECORD_EXTERNAL       0x1
 #define CU_EVENT_WAIT_EXTERNAL         0x1
 #define CU_MEMHOSTALLOC_DEVICEMAP      0x02
+#define CU_MEMHOSTREGISTER_PORTABLE    0x01
+#define CU_MEMHOSTREGISTER_DEVICEMAP   0x02
+#define CU_MEMHOSTREGISTER_IOMEMORY    0x04
+#define CU_MEMHOSTREGISTER_READ_ONLY   0x08
+#define CU_MEM_ATTACH_GLOBAL           0x1
+#define CU_MEM_ATTACH_HOST             0x2
+#define CU_DEVICE_CPU                  ((CUdevice)-1)
+#define CU_DEVICE_INVALID              ((CUdevice)-2)
 #define CU_LAUNCH_PARAM_END            ((void *)0x00)
 #define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
 #define CU_LAUNCH_PARAM_BUFFER_SIZE    ((void *)0x02)

@@ -111,6 +111,55 @@
   X(CUresult, cuPointerGetAttribute, (void *data, CUpointer_attribute attribute, CUdeviceptr ptr)) \
   X(CUresult, cuPointerGetAttributes,                                                              \
     (unsigned int numAttributes, CUpointer_attribute *attributes, void **data, CUdeviceptr ptr))   \
+  X(CUresult, cuMemHostRegister_v2, (void *p, size_t bytesize, unsigned int Flags))                \
+  X(CUresult, cuMemHostUnregister, (void *p))                                                      \
+  X(CUresult, cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags))        \
+  X(CUresult, cuMemPrefetchAsync_v2,                                                               \
+    (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,                 \
+     CUstream hStream))                                                                            \
+  X(CUresult, cuMemAdvise_v2,                                                                      \
+    (CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location))               \
+  X(CUresult, cuMemRangeGetAttribute,                                                              \
+    (void *data, size_t dataSize, CUmem_range_attribute attribute, CUdeviceptr devPtr,             \
+     size_t count))                                                                                \
+  X(CUresult, cuMemRangeGetAttributes,                                                             \
+    (void **data, size_t *dataSizes, CUmem_range_attribute *attributes, size_t numAttributes,      \
+     CUdeviceptr devPtr, size_t count))                                                            \
+  X(CUresult, cuMemAllocAsync, (CUdeviceptr * dptr, size_t bytesize, CUstream hStream))            \
+  X(CUresult, cuMemFreeAsync, (CUdeviceptr dptr, CUstream hStream))                                \
+  X(CUresult, cuMemAllocFromPoolAsync,                                                             \
+    (CUdeviceptr * dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream))                    \
+  X(CUresult, cuDeviceGetDefaultMemPool, (CUmemoryPool * pool_out, CUdevice dev))                  \
+  X(CUresult, cuDeviceGetMemPool, (CUmemoryPool * pool, CUdevice dev))                             \
+  X(CUresult, cuDeviceSetMemPool, (CUdevice dev, CUmemoryPool pool))                               \
+  X(CUresult, cuMemPoolCreate, (CUmemoryPool * pool, const CUmemPoolProps *poolProps))             \
+  X(CUresult, cuMemPoolDestroy, (CUmemoryPool pool))                                               \
+  X(CUresult, cuMemPoolSetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value))   \
+  X(CUresult, cuMemPoolGetAttribute, (CUmemoryPool pool, CUmemPool_attribute attr, void *value))   \
+  X(CUresult, cuMemPoolTrimTo, (CUmemoryPool pool, size_t minBytesToKeep))                         \
+  X(CUresult, cuMemsetD2D8_v2,                                                                     \
+    (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height))       \
+  X(CUresult, cuMemsetD2D16_v2,                                                                    \
+    (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height))      \
+  X(CUresult, cuMemsetD2D32_v2,                                                                    \
+    (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height))        \
+  X(CUresult, cuMemsetD2D8Async,                                                                   \
+    (CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height,        \
+     CUstream hStream))                                                                            \
+  X(CUresult, cuMemsetD2D16Async,                                                                  \
+    (CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height,       \
+     CUstream hStream))                                                                            \
+  X(CUresult, cuMemsetD2D32Async,                                                                  \
+    (CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height,         \
+     CUstream hStream))                                                                            \
+  X(CUresult, cuMemcpy3D_v2, (const CUDA_MEMCPY3D *pCopy))                                         \
+  X(CUresult, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *pCopy, CUstream hStream))                  \
+  X(CUresult, cuMemcpyPeer,                                                                        \
+    (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,     \
+     size_t ByteCount))                                                                            \
+  X(CUresult, cuMemcpyPeerAsync,                                                                   \
+    (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,     \
+     size_t ByteCount, CUstream hStream))                                                          \
   X(CUresult, cuModuleLoadData, (CUmodule * module, const void *image))                            \
   X(CUresult, cuModuleLoadDataEx,                                                                  \
     (CUmodule * module, const void *image, unsigned int numOptions, CUjit_option *options,         \
@@ -388,6 +437,10 @@
      unsigned int numOptions, CUjit_option *options, void **optionValues))                         \
   X(CUresult, cuLinkAddFile,                                                                       \
     (CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions,            \
-     CUjit_option *options, void **optionValues))
+     CUjit_option *options, void **optionValues))                                                  \
+  X(CUresult, cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags))                   \
+  X(CUresult, cuMemPrefetchAsync,                                                                  \
+    (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream))                      \
+  X(CUresult, cuMemAdvise, (CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device))
 
 #endif

@@ -39,13 +39,21 @@ typedef struct nvcu_device {
   int last_engine;       /* of the latest operation: events are recorded behind it */
 } nvcu_device;
 
-/* An allocation the library made: device memory or pinned host memory. */
+struct CUmemPoolHandle_st;
+
+/* An allocation the library made or registered: device memory (from cuMemAlloc or a pool),
+ * pinned host memory, managed memory (pinned host memory too) or the caller's registered memory. */
 typedef struct nvcu_alloc {
   uint64_t base, size;
   nvhcq_buffer *buf;
-  int host;
+  uint64_t buf_offset; /* of base in buf: a registration's buffer starts at its first page */
+  int host;            /* host memory: cuMemHostAlloc, registered or managed */
+  int registered;      /* cuMemHostRegister'ed memory of the caller's */
+  int managed;         /* cuMemAllocManaged */
   int device;
   unsigned int flags;
+  struct CUmemPoolHandle_st *pool; /* the pool it came from (cuMemAllocAsync), or NULL */
+  uint64_t *pages; /* managed memory: each page's advice and last prefetch (managed.c), or NULL */
 } nvcu_alloc;
 
 typedef struct nvcu_param {
@@ -210,11 +218,21 @@ CUresult nvcu_device_get(int index, nvcu_device **out);
 
 /* ---- memory.c ---- */
 nvcu_alloc *nvcu_alloc_find(uint64_t address);
+/* Device memory of `size` bytes from `pool` on the current device, in the table (under the lock).
+ */
+CUresult nvcu_alloc_pool_memory(size_t size, struct CUmemPoolHandle_st *pool, CUdeviceptr *out);
+/* Takes an allocation out of the table and destroys its buffer, which nvhcq releases once the GPU
+ * has passed all work submitted so far (under the lock). */
+CUresult nvcu_alloc_release(nvcu_alloc *a);
 /* Waits until all work submitted so far on the device has completed. */
 CUresult nvcu_wait_all(nvcu_device *d);
 /* Run a copy or memset between GPU addresses now, after everything submitted before. */
 CUresult nvcu_run_copy(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op);
 CUresult nvcu_run_memset(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op);
+
+/* ---- pool.c ---- */
+/* An allocation of `size` bytes from the pool went (its memory may still be in the GPU's use). */
+void nvcu_pool_freed(struct CUmemPoolHandle_st *pool, uint64_t size);
 
 /* ---- stream.c ---- */
 /* The CPU waits until the signal reaches `value`: spinning first, as libcuda does. */

@@ -25,6 +25,8 @@
   X(CUstreamBatchMemOpParams, 48)                                                                  \
   X(CUaccessPolicyWindow, 32)                                                                      \
   X(CUdevprop, 56)                                                                                 \
+  X(CUmemLocation, 8)                                                                              \
+  X(CUmemPoolProps, 88)                                                                            \
   X(CUdeviceptr, 8)                                                                                \
   X(CUdevice, 4)                                                                                   \
   X(CUresult, 4)
@@ -62,7 +64,10 @@
   X(CUstreamBatchMemOpParams, writeValue.flags, 24)                                                \
   X(CUstreamBatchMemOpParams, memoryBarrier.flags, 4)                                              \
   X(CUaccessPolicyWindow, hitRatio, 16)                                                            \
-  X(CUdevprop, clockRate, 48)
+  X(CUdevprop, clockRate, 48)                                                                      \
+  X(CUmemPoolProps, location, 8)                                                                   \
+  X(CUmemPoolProps, maxSize, 24)                                                                   \
+  X(CUmemPoolProps, usage, 32)
 
 #define NVCU_SIZE_CHECK_(type, size) _Static_assert(sizeof(type) == (size), "size of " #type);
 #define NVCU_OFFSET_CHECK_(type, field, offset)                                                    \

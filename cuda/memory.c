@@ -1,5 +1,6 @@
-/* Memory: device and pinned host allocations (a sorted table of them answers pointer queries and
- * finds the nvhcq buffer behind an address), synchronous and stream-ordered copies and memsets. */
+/* Memory: device, pinned host, managed and registered host memory (a sorted table of them answers
+ * pointer queries and finds the nvhcq buffer behind an address), synchronous and stream-ordered
+ * copies and memsets, 2D and 3D ones, and copies between contexts. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,12 @@ nvcu_alloc *nvcu_alloc_find(uint64_t address) {
   return address - a->base < a->size ? a : NULL;
 }
 
+/* Whether [base, base + size) overlaps an allocation in the table. */
+static int alloc_overlaps(uint64_t base, uint64_t size) {
+  size_t i = upper(base + size - 1);
+  return i > 0 && allocs[i - 1].base + allocs[i - 1].size > base;
+}
+
 static CUresult alloc_insert(const nvcu_alloc *a) {
   if (alloc_count == alloc_cap) {
     size_t cap = alloc_cap ? alloc_cap * 2 : 64;
@@ -63,47 +70,65 @@ CUresult nvcu_wait_all(nvcu_device *d) {
 
 /* ---- allocation ---- */
 
-static CUresult allocate(size_t size, int host, unsigned int flags, CUdeviceptr *out) {
-  if (!out) return CUDA_ERROR_INVALID_VALUE;
-  if (size == 0) return CUDA_ERROR_INVALID_VALUE;
-  NVCU_LOCK();
+/* A new allocation like `a` (its kind in host, managed, pool), under the lock. */
+static CUresult allocate_locked(size_t size, nvcu_alloc a, CUdeviceptr *out) {
   nvcu_device *d;
   int index;
   CUresult r = nvcu_current(&d, &index);
   nvhcq_buffer *b = NULL;
+  const char *what = a.managed ? "cuMemAllocManaged" : a.host ? "cuMemAllocHost" : "cuMemAlloc";
   if (!r)
     r = nvcu_status(
-        nvhcq_buffer_create(d->dev, size, host ? NVHCQ_MEMORY_HOST : NVHCQ_MEMORY_DEVICE, &b),
-        host ? "cuMemAllocHost" : "cuMemAlloc");
-  if (!r) {
-    uint64_t base =
-        host ? (uint64_t)(uintptr_t)nvhcq_buffer_host_pointer(b) : nvhcq_buffer_gpu_address(b);
-    nvcu_alloc a = {base, size, b, host, index, flags};
-    r = alloc_insert(&a);
-    if (r)
-      nvhcq_buffer_destroy(b);
-    else
-      *out = base;
-  }
+        nvhcq_buffer_create(d->dev, size, a.host ? NVHCQ_MEMORY_HOST : NVHCQ_MEMORY_DEVICE, &b),
+        what);
+  if (r) return r;
+  a.base = a.host ? (uint64_t)(uintptr_t)nvhcq_buffer_host_pointer(b) : nvhcq_buffer_gpu_address(b);
+  a.size = size, a.buf = b, a.device = index;
+  r = alloc_insert(&a);
+  if (r)
+    (void)nvhcq_buffer_destroy(b);
+  else
+    *out = a.base;
+  return r;
+}
+
+static CUresult allocate(size_t size, nvcu_alloc a, CUdeviceptr *out) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (size == 0) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = allocate_locked(size, a, out);
   NVCU_UNLOCK();
   return r;
 }
 
+CUresult nvcu_alloc_pool_memory(size_t size, struct CUmemPoolHandle_st *pool, CUdeviceptr *out) {
+  return allocate_locked(size, (nvcu_alloc){.pool = pool}, out);
+}
+
+CUresult nvcu_alloc_release(nvcu_alloc *a) {
+  nvhcq_buffer *b = a->buf;
+  struct CUmemPoolHandle_st *pool = a->pool;
+  uint64_t size = a->size;
+  free(a->pages);
+  alloc_remove(a);
+  if (pool) nvcu_pool_freed(pool, size);
+  return nvcu_status(nvhcq_buffer_destroy(b), "freeing memory");
+}
+
+/* cuMemFree frees device and managed memory, cuMemFreeHost what cuMemHostAlloc made. */
 static CUresult release(uint64_t base, int host) {
   NVCU_LOCK();
   nvcu_alloc *a = nvcu_alloc_find(base);
   CUresult r = CUDA_ERROR_INVALID_VALUE;
-  if (a && a->base == base && a->host == host) {
-    nvhcq_buffer *b = a->buf;
-    alloc_remove(a);
-    r = nvcu_status(nvhcq_buffer_destroy(b), "freeing memory");
-  }
+  int freed_by_free = a && !a->registered && (a->host ? a->managed : 1);
+  int match = a && (host ? a->host && !a->managed && !a->registered : freed_by_free);
+  if (match && a->base == base) r = nvcu_alloc_release(a);
   NVCU_UNLOCK();
   return r;
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize) {
-  return allocate(bytesize, 0, 0, dptr);
+  return allocate(bytesize, (nvcu_alloc){0}, dptr);
 }
 
 CUresult cuMemFree_v2(CUdeviceptr dptr) {
@@ -111,12 +136,20 @@ CUresult cuMemFree_v2(CUdeviceptr dptr) {
   return release(dptr, 0);
 }
 
+/* Managed memory is pinned, cached host memory the GPU reads and writes through the same address:
+ * nvhcq migrates no pages, and host memory is coherent for every access pattern (kernels that
+ * use it heavily run at the speed of the host link, not of device memory). */
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags) {
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST) return CUDA_ERROR_INVALID_VALUE;
+  return allocate(bytesize, (nvcu_alloc){.host = 1, .managed = 1, .flags = flags}, dptr);
+}
+
 CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags) {
   if (!pp) return CUDA_ERROR_INVALID_VALUE;
   /* Every flag is met by nvhcq's pinned memory: portable (one address space for all contexts),
    * device-mapped (the host address is the GPU address), write-combined (a hint). */
   CUdeviceptr p = 0;
-  CUresult r = allocate(bytesize, 1, Flags, &p);
+  CUresult r = allocate(bytesize, (nvcu_alloc){.host = 1, .flags = Flags}, &p);
   *pp = r ? NULL : (void *)(uintptr_t)p;
   return r;
 }
@@ -133,8 +166,9 @@ CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int 
   if (!pdptr || Flags) return CUDA_ERROR_INVALID_VALUE;
   NVCU_LOCK();
   nvcu_alloc *a = nvcu_alloc_find((uint64_t)(uintptr_t)p);
-  CUresult r = a && a->host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-  if (!r) *pdptr = nvhcq_buffer_gpu_address(a->buf) + ((uint64_t)(uintptr_t)p - a->base);
+  CUresult r = a && a->host && !a->managed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  if (!r)
+    *pdptr = nvhcq_buffer_gpu_address(a->buf) + a->buf_offset + ((uint64_t)(uintptr_t)p - a->base);
   NVCU_UNLOCK();
   return r;
 }
@@ -143,8 +177,85 @@ CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p) {
   if (!pFlags) return CUDA_ERROR_INVALID_VALUE;
   NVCU_LOCK();
   nvcu_alloc *a = nvcu_alloc_find((uint64_t)(uintptr_t)p);
-  CUresult r = a && a->host ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  CUresult r = a && a->host && !a->managed ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
   if (!r) *pFlags = a->flags;
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* ---- registered host memory ---- */
+
+#define PAGE_MASK_NVCU 4095ull
+
+/* Whether [p, p + n) shares a page with memory registered already (nvhcq pins whole pages). */
+static int shares_registered_page(uint64_t p, uint64_t n) {
+  uint64_t start = p & ~PAGE_MASK_NVCU, end = (p + n + PAGE_MASK_NVCU) & ~PAGE_MASK_NVCU;
+  for (size_t i = 0; i < alloc_count; i++) {
+    const nvcu_alloc *a = &allocs[i];
+    uint64_t s = a->base & ~PAGE_MASK_NVCU;
+    uint64_t e = (a->base + a->size + PAGE_MASK_NVCU) & ~PAGE_MASK_NVCU;
+    if (a->registered && s < end && start < e) return 1;
+  }
+  return 0;
+}
+
+static CUresult register_locked(void *p, size_t bytesize, unsigned int Flags) {
+  nvcu_device *d;
+  int index;
+  CUresult r = nvcu_current(&d, &index);
+  if (r) return r;
+  uint64_t base = (uint64_t)(uintptr_t)p;
+  if (alloc_overlaps(base, bytesize) || shares_registered_page(base, bytesize)) {
+    nvcu_log("cuMemHostRegister of %zu bytes at %p: overlaps memory registered or allocated "
+             "already",
+             bytesize, p);
+    return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  }
+  nvhcq_buffer *b = NULL;
+  r = nvcu_status(nvhcq_buffer_register_host(d->dev, p, bytesize, &b), "cuMemHostRegister");
+  if (r) return r == CUDA_ERROR_UNKNOWN ? CUDA_ERROR_INVALID_VALUE : r;
+  nvcu_alloc a = {.base = base,
+                  .size = bytesize,
+                  .buf = b,
+                  .buf_offset = base - nvhcq_buffer_gpu_address(b),
+                  .host = 1,
+                  .registered = 1,
+                  .device = index,
+                  .flags = Flags};
+  r = alloc_insert(&a);
+  if (r) (void)nvhcq_buffer_destroy(b);
+  return r;
+}
+
+/* Portable and device-mapped are what nvhcq's pinned memory always is (one address space, the
+ * host address is the GPU address); read-only is accepted (the GPU's mapping stays writable); I/O
+ * memory (another device's BAR) cannot be pinned through RM's OS descriptors. */
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags) {
+  if (!p || bytesize == 0 || (Flags & ~0xfu) || (uintptr_t)p + bytesize < (uintptr_t)p)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (Flags & CU_MEMHOSTREGISTER_IOMEMORY) return nvcu_unsupported("registering I/O memory");
+  NVCU_LOCK();
+  CUresult r = register_locked(p, bytesize, Flags);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* The CUDA 4.0 call, for clients that ask for it by name: it took page-aligned ranges only. */
+CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags) {
+  if (((uintptr_t)p | bytesize) & PAGE_MASK_NVCU) return CUDA_ERROR_INVALID_VALUE;
+  return cuMemHostRegister_v2(p, bytesize, Flags);
+}
+
+/* The pages stay pinned (and the GPU's mapping stays) until the GPU has passed the work submitted
+ * so far; the caller may unmap its memory at once. */
+CUresult cuMemHostUnregister(void *p) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = nvcu_check_init();
+  nvcu_alloc *a = r ? NULL : nvcu_alloc_find((uint64_t)(uintptr_t)p);
+  if (!r && (!a || !a->registered || a->base != (uint64_t)(uintptr_t)p))
+    r = CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  if (!r) r = nvcu_alloc_release(a);
   NVCU_UNLOCK();
   return r;
 }
@@ -152,7 +263,7 @@ CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p) {
 CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr) {
   NVCU_LOCK();
   nvcu_alloc *a = nvcu_alloc_find(dptr);
-  CUresult r = a && !a->host ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+  CUresult r = a && (!a->host || a->managed) ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
   if (!r && pbase) *pbase = a->base;
   if (!r && psize) *psize = a->size;
   NVCU_UNLOCK();
@@ -179,13 +290,14 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
   nvcu_device *d;
   CUresult r = nvcu_device_get(a->device, &d);
   if (r) return r;
-  uint64_t offset = ptr - a->base, gpu = nvhcq_buffer_gpu_address(a->buf) + offset;
+  uint64_t offset = ptr - a->base, gpu = nvhcq_buffer_gpu_address(a->buf) + a->buf_offset + offset;
   switch (attribute) {
   case CU_POINTER_ATTRIBUTE_CONTEXT:
     *(CUcontext *)data = &d->primary;
     break;
   case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-    *(unsigned int *)data = a->host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    /* managed memory reads as device memory, as libcuda's does (IS_MANAGED tells it apart) */
+    *(unsigned int *)data = a->host && !a->managed ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
     break;
   case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
     *(CUdeviceptr *)data = gpu;
@@ -202,6 +314,12 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
     *(unsigned long long *)data = a->base;
     break;
   case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+    *(int *)data = a->managed;
+    break;
+  case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+    if (!a->pool) return CUDA_ERROR_INVALID_VALUE;
+    *(struct CUmemPoolHandle_st **)data = a->pool;
+    break;
   case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
   case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
     *(int *)data = 0;
@@ -272,6 +390,15 @@ static place locate(uint64_t address) {
   return p;
 }
 
+/* The offset in the allocation's buffer. */
+static uint64_t buf_off(place p) {
+  return p.a->buf_offset + p.offset;
+}
+
+static uint64_t gpu_of(place p) {
+  return nvhcq_buffer_gpu_address(p.a->buf) + buf_off(p);
+}
+
 static CUresult check_span(place p, size_t n, const char *what) {
   if (p.a && n > p.a->size - p.offset) {
     nvcu_log("%s: %zu bytes at offset %llu run past the %llu-byte allocation", what, n,
@@ -292,18 +419,14 @@ static CUresult copy_sync(uint64_t dst, uint64_t src, size_t n) {
   if ((r = nvcu_wait_all(d))) return r;
   nvhcq_status s;
   if (pd.a && ps.a)
-    s = nvhcq_buffer_copy(pd.a->buf, pd.offset, ps.a->buf, ps.offset, n);
+    s = nvhcq_buffer_copy(pd.a->buf, buf_off(pd), ps.a->buf, buf_off(ps), n);
   else if (pd.a)
-    s = nvhcq_buffer_write(pd.a->buf, pd.offset, (const void *)(uintptr_t)src, n);
+    s = nvhcq_buffer_write(pd.a->buf, buf_off(pd), (const void *)(uintptr_t)src, n);
   else if (ps.a)
-    s = nvhcq_buffer_read((void *)(uintptr_t)dst, ps.a->buf, ps.offset, n);
+    s = nvhcq_buffer_read((void *)(uintptr_t)dst, ps.a->buf, buf_off(ps), n);
   else
     s = (memcpy((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n), NVHCQ_SUCCESS);
   return nvcu_status(s, "copy");
-}
-
-static uint64_t gpu_of(place p) {
-  return nvhcq_buffer_gpu_address(p.a->buf) + p.offset;
 }
 
 /* A copy in a stream's order. Both ends in our memory: the copy engine (or, captured, a graph
@@ -330,7 +453,7 @@ CUresult nvcu_run_copy(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op
   if (device && op->size >= KERNEL_COPY_BYTES && ((op->dst | op->src | op->size) & 15) == 0) {
     CUresult r = nvcu_wait_all(d);
     if (r) return r;
-    return nvcu_status(nvhcq_buffer_copy(pd.a->buf, pd.offset, ps.a->buf, ps.offset, op->size),
+    return nvcu_status(nvhcq_buffer_copy(pd.a->buf, buf_off(pd), ps.a->buf, buf_off(ps), op->size),
                        "device-to-device copy");
   }
   nvhcq_queue *q = nvcu_engine_begin(d, NVCU_COPY);
@@ -423,7 +546,7 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInByt
       (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
     return CUDA_ERROR_INVALID_VALUE;
   size_t pitch = (WidthInBytes + 511) & ~(size_t)511;
-  CUresult r = allocate(pitch * Height, 0, 0, dptr);
+  CUresult r = allocate(pitch * Height, (nvcu_alloc){0}, dptr);
   if (!r) *pPitch = pitch;
   return r;
 }
@@ -433,6 +556,37 @@ static CUresult end_2d(CUmemorytype type, const void *host, CUdeviceptr device, 
   if (type == CU_MEMORYTYPE_ARRAY) return nvcu_unsupported("CUDA arrays in 2D copies");
   *out = type == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)host : device;
   return CUDA_SUCCESS;
+}
+
+/* The shape of a 3D copy (a 2D copy is one slice): rows of `width` bytes, `pitch` bytes apart,
+ * slices of `rows` rows `slice` bytes apart, at each end. */
+typedef struct shape {
+  uint64_t dst, src;
+  size_t dpitch, spitch, dslice, sslice;
+  size_t width, height, depth;
+} shape;
+
+static CUresult copy_one(uint64_t dst, uint64_t src, size_t n, CUstream stream, int sync) {
+  return sync ? copy_sync(dst, src, n) : copy_async(dst, src, n, stream);
+}
+
+/* Row by row, or a slice or the whole at a time where both ends are contiguous (under the lock). */
+static CUresult copy_shape(const shape *c, CUstream stream, int sync) {
+  int rows = c->spitch == c->width && c->dpitch == c->width;
+  int slices = rows && c->sslice == c->width * c->height && c->dslice == c->width * c->height;
+  if (slices || (rows && c->depth == 1))
+    return copy_one(c->dst, c->src, c->width * c->height * c->depth, stream, sync);
+  CUresult r = CUDA_SUCCESS;
+  for (size_t z = 0; z < c->depth && !r; z++) {
+    uint64_t d = c->dst + z * c->dslice, s = c->src + z * c->sslice;
+    if (rows) {
+      r = copy_one(d, s, c->width * c->height, stream, sync);
+      continue;
+    }
+    for (size_t y = 0; y < c->height && !r; y++)
+      r = copy_one(d + y * c->dpitch, s + y * c->spitch, c->width, stream, sync);
+  }
+  return r;
 }
 
 /* A 2D copy, row by row (one copy when both sides are contiguous). */
@@ -445,19 +599,95 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, int sync) {
   size_t spitch = p->srcPitch ? p->srcPitch : p->WidthInBytes;
   size_t dpitch = p->dstPitch ? p->dstPitch : p->WidthInBytes;
   if (spitch < p->WidthInBytes || dpitch < p->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
-  src += p->srcXInBytes + p->srcY * spitch;
-  dst += p->dstXInBytes + p->dstY * dpitch;
+  shape c = {.dst = dst + p->dstXInBytes + p->dstY * dpitch,
+             .src = src + p->srcXInBytes + p->srcY * spitch,
+             .dpitch = dpitch,
+             .spitch = spitch,
+             .width = p->WidthInBytes,
+             .height = p->Height,
+             .depth = 1};
+  if (!c.width || !c.height) return CUDA_SUCCESS;
   NVCU_LOCK();
-  if (spitch == p->WidthInBytes && dpitch == p->WidthInBytes) {
-    size_t n = p->WidthInBytes * p->Height;
-    r = sync ? copy_sync(dst, src, n) : copy_async(dst, src, n, stream);
-  }
-  for (size_t row = 0;
-       row < p->Height && !r && (spitch != p->WidthInBytes || dpitch != p->WidthInBytes); row++)
-    r = sync ? copy_sync(dst + row * dpitch, src + row * spitch, p->WidthInBytes)
-             : copy_async(dst + row * dpitch, src + row * spitch, p->WidthInBytes, stream);
+  r = copy_shape(&c, stream, sync);
   NVCU_UNLOCK();
   return r;
+}
+
+/* A 3D copy between host and device memory (arrays are not implemented). A pitch of 0 means
+ * rows are contiguous, a height of 0 that slices are, as for 2D copies. */
+static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream stream, int sync) {
+  if (!p || p->srcLOD || p->dstLOD || p->reserved0 || p->reserved1) return CUDA_ERROR_INVALID_VALUE;
+  uint64_t src = 0, dst = 0;
+  CUresult r = end_2d(p->srcMemoryType, p->srcHost, p->srcDevice, &src);
+  if (!r) r = end_2d(p->dstMemoryType, p->dstHost, p->dstDevice, &dst);
+  if (r) return r;
+  size_t spitch = p->srcPitch ? p->srcPitch : p->WidthInBytes;
+  size_t dpitch = p->dstPitch ? p->dstPitch : p->WidthInBytes;
+  size_t sheight = p->srcHeight ? p->srcHeight : p->Height;
+  size_t dheight = p->dstHeight ? p->dstHeight : p->Height;
+  if (spitch < p->WidthInBytes || dpitch < p->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
+  if (p->Depth > 1 && (sheight < p->Height || dheight < p->Height)) return CUDA_ERROR_INVALID_VALUE;
+  shape c = {.dst = dst + p->dstXInBytes + (p->dstY + p->dstZ * dheight) * dpitch,
+             .src = src + p->srcXInBytes + (p->srcY + p->srcZ * sheight) * spitch,
+             .dpitch = dpitch,
+             .spitch = spitch,
+             .dslice = dpitch * dheight,
+             .sslice = spitch * sheight,
+             .width = p->WidthInBytes,
+             .height = p->Height,
+             .depth = p->Depth};
+  if (!c.width || !c.height || !c.depth) return CUDA_SUCCESS;
+  NVCU_LOCK();
+  r = copy_shape(&c, stream, sync);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy) {
+  return copy_3d(pCopy, NULL, 1);
+}
+CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream) {
+  return copy_3d(pCopy, hStream, 0);
+}
+
+/* ---- 2D memsets ---- */
+
+/* Row by row unless the rows are contiguous; a synchronous one waits after its last row. */
+static CUresult memset_2d(CUdeviceptr dst, size_t pitch, uint32_t value, uint32_t size,
+                          size_t width, size_t height, CUstream stream, int sync) {
+  if (!width || !height) return CUDA_SUCCESS;
+  if (height > 1 && pitch < width * size) return CUDA_ERROR_INVALID_VALUE;
+  if (height == 1 || pitch == width * size)
+    return memset_any(dst, value, size, width * height, stream, sync);
+  CUresult r = CUDA_SUCCESS;
+  for (size_t y = 0; y < height && !r; y++)
+    r = memset_any(dst + y * pitch, value, size, width, stream, sync && y == height - 1);
+  return r;
+}
+
+CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                         size_t Height) {
+  return memset_2d(dstDevice, dstPitch, uc, 1, Width, Height, NULL, 1);
+}
+CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                          size_t Height) {
+  return memset_2d(dstDevice, dstPitch, us, 2, Width, Height, NULL, 1);
+}
+CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                          size_t Height) {
+  return memset_2d(dstDevice, dstPitch, ui, 4, Width, Height, NULL, 1);
+}
+CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
+                           size_t Height, CUstream hStream) {
+  return memset_2d(dstDevice, dstPitch, uc, 1, Width, Height, hStream, 0);
+}
+CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
+                            size_t Height, CUstream hStream) {
+  return memset_2d(dstDevice, dstPitch, us, 2, Width, Height, hStream, 0);
+}
+CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
+                            size_t Height, CUstream hStream) {
+  return memset_2d(dstDevice, dstPitch, ui, 4, Width, Height, hStream, 0);
 }
 
 CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) {
@@ -515,6 +745,49 @@ CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size
   return locked_copy_async(dstDevice, srcDevice, ByteCount, hStream);
 }
 
+/* ---- copies between contexts ---- */
+
+static CUresult ctx_device(CUcontext c, int *device) {
+  if (!c || c->magic != NVCU_CTX_MAGIC) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = c->device;
+  return CUDA_SUCCESS;
+}
+
+/* Contexts of one device share its memory and its order: an ordinary copy. Between devices the
+ * CPU waits for both, and nvhcq copies buffer to buffer. */
+static CUresult copy_peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                          size_t n, CUstream stream, int sync) {
+  int dd, sd;
+  CUresult r = ctx_device(dctx, &dd);
+  if (!r) r = ctx_device(sctx, &sd);
+  if (r) return r;
+  if (dd == sd) return sync ? locked_copy(dst, src, n) : locked_copy_async(dst, src, n, stream);
+  NVCU_LOCK();
+  nvcu_device *a, *b;
+  place pd = locate(dst), ps = locate(src);
+  r = nvcu_device_get(dd, &a);
+  if (!r) r = nvcu_device_get(sd, &b);
+  if (!r && (!pd.a || !ps.a)) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r) r = check_span(pd, n, "peer copy destination");
+  if (!r) r = check_span(ps, n, "peer copy source");
+  if (!r) r = nvcu_wait_all(a);
+  if (!r) r = nvcu_wait_all(b);
+  if (!r && n)
+    r = nvcu_status(nvhcq_buffer_copy(pd.a->buf, buf_off(pd), ps.a->buf, buf_off(ps), n),
+                    "copy between devices");
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                      CUcontext srcContext, size_t ByteCount) {
+  return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, 1);
+}
+CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
+                           CUcontext srcContext, size_t ByteCount, CUstream hStream) {
+  return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, 0);
+}
+
 /* The per-thread default stream variants: every stream's work is ordered here, so they are the
  * same functions. */
 #define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));
@@ -535,3 +808,13 @@ NVCU_ALIAS(cuMemsetD32_v2_ptds, cuMemsetD32_v2)
 NVCU_ALIAS(cuMemsetD8Async_ptsz, cuMemsetD8Async)
 NVCU_ALIAS(cuMemsetD16Async_ptsz, cuMemsetD16Async)
 NVCU_ALIAS(cuMemsetD32Async_ptsz, cuMemsetD32Async)
+NVCU_ALIAS(cuMemsetD2D8_v2_ptds, cuMemsetD2D8_v2)
+NVCU_ALIAS(cuMemsetD2D16_v2_ptds, cuMemsetD2D16_v2)
+NVCU_ALIAS(cuMemsetD2D32_v2_ptds, cuMemsetD2D32_v2)
+NVCU_ALIAS(cuMemsetD2D8Async_ptsz, cuMemsetD2D8Async)
+NVCU_ALIAS(cuMemsetD2D16Async_ptsz, cuMemsetD2D16Async)
+NVCU_ALIAS(cuMemsetD2D32Async_ptsz, cuMemsetD2D32Async)
+NVCU_ALIAS(cuMemcpy3D_v2_ptds, cuMemcpy3D_v2)
+NVCU_ALIAS(cuMemcpy3DAsync_v2_ptsz, cuMemcpy3DAsync_v2)
+NVCU_ALIAS(cuMemcpyPeer_ptds, cuMemcpyPeer)
+NVCU_ALIAS(cuMemcpyPeerAsync_ptsz, cuMemcpyPeerAsync)

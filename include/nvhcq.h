@@ -208,6 +208,13 @@ typedef struct nvhcq_buffer nvhcq_buffer;
 
 NVHCQ_API nvhcq_status nvhcq_buffer_create(nvhcq_device *dev, size_t size, nvhcq_memory_kind kind,
                                            nvhcq_buffer **out);
+/* Pins `size` bytes of the caller's memory at `ptr` (any alignment: whole 4 KiB pages are pinned)
+ * and maps them for the GPU at the same addresses, as NVHCQ_MEMORY_HOST: the buffer starts at ptr
+ * rounded down to a page (its GPU address and host pointer) and its size reaches ptr + size. The
+ * memory must stay mapped while the buffer lives; destroying the buffer unpins it (once the GPU
+ * has passed the work submitted before) and never unmaps it. Memory nvhcq allocated is refused. */
+NVHCQ_API nvhcq_status nvhcq_buffer_register_host(nvhcq_device *dev, void *ptr, size_t size,
+                                                  nvhcq_buffer **out);
 /* Destroys a buffer without waiting for the GPU: the handle is dead at once, and the memory and
  * its addresses are released once the GPU has passed the work submitted before this call (on a
  * later allocation, wait, recovery or close). NULL is fine. */

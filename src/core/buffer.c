@@ -1,5 +1,6 @@
-/* The buffer calls of the API: nvhcq_buffer_create, nvhcq_buffer_destroy (which releases the
- * memory once the GPU has passed the work queued before it, without waiting) and the accessors. */
+/* The buffer calls of the API: nvhcq_buffer_create, nvhcq_buffer_register_host,
+ * nvhcq_buffer_destroy (which releases the memory once the GPU has passed the work queued before
+ * it, without waiting) and the accessors. */
 #include "core/device.h"
 #include "core/peer.h"
 #include "util/abi.h"
@@ -16,6 +17,21 @@ nvhcq_status nvhcq_buffer_create(nvhcq_device *dev, size_t size, nvhcq_memory_ki
   if (kind == NVHCQ_MEMORY_DEVICE && size && size <= NVHCQ_SLAB_LARGEST && !dev->no_slabs)
     return nvhcq_slab_alloc(dev, size, out);
   NVHCQ_TRY(nvhcq_memory_alloc(dev, size, kind, NULL, out));
+  nvhcq_status s = nvhcq_peer_buffer_created(*out);
+  if (s) {
+    nvhcq_peer_buffer_released(*out);
+    nvhcq_memory_free(*out);
+    *out = NULL;
+  }
+  return s;
+}
+
+nvhcq_status nvhcq_buffer_register_host(nvhcq_device *dev, void *ptr, size_t size,
+                                        nvhcq_buffer **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!out)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_buffer_register_host: out is NULL");
+  NVHCQ_TRY(nvhcq_memory_register(dev, ptr, size, out));
   nvhcq_status s = nvhcq_peer_buffer_created(*out);
   if (s) {
     nvhcq_peer_buffer_released(*out);

@@ -12,9 +12,8 @@
 #include "util/align.h"
 
 #define ARGS_RING_BYTES (32u << 20)
-/* Shader windows for shared and local memory, on 4 GiB boundaries above every allocation. */
-#define SHARED_WINDOW 0x729400000000ull
-#define LOCAL_WINDOW  0x729300000000ull
+#define SHARED_WINDOW   NVHCQ_SHARED_WINDOW
+#define LOCAL_WINDOW    NVHCQ_LOCAL_WINDOW
 
 /* NVHCQ_DEBUG_FENCE: deliberately weaker or older ordering, for the ordering tests and for
  * measuring what the fence policy gains. "unordered": launches in a queue are neither chained

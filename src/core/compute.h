@@ -10,6 +10,12 @@
 #include "hw/qmd.h"
 #include "util/error.h"
 
+/* Shader windows for shared and local memory, on 4 GiB boundaries above every allocation: GPU
+ * addresses no memory may take (registered host memory is checked against them). */
+#define NVHCQ_SHARED_WINDOW 0x729400000000ull
+#define NVHCQ_LOCAL_WINDOW  0x729300000000ull
+#define NVHCQ_WINDOW_BYTES  (4ull << 30)
+
 /* NVHCQ_DEBUG_FENCE values (read_debug_knobs in compute.c says what each does). */
 enum {
   NVHCQ_DEBUG_FENCE_OFF,

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "core/compute.h"
 #include "core/device.h"
 #include "core/peer.h"
 #include "driver/door.h"
@@ -137,14 +138,8 @@ static nvhcq_status alloc_rm_memory(nvhcq_device *dev, nvhcq_buffer *b, int cont
                         &b->handle);
 }
 
-static nvhcq_status alloc_pinned_host(nvhcq_device *dev, nvhcq_buffer *b) {
-  void *at =
-      nvhcq_door->mmap((void *)(uintptr_t)b->gpu_address, b->mapped_size, PROT_READ | PROT_WRITE,
-                       MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-  if (at == MAP_FAILED)
-    return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "mmap of %llu bytes of host memory failed: %s",
-                      (unsigned long long)b->mapped_size, strerror(errno));
-  b->host_pointer = at;
+/* Pins the pages at b->gpu_address (the CPU's address: mapped already) as an RM memory object. */
+static nvhcq_status pin_host(nvhcq_device *dev, nvhcq_buffer *b) {
   b->handle = dev->next_host_handle++;
   nv_ioctl_nvos02_parameters_with_fd p = {.params = {.hRoot = dev->rm.root,
                                                      .hObjectParent = dev->h_device,
@@ -161,6 +156,17 @@ static nvhcq_status alloc_pinned_host(nvhcq_device *dev, nvhcq_buffer *b) {
                    (unsigned long long)b->mapped_size, nvhcq_nv_status_name(p.params.status));
   if (s) b->handle = 0;
   return s;
+}
+
+static nvhcq_status alloc_pinned_host(nvhcq_device *dev, nvhcq_buffer *b) {
+  void *at =
+      nvhcq_door->mmap((void *)(uintptr_t)b->gpu_address, b->mapped_size, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (at == MAP_FAILED)
+    return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "mmap of %llu bytes of host memory failed: %s",
+                      (unsigned long long)b->mapped_size, strerror(errno));
+  b->host_pointer = at;
+  return pin_host(dev, b);
 }
 
 /* Into the UVM address space of `rm`'s UVM fd. */
@@ -282,10 +288,12 @@ static void release(nvhcq_buffer *b, int gpu_mapped) {
   nvhcq_peer_buffer_released(b); /* other devices' mappings of it go first */
   if (gpu_mapped) list_remove(dev, b);
   if (gpu_mapped && !nvhcq_device_closing(dev)) unmap_from_gpu(dev, b);
-  if (b->host_pointer) nvhcq_door->munmap(b->host_pointer, b->mapped_size);
+  if (b->host_pointer && !b->registered) nvhcq_door->munmap(b->host_pointer, b->mapped_size);
   if (b->handle && !nvhcq_device_closing(dev)) nvhcq_rm_free(&dev->rm, dev->h_device, b->handle);
   if (b->map_fd >= 0) nvhcq_door->close(b->map_fd);
-  if (b->gpu_address) {
+  if (b->registered) {
+    if (b->high_size) (void)!nvhcq_va_free(nvhcq_va_high(), b->high_base, b->high_size);
+  } else if (b->gpu_address) {
     if (b->low) nvhcq_low_unmap(b->gpu_address, b->mapped_size);
     nvhcq_va_free(b->low ? nvhcq_va_low() : nvhcq_va_high(), b->gpu_address, b->mapped_size);
   }
@@ -352,6 +360,77 @@ nvhcq_status nvhcq_memory_alloc_uvm(nvhcq_device *dev, nvhcq_rm *rm, size_t size
                                     nvhcq_memory_kind kind, const nvhcq_alloc_options *options,
                                     nvhcq_buffer **out) {
   return alloc_once(dev, rm, size, kind, options, out);
+}
+
+/* The caller's pages keep their addresses: those nvhcq hands out must not be among them (its own
+ * CPU-visible range is GPU memory already; GPU-only addresses there are taken for as long as the
+ * registration lasts), nor the shader windows, which the GPU resolves before its page tables. */
+static nvhcq_status claim_addresses(nvhcq_buffer *b) {
+  uint64_t a = b->gpu_address, n = b->mapped_size, lo = nvhcq_va_low()->base;
+  uint64_t windows = NVHCQ_LOCAL_WINDOW, windows_end = NVHCQ_SHARED_WINDOW + NVHCQ_WINDOW_BYTES;
+  if (a < lo + nvhcq_va_low()->size && lo < a + n)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "host memory at 0x%llx+%llu lies in nvhcq's own range of GPU-visible memory "
+                      "(it is a buffer of nvhcq's, mapped for the GPU already): register memory "
+                      "nvhcq did not allocate",
+                      (unsigned long long)a, (unsigned long long)n);
+  if (a < windows_end && windows < a + n)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "host memory at 0x%llx+%llu overlaps the GPU's shader windows "
+                      "[0x%llx, 0x%llx): the GPU cannot reach it at that address; allocate the "
+                      "memory elsewhere",
+                      (unsigned long long)a, (unsigned long long)n, (unsigned long long)windows,
+                      (unsigned long long)windows_end);
+  if (!nvhcq_va_take_at(nvhcq_va_high(), a, n, &b->high_base, &b->high_size))
+    return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY,
+                      "host memory at 0x%llx+%llu overlaps GPU addresses in use (registered "
+                      "already, or a device buffer's): unregister or free that first",
+                      (unsigned long long)a, (unsigned long long)n);
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status register_once(nvhcq_device *dev, void *ptr, size_t size, nvhcq_buffer **out) {
+  uint64_t start = (uint64_t)(uintptr_t)ptr & ~(uint64_t)(PAGE_4K - 1);
+  uint64_t end = NVHCQ_ALIGN_UP((uint64_t)(uintptr_t)ptr + size, (uint64_t)PAGE_4K);
+  nvhcq_buffer *b = calloc(1, sizeof *b);
+  if (!b) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  *b = (nvhcq_buffer){.magic = NVHCQ_BUFFER_MAGIC,
+                      .dev = dev,
+                      .kind = NVHCQ_MEMORY_HOST,
+                      .gpu_address = start,
+                      .size = (uint64_t)(uintptr_t)ptr + size - start,
+                      .mapped_size = end - start,
+                      .page_size = PAGE_4K,
+                      .host_pointer = (void *)(uintptr_t)start,
+                      .map_fd = -1,
+                      .registered = 1};
+  nvhcq_status s = claim_addresses(b);
+  if (!s) s = pin_host(dev, b);
+  if (!s) s = map_for_gpu(dev, NULL, b);
+  if (s) {
+    release(b, 0);
+    return nvhcq_fail_context(s, "registering %zu bytes of host memory at %p with GPU %d", size,
+                              ptr, dev->index);
+  }
+  *out = b;
+  return NVHCQ_SUCCESS;
+}
+
+/* A registration that just ended may still wait for the GPU (its pages stay pinned and its
+ * addresses taken until then): on a failure those are waited for, and it is tried once more. */
+nvhcq_status nvhcq_memory_register(nvhcq_device *dev, void *ptr, size_t size, nvhcq_buffer **out) {
+  if (!ptr || size == 0 || size > (1ull << 46))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_buffer_register_host: %zu bytes at %p is invalid (a non-NULL "
+                      "pointer and between 1 byte and 64 TiB)",
+                      size, ptr);
+  if ((uint64_t)(uintptr_t)ptr + size < (uint64_t)(uintptr_t)ptr)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_buffer_register_host: %zu bytes at %p wrap around", size, ptr);
+  nvhcq_reclaim_poll(dev);
+  nvhcq_status s = register_once(dev, ptr, size, out);
+  if (s && nvhcq_reclaim_wait_all(dev)) s = register_once(dev, ptr, size, out);
+  return s;
 }
 
 nvhcq_status nvhcq_memory_free(nvhcq_buffer *b) {

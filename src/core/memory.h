@@ -26,6 +26,8 @@ struct nvhcq_buffer {
   int map_fd;         /* the fd the CPU mapping was made through, or -1 */
   int low;            /* address from the CPU-visible range */
   int user;           /* made by nvhcq_buffer_create: mapped into the devices with peer access */
+  int registered;     /* the caller's memory (nvhcq_buffer_register_host): never unmapped here */
+  uint64_t high_base, high_size;     /* of its addresses, those taken from the GPU-only range */
   nvhcq_buffer *prev, *next;         /* the device's user buffers (peer.c, under its lock) */
   struct nvhcq_slab *slab;           /* the slab it is a block of (slab.c), or NULL */
   nvhcq_buffer *all_prev, *all_next; /* dev->allocations (not slab blocks) */
@@ -47,6 +49,11 @@ nvhcq_status nvhcq_memory_alloc(nvhcq_device *dev, size_t size, nvhcq_memory_kin
 nvhcq_status nvhcq_memory_free(nvhcq_buffer *buf);
 /* Frees *b if it is set, and clears it. */
 void nvhcq_memory_drop(nvhcq_buffer **b);
+
+/* Pins the caller's memory [ptr, ptr + size), rounded out to pages, and maps it for the GPU at
+ * the same addresses (nvhcq_buffer_register_host). */
+nvhcq_status nvhcq_memory_register(nvhcq_device *dev, void *ptr, size_t size,
+                                   nvhcq_buffer **out) NVHCQ_MUST_CHECK;
 
 /* For the registration thread (uvm.c): an allocation mapped only into the UVM address space of
  * `rm`'s fd, made without touching what only the device's own thread may (no reclaim). */

@@ -90,11 +90,11 @@ void nvhcq_reclaim_poll(nvhcq_device *dev) {
 int nvhcq_reclaim_wait_all(nvhcq_device *dev) {
   nvhcq_reclaim_state *r = &dev->reclaim;
   if (r->head == r->count) return 0;
-  const nvhcq_reclaim_item *last = &r->items[r->count - 1];
-  for (int c = 0; c < 2; c++)
-    if (last->after[c] == UINT64_MAX || nvhcq_device_wait_timeline(dev, c, last->after[c]))
-      return 0;
+  /* Counted before the waits: each wait reaps what the GPU is done with itself. */
   uint32_t before = nvhcq_reclaim_pending(dev);
+  uint64_t after[2] = {r->items[r->count - 1].after[0], r->items[r->count - 1].after[1]};
+  for (int c = 0; c < 2; c++)
+    if (after[c] == UINT64_MAX || nvhcq_device_wait_timeline(dev, c, after[c])) return 0;
   nvhcq_reclaim_poll(dev);
   return nvhcq_reclaim_pending(dev) < before;
 }

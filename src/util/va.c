@@ -104,6 +104,25 @@ int nvhcq_va_try_alloc(nvhcq_va *va, uint64_t size, uint64_t align, uint64_t *ad
   return valid_request(size, align) && take(va, size, align, addr) > 0;
 }
 
+int nvhcq_va_take_at(nvhcq_va *va, uint64_t addr, uint64_t size, uint64_t *taken_base,
+                     uint64_t *taken_size) {
+  uint64_t lo = addr > va->base ? addr : va->base;
+  uint64_t end = addr + size, span_end = va->base + va->size;
+  uint64_t hi = end < span_end ? end : span_end;
+  *taken_base = lo;
+  *taken_size = 0;
+  if (lo >= hi) return 1;
+  pthread_mutex_lock(&va->lock);
+  int ok = 0;
+  for (uint32_t i = 0; i < va->count && !ok; i++) {
+    nvhcq_va_range r = va->free[i];
+    if (r.base <= lo && hi - r.base <= r.size) ok = carve(va, i, lo, hi - lo) ? 1 : -1;
+  }
+  pthread_mutex_unlock(&va->lock);
+  if (ok > 0) *taken_size = hi - lo;
+  return ok > 0;
+}
+
 nvhcq_status nvhcq_va_free(nvhcq_va *va, uint64_t addr, uint64_t size) {
   if (size == 0 || addr < va->base || addr - va->base > va->size ||
       va->size - (addr - va->base) < size)

@@ -27,6 +27,11 @@ nvhcq_status nvhcq_va_alloc(nvhcq_va *va, uint64_t size, uint64_t align,
 /* The same without an error: 1 when a range was taken, 0 when none fits (or the request is
  * invalid, or host memory ran out), for callers with other places to look. */
 int nvhcq_va_try_alloc(nvhcq_va *va, uint64_t size, uint64_t align, uint64_t *addr);
+/* Takes the part of [addr, addr + size) that lies in the allocator's span, at that address (for
+ * memory whose address is given, not chosen). 1 when it was free and is taken now, or when no part
+ * lies in the span (*taken_size 0); 0 when some of it is in use (or host memory ran out). */
+int nvhcq_va_take_at(nvhcq_va *va, uint64_t addr, uint64_t size, uint64_t *taken_base,
+                     uint64_t *taken_size);
 /* Returns a range given by nvhcq_va_alloc. Returns INVALID_ARGUMENT for ranges not allocated. */
 nvhcq_status nvhcq_va_free(nvhcq_va *va, uint64_t addr, uint64_t size);
 /* Bytes currently free (tests, leak checks). */

@@ -931,9 +931,56 @@ static void t_two_gpus(void) {
   close_mock(d[0]);
 }
 
+/* nvhcq_buffer_register_host in UVM's and RM's address space: the caller's unaligned memory is
+ * the buffer from its first page on, the GPU's copies read and write it in place, a second
+ * registration of its pages and nvhcq's own memory are refused, and the destroy unmaps nothing
+ * (the same range registers again at once, though the first pin waits for the GPU). */
+static void register_in(const char *mode) {
+  nvhcq_device *dev = open_mock_uvm(mode);
+  if (!dev) return;
+  enum { N = 3 * 4096 + 100 };
+  uint8_t *block = NULL;
+  TEST_CHECK(posix_memalign((void **)&block, 4096, N + 8192) == 0);
+  uint8_t *p = block + 300, want[N], got[N];
+  fill(want, N, 77);
+  memcpy(p, want, N);
+  nvhcq_buffer *r = NULL, *dup = NULL, *dst = NULL, *own = NULL;
+  TEST_CHECK(nvhcq_buffer_register_host(dev, p, N, &r) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_gpu_address(r) == (uint64_t)(uintptr_t)block &&
+             nvhcq_buffer_host_pointer(r) == block && nvhcq_buffer_size(r) == N + 300);
+  TEST_CHECK(nvhcq_mock_gpu_pointer((uint64_t)(uintptr_t)p, N) == p);
+  TEST_CHECK(nvhcq_buffer_create(dev, N, NVHCQ_MEMORY_DEVICE, &dst) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_copy(dst, 0, r, 300, N) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(got, dst, 0, N) == NVHCQ_SUCCESS && !memcmp(got, want, N));
+  fill(want, N, 78);
+  TEST_CHECK(nvhcq_buffer_write(dst, 0, want, N) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_copy(r, 300, dst, 0, N) == NVHCQ_SUCCESS && !memcmp(p, want, N));
+  TEST_CHECK(nvhcq_buffer_register_host(dev, p + N, 16, &dup) != NVHCQ_SUCCESS && !dup);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_HOST, &own) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_register_host(dev, nvhcq_buffer_host_pointer(own), 64, &dup) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_register_host(dev, NULL, 64, &dup) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_register_host(dev, p, 0, &dup) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_destroy(r) == NVHCQ_SUCCESS);
+  p[0] ^= 0xff; /* still the caller's */
+  TEST_CHECK(nvhcq_buffer_register_host(dev, p, N, &r) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_destroy(r) == NVHCQ_SUCCESS);
+  nvhcq_buffer_destroy(dst);
+  nvhcq_buffer_destroy(own);
+  close_mock(dev);
+  p[N - 1] = 1; /* and after the close */
+  free(block);
+}
+
+static void t_register_host(void) {
+  SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();
+  register_in("eager");
+  register_in("off");
+}
+
 TEST_MAIN(TEST(t_h200_profile), TEST(t_two_gpus), TEST(t_other_profiles), TEST(t_copies_every_kind),
           TEST(t_cross_queue_wait), TEST(t_wait_and_write_values), TEST(t_recorded_replay),
           TEST(t_qmd_launch), TEST(t_malformed_stream), TEST(t_driver_checks),
           TEST(t_command_processor_direct), TEST(t_address_spaces),
           TEST(t_move_maps_every_allocation), TEST(t_close_leaves_slow_calls_behind),
-          TEST(t_close_frees_forgotten_buffers), TEST(t_rm_only_mapping))
+          TEST(t_close_frees_forgotten_buffers), TEST(t_rm_only_mapping), TEST(t_register_host))

@@ -1,0 +1,318 @@
+/* Stream-ordered allocation: memory pools as bookkeeping over nvhcq buffers. An allocation is made
+ * at once (so later work on the stream may use it); a free gives the buffer to nvhcq, which
+ * releases it once the GPU has passed all work submitted before the free (every stream's work is
+ * ordered on the device here). Pools keep no memory: trimming has nothing to do. */
+#include <stdlib.h>
+
+#include "internal.h"
+
+#define NVCU_POOL_MAGIC 0x4c4f4f50
+
+/* A free the GPU may still be behind: its bytes stay reserved until the timelines pass. */
+typedef struct pending_free {
+  uint64_t size, need[2];
+} pending_free;
+
+struct CUmemPoolHandle_st {
+  uint32_t magic;
+  int device;
+  int is_default, destroyed;
+  CUmemPoolProps props;
+  uint64_t release_threshold;
+  int reuse[3]; /* the REUSE_* attributes: accepted, nothing is reused */
+  uint64_t used, used_high, reserved_high;
+  uint64_t live; /* allocations not freed yet */
+  pending_free *pending;
+  size_t pending_count, pending_cap;
+};
+
+static struct CUmemPoolHandle_st default_pools[NVCU_MAX_DEVICES];
+static CUmemoryPool current_pools[NVCU_MAX_DEVICES];
+
+static CUresult device_check(CUdevice dev) {
+  int count = 0;
+  CUresult r = cuDeviceGetCount(&count);
+  if (r) return r;
+  return dev >= 0 && dev < count && dev < NVCU_MAX_DEVICES ? CUDA_SUCCESS
+                                                           : CUDA_ERROR_INVALID_DEVICE;
+}
+
+static CUmemoryPool default_pool(int dev) {
+  CUmemoryPool p = &default_pools[dev];
+  if (p->magic != NVCU_POOL_MAGIC)
+    *p = (struct CUmemPoolHandle_st){.magic = NVCU_POOL_MAGIC,
+                                     .device = dev,
+                                     .is_default = 1,
+                                     .props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                               .location = {CU_MEM_LOCATION_TYPE_DEVICE, dev}},
+                                     .reuse = {1, 1, 1}};
+  return p;
+}
+
+static CUmemoryPool current_pool(int dev) {
+  return current_pools[dev] ? current_pools[dev] : default_pool(dev);
+}
+
+static CUresult pool_check(CUmemoryPool pool) {
+  return pool && pool->magic == NVCU_POOL_MAGIC && !pool->destroyed ? CUDA_SUCCESS
+                                                                    : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Bytes freed whose release the GPU has not passed yet; drops those it has. */
+static uint64_t pending_bytes(CUmemoryPool pool) {
+  nvcu_device *d;
+  if (nvcu_device_get(pool->device, &d)) return 0;
+  uint64_t bytes = 0;
+  size_t k = 0;
+  for (size_t i = 0; i < pool->pending_count; i++) {
+    pending_free f = pool->pending[i];
+    int done = nvhcq_signal_value(d->timeline[0]) >= f.need[0] &&
+               nvhcq_signal_value(d->timeline[1]) >= f.need[1];
+    if (!done) pool->pending[k++] = f, bytes += f.size;
+  }
+  pool->pending_count = k;
+  return bytes;
+}
+
+static uint64_t reserved_now(CUmemoryPool pool) {
+  return pool->used + pending_bytes(pool);
+}
+
+static void pool_free_struct(CUmemoryPool pool) {
+  free(pool->pending);
+  pool->pending = NULL;
+  pool->magic = 0;
+  if (!pool->is_default) free(pool);
+}
+
+void nvcu_pool_freed(CUmemoryPool pool, uint64_t size) {
+  nvcu_device *d;
+  pool->used -= size;
+  pool->live--;
+  if (pool->destroyed && pool->live == 0) {
+    pool_free_struct(pool);
+    return;
+  }
+  if (nvcu_device_get(pool->device, &d)) return;
+  if (pool->pending_count == pool->pending_cap) {
+    size_t cap = pool->pending_cap ? 2 * pool->pending_cap : 16;
+    pending_free *grown = realloc(pool->pending, cap * sizeof *grown);
+    if (!grown) return; /* then the bytes read as released a little early */
+    pool->pending = grown, pool->pending_cap = cap;
+  }
+  pool->pending[pool->pending_count++] = (pending_free){size, {d->submitted[0], d->submitted[1]}};
+}
+
+/* ---- allocation and free ---- */
+
+static CUresult alloc_from(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+                           struct CUstream_st *st) {
+  if (st->capture) return nvcu_unsupported("stream-ordered allocation in a captured stream");
+  if (pool->device != st->device) return nvcu_unsupported("allocating from another device's pool");
+  if (pool->props.maxSize && size > pool->props.maxSize - pool->used)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  CUresult r = nvcu_alloc_pool_memory(size, pool, dptr);
+  if (r) return r;
+  pool->used += size;
+  pool->live++;
+  if (pool->used > pool->used_high) pool->used_high = pool->used;
+  uint64_t reserved = reserved_now(pool);
+  if (reserved > pool->reserved_high) pool->reserved_high = reserved;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream) {
+  if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) r = pool_check(pool);
+  if (!r) r = alloc_from(dptr, bytesize, pool, st);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
+  if (!dptr || bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) r = alloc_from(dptr, bytesize, current_pool(st->device), st);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* Device memory of any origin may be freed here, as with cuMemFree. */
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  nvcu_alloc *a = r ? NULL : nvcu_alloc_find(dptr);
+  if (!r && (!a || a->host || a->base != dptr)) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r && st->capture) r = nvcu_unsupported("stream-ordered free in a captured stream");
+  if (!r) r = nvcu_alloc_release(a);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* ---- pools ---- */
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev) {
+  if (!pool_out) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = device_check(dev);
+  if (!r) *pool_out = default_pool(dev);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev) {
+  if (!pool) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = device_check(dev);
+  if (!r) *pool = current_pool(dev);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
+  NVCU_LOCK();
+  CUresult r = device_check(dev);
+  if (!r) r = pool_check(pool);
+  if (!r && pool->device != dev) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r) current_pools[dev] = pool;
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* Pinned device memory of one device, exported through no handle: what nvhcq allocates. */
+static CUresult props_check(const CUmemPoolProps *p) {
+  if (p->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED)
+    return nvcu_unsupported("managed memory pools");
+  if (p->allocType != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
+  if (p->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+      p->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+      p->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
+    return nvcu_unsupported("host memory pools");
+  if (p->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
+  if (device_check(p->location.id)) return CUDA_ERROR_INVALID_VALUE;
+  if (p->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
+    return nvcu_unsupported("memory pools with shareable handles");
+  if (p->usage) return nvcu_unsupported("memory pool usage flags");
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
+  if (!pool || !poolProps) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = nvcu_check_init();
+  if (!r) r = props_check(poolProps);
+  CUmemoryPool p = r ? NULL : calloc(1, sizeof *p);
+  if (!r && !p) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r) {
+    *p = (struct CUmemPoolHandle_st){.magic = NVCU_POOL_MAGIC,
+                                     .device = poolProps->location.id,
+                                     .props = *poolProps,
+                                     .reuse = {1, 1, 1}};
+    *pool = p;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* Allocations still out keep the pool until their frees, as CUDA does. */
+CUresult cuMemPoolDestroy(CUmemoryPool pool) {
+  NVCU_LOCK();
+  CUresult r = pool_check(pool);
+  if (!r && pool->is_default) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r) {
+    if (current_pools[pool->device] == pool) current_pools[pool->device] = NULL;
+    pool->destroyed = 1;
+    if (pool->live == 0) pool_free_struct(pool);
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
+  (void)minBytesToKeep;
+  NVCU_LOCK();
+  CUresult r = pool_check(pool);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = pool_check(pool);
+  int sized64 = attr >= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD && attr <= CU_MEMPOOL_ATTR_USED_MEM_HIGH;
+  uint64_t v64 = r || !sized64 ? 0 : *(uint64_t *)value;
+  switch (r ? -1 : (int)attr) {
+  case -1:
+    break;
+  case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+  case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+  case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+    pool->reuse[attr - 1] = *(int *)value != 0;
+    break;
+  case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+    pool->release_threshold = v64;
+    break;
+  case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: /* only a reset, to the current value */
+    if (v64) r = CUDA_ERROR_INVALID_VALUE;
+    if (!r) pool->reserved_high = reserved_now(pool);
+    break;
+  case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+    if (v64) r = CUDA_ERROR_INVALID_VALUE;
+    if (!r) pool->used_high = pool->used;
+    break;
+  default:
+    r = CUDA_ERROR_INVALID_VALUE;
+    break;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value) {
+  if (!value) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = pool_check(pool);
+  uint64_t *v64 = value;
+  switch (r ? -1 : (int)attr) {
+  case -1:
+    break;
+  case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+  case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+  case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+    *(int *)value = pool->reuse[attr - 1];
+    break;
+  case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+    *v64 = pool->release_threshold;
+    break;
+  case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+    *v64 = reserved_now(pool);
+    break;
+  case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+    *v64 = pool->reserved_high;
+    break;
+  case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+    *v64 = pool->used;
+    break;
+  case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+    *v64 = pool->used_high;
+    break;
+  default:
+    r = CUDA_ERROR_INVALID_VALUE;
+    break;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+#define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));
+NVCU_ALIAS(cuMemAllocAsync_ptsz, cuMemAllocAsync)
+NVCU_ALIAS(cuMemFreeAsync_ptsz, cuMemFreeAsync)
+NVCU_ALIAS(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync)

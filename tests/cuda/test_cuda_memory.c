@@ -1,0 +1,706 @@
+/* The driver API's memory calls beyond plain allocation, against nvhcq's libcuda.so.1: host
+ * registration, managed memory and its hints, stream-ordered pools, 2D memsets, 3D and peer
+ * copies on a GPU or the mock (NVHCQ_MOCK=1), byte for byte; kernels on registered, managed and
+ * pool memory on a GPU. cuGetProcAddress finds every one of them without a device. */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "cuda_api.h"
+#include "test.h"
+
+static CUresult init_result = (CUresult)-1;
+
+static int on_mock(void) {
+  const char *m = getenv("NVHCQ_MOCK");
+  return m && *m && strcmp(m, "0") != 0;
+}
+
+static int asan_build(void) {
+#ifdef NO_DEVICE_ADDRESS_SPACE
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+static CUresult init_once(void) {
+  if (init_result == (CUresult)-1) init_result = cuInit(0);
+  return init_result;
+}
+
+#define NEED_DEVICE()                                                                              \
+  do {                                                                                             \
+    if (init_once() != CUDA_SUCCESS) TEST_SKIP("needs a GPU or NVHCQ_MOCK=1");                     \
+    if (on_mock() && asan_build()) TEST_SKIP("the mock's device memory does not fit under ASan");  \
+    CUcontext ctx_;                                                                                \
+    TEST_CHECK(cuDevicePrimaryCtxRetain(&ctx_, 0) == CUDA_SUCCESS);                                \
+    TEST_CHECK(cuCtxSetCurrent(ctx_) == CUDA_SUCCESS);                                             \
+  } while (0)
+
+#define NEED_KERNELS()                                                                             \
+  do {                                                                                             \
+    NEED_DEVICE();                                                                                 \
+    if (on_mock()) TEST_SKIP("needs a GPU");                                                       \
+  } while (0)
+
+#define OK(x) TEST_CHECK_MSG((x) == CUDA_SUCCESS, "%s", #x)
+#define IS(x, code)                                                                                \
+  do {                                                                                             \
+    CUresult r_ = (x);                                                                             \
+    TEST_CHECK_MSG(r_ == (code), "%s: %d, not %s", #x, (int)r_, #code);                            \
+  } while (0)
+
+#define PTR(p) ((CUdeviceptr)(uintptr_t)(p))
+
+/* ---- without a device ---- */
+
+static void *own(const char *name) {
+  return dlsym(RTLD_DEFAULT, name);
+}
+
+/* Each name resolves, at the version and stream flavour driver 580 answers, to the symbol that
+ * implements it here (not a stub). */
+static void test_proc_address(void) {
+  static const struct {
+    const char *name;
+    int version, flags;
+    const char *symbol;
+  } cases[] = {
+      {"cuMemHostRegister", 12000, 0, "cuMemHostRegister_v2"},
+      {"cuMemHostRegister", 6000, 0, "cuMemHostRegister"},
+      {"cuMemHostUnregister", 12000, 2, "cuMemHostUnregister"},
+      {"cuMemAllocManaged", 12000, 0, "cuMemAllocManaged"},
+      {"cuMemPrefetchAsync", 12020, 0, "cuMemPrefetchAsync_v2"},
+      {"cuMemPrefetchAsync", 12000, 0, "cuMemPrefetchAsync"},
+      {"cuMemPrefetchAsync", 12020, 2, "cuMemPrefetchAsync_v2_ptsz"},
+      {"cuMemPrefetchAsync", 12000, 2, "cuMemPrefetchAsync_ptsz"},
+      {"cuMemAdvise", 12020, 0, "cuMemAdvise_v2"},
+      {"cuMemAdvise", 12000, 0, "cuMemAdvise"},
+      {"cuMemRangeGetAttribute", 12000, 0, "cuMemRangeGetAttribute"},
+      {"cuMemRangeGetAttributes", 12000, 0, "cuMemRangeGetAttributes"},
+      {"cuMemAllocAsync", 12000, 0, "cuMemAllocAsync"},
+      {"cuMemAllocAsync", 12000, 2, "cuMemAllocAsync_ptsz"},
+      {"cuMemFreeAsync", 12000, 2, "cuMemFreeAsync_ptsz"},
+      {"cuMemAllocFromPoolAsync", 12000, 2, "cuMemAllocFromPoolAsync_ptsz"},
+      {"cuDeviceGetDefaultMemPool", 12000, 0, "cuDeviceGetDefaultMemPool"},
+      {"cuDeviceGetMemPool", 12000, 0, "cuDeviceGetMemPool"},
+      {"cuDeviceSetMemPool", 12000, 0, "cuDeviceSetMemPool"},
+      {"cuMemPoolCreate", 12000, 0, "cuMemPoolCreate"},
+      {"cuMemPoolDestroy", 12000, 0, "cuMemPoolDestroy"},
+      {"cuMemPoolSetAttribute", 12000, 0, "cuMemPoolSetAttribute"},
+      {"cuMemPoolGetAttribute", 12000, 0, "cuMemPoolGetAttribute"},
+      {"cuMemPoolTrimTo", 12000, 0, "cuMemPoolTrimTo"},
+      {"cuMemsetD2D8", 12000, 0, "cuMemsetD2D8_v2"},
+      {"cuMemsetD2D16", 12000, 2, "cuMemsetD2D16_v2_ptds"},
+      {"cuMemsetD2D32", 12000, 1, "cuMemsetD2D32_v2"},
+      {"cuMemsetD2D8Async", 12000, 0, "cuMemsetD2D8Async"},
+      {"cuMemsetD2D32Async", 12000, 2, "cuMemsetD2D32Async_ptsz"},
+      {"cuMemcpy3D", 12000, 0, "cuMemcpy3D_v2"},
+      {"cuMemcpy3D", 12000, 2, "cuMemcpy3D_v2_ptds"},
+      {"cuMemcpy3DAsync", 12000, 0, "cuMemcpy3DAsync_v2"},
+      {"cuMemcpy3DAsync", 12000, 2, "cuMemcpy3DAsync_v2_ptsz"},
+      {"cuMemcpyPeer", 12000, 0, "cuMemcpyPeer"},
+      {"cuMemcpyPeer", 12000, 2, "cuMemcpyPeer_ptds"},
+      {"cuMemcpyPeerAsync", 12000, 2, "cuMemcpyPeerAsync_ptsz"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CUresult r = cuGetProcAddress_v2(cases[i].name, &fn, cases[i].version, cases[i].flags, &st);
+    TEST_CHECK_MSG(r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS && fn &&
+                       fn == own(cases[i].symbol),
+                   "%s at %d/%d: %d, want %s", cases[i].name, cases[i].version, cases[i].flags,
+                   (int)r, cases[i].symbol);
+  }
+  /* implemented, not the weak stubs */
+  TEST_CHECK(own("cuMemHostRegister_v2") == (void *)(uintptr_t)&cuMemHostRegister_v2);
+  TEST_CHECK(own("cuMemAllocAsync_ptsz") != NULL &&
+             own("cuMemAllocAsync_ptsz") == (void *)(uintptr_t)&cuMemAllocAsync);
+  TEST_CHECK(own("cuMemcpy3D_v2_ptds") == (void *)(uintptr_t)&cuMemcpy3D_v2);
+  void *fn = NULL;
+  TEST_CHECK(cuGetProcAddress_v2("cuMemAllocAsync", &fn, 11000, 0, NULL) == CUDA_ERROR_NOT_FOUND);
+}
+
+/* ---- registered host memory ---- */
+
+static int all_bytes(const uint8_t *p, size_t n, uint8_t v) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != v) return 0;
+  return 1;
+}
+
+/* Registered memory behaves as pinned memory: its device pointer is its address, copies and
+ * memsets use it in place, pointer queries know it. */
+static void check_registered(uint8_t *p, size_t n, unsigned int flags) {
+  CUdeviceptr dp = 0;
+  OK(cuMemHostGetDevicePointer_v2(&dp, p, 0));
+  TEST_CHECK(dp == PTR(p));
+  OK(cuMemHostGetDevicePointer_v2(&dp, p + n - 1, 0));
+  TEST_CHECK(dp == PTR(p + n - 1));
+  unsigned int got = 99;
+  OK(cuMemHostGetFlags(&got, p));
+  TEST_CHECK(got == flags);
+  unsigned int type = 0;
+  int managed = -1;
+  void *host = NULL;
+  CUdeviceptr start = 0;
+  size_t size = 0;
+  OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, PTR(p + 5)));
+  OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, PTR(p + 5)));
+  OK(cuPointerGetAttribute(&host, CU_POINTER_ATTRIBUTE_HOST_POINTER, PTR(p + 5)));
+  OK(cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, PTR(p + 5)));
+  OK(cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, PTR(p + 5)));
+  TEST_CHECK(type == CU_MEMORYTYPE_HOST && managed == 0 && host == p + 5);
+  TEST_CHECK(start == PTR(p) && size == n);
+  CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                  CU_POINTER_ATTRIBUTE_DEVICE_POINTER};
+  CUdeviceptr devp = 0;
+  type = 0;
+  void *data[2] = {&type, &devp};
+  OK(cuPointerGetAttributes(2, attrs, data, PTR(p + 7)));
+  TEST_CHECK(type == CU_MEMORYTYPE_HOST && devp == PTR(p + 7));
+
+  /* synchronous copies both ways, an asynchronous one on a stream, a memset in place */
+  CUdeviceptr d;
+  OK(cuMemAlloc_v2(&d, n));
+  for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(i * 7 + 1);
+  OK(cuMemcpyHtoD_v2(d, p, n));
+  memset(p, 0, n);
+  OK(cuMemcpyDtoH_v2(p, d, n));
+  int bad = 0;
+  for (size_t i = 0; i < n; i++) bad += p[i] != (uint8_t)(i * 7 + 1);
+  TEST_CHECK_MSG(bad == 0, "%d of %zu bytes differ after the round trip", bad, n);
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuMemsetD8Async(d, 0xc3, n, s));
+  OK(cuMemcpyDtoHAsync_v2(p, d, n, s));
+  OK(cuStreamSynchronize(s));
+  TEST_CHECK(all_bytes(p, n, 0xc3));
+  OK(cuMemsetD8_v2(PTR(p) + 1, 0x11, n - 2));
+  TEST_CHECK(p[0] == 0xc3 && p[n - 1] == 0xc3 && all_bytes(p + 1, n - 2, 0x11));
+  OK(cuMemcpy(d, PTR(p), n)); /* unified addressing: cuMemcpy takes host addresses too */
+  uint8_t *back = malloc(n);
+  OK(cuMemcpyDtoH_v2(back, d, n));
+  TEST_CHECK(memcmp(back, p, n) == 0);
+  free(back);
+  OK(cuStreamDestroy_v2(s));
+  OK(cuMemFree_v2(d));
+}
+
+static void test_register(void) {
+  NEED_DEVICE();
+  /* unaligned: 10000 bytes from 100 bytes into a page */
+  uint8_t *block = NULL;
+  TEST_CHECK(posix_memalign((void **)&block, 4096, 4 * 4096) == 0);
+  if (!block) return;
+  uint8_t *p = block + 100;
+  size_t n = 10000;
+  unsigned int flags = CU_MEMHOSTREGISTER_DEVICEMAP | CU_MEMHOSTREGISTER_PORTABLE;
+  OK(cuMemHostRegister_v2(p, n, flags));
+  check_registered(p, n, flags);
+  IS(cuMemHostRegister_v2(p, n, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  /* a range sharing a page with it (nvhcq pins whole pages) */
+  IS(cuMemHostRegister_v2(p + n, 8, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  IS(cuMemHostUnregister(p + 1), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  OK(cuMemHostUnregister(p));
+  IS(cuMemHostUnregister(p), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  unsigned int got;
+  IS(cuMemHostGetFlags(&got, p), CUDA_ERROR_INVALID_VALUE);
+  /* the memory is the caller's still: readable and writable after the unregistration */
+  p[0] = 0x42;
+  TEST_CHECK(p[0] == 0x42 && p[1] == 0x11);
+  /* the same range again at once (the previous pin may still wait for the GPU), read-only */
+  OK(cuMemHostRegister_v2(p, n, CU_MEMHOSTREGISTER_READ_ONLY));
+  OK(cuMemHostUnregister(p));
+  free(block);
+
+  /* page-aligned memory of its own mapping, through the unversioned export */
+  size_t m = 64 << 10;
+  uint8_t *q = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  TEST_CHECK(q != MAP_FAILED);
+  if (q == MAP_FAILED) return;
+  IS(cuMemHostRegister(q + 8, 4096, 0), CUDA_ERROR_INVALID_VALUE); /* 4.0's: whole pages only */
+  OK(cuMemHostRegister(q, m, 0));
+  check_registered(q, m, 0);
+  OK(cuMemHostUnregister(q));
+  TEST_CHECK(munmap(q, m) == 0);
+
+  /* argument errors */
+  uint8_t buf[64];
+  IS(cuMemHostRegister_v2(NULL, 64, 0), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemHostRegister_v2(buf, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemHostRegister_v2(buf, 64, 0x10), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemHostRegister_v2(buf, 64, CU_MEMHOSTREGISTER_IOMEMORY), CUDA_ERROR_NOT_SUPPORTED);
+  IS(cuMemHostUnregister(buf), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  IS(cuMemHostUnregister(NULL), CUDA_ERROR_INVALID_VALUE);
+  void *pinned;
+  OK(cuMemAllocHost_v2(&pinned, 4096));
+  IS(cuMemHostRegister_v2(pinned, 4096, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+  IS(cuMemHostUnregister(pinned), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+  OK(cuMemFreeHost(pinned));
+  int v = 0;
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED, 0));
+  TEST_CHECK(v == 1);
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM, 0));
+  TEST_CHECK(v == 1);
+}
+
+/* ---- managed memory ---- */
+
+static int range_int(CUmem_range_attribute a, CUdeviceptr p, size_t n) {
+  int v = 12345;
+  OK(cuMemRangeGetAttribute(&v, 4, a, p, n));
+  return v;
+}
+
+static void test_managed(void) {
+  NEED_DEVICE();
+  int v = -1;
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 0));
+  TEST_CHECK(v == 1);
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS, 0));
+  TEST_CHECK(v == 1);
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS, 0));
+  TEST_CHECK(v == 0);
+  size_t n = 1 << 20;
+  CUdeviceptr m;
+  IS(cuMemAllocManaged(&m, n, 0), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemAllocManaged(&m, 0, CU_MEM_ATTACH_GLOBAL), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemAllocManaged(&m, n, CU_MEM_ATTACH_GLOBAL));
+  uint32_t *h = (uint32_t *)(uintptr_t)m;
+  for (size_t i = 0; i < n / 4; i++) h[i] = (uint32_t)i * 3u;
+  uint32_t *back = malloc(n);
+  OK(cuMemcpyDtoH_v2(back, m, n));
+  TEST_CHECK(memcmp(back, h, n) == 0);
+  OK(cuMemsetD32_v2(m + 4096, 0xdeadbeef, 16));
+  TEST_CHECK(h[1023] == 1023u * 3u && h[1024] == 0xdeadbeef && h[1039] == 0xdeadbeef &&
+             h[1040] == 1040u * 3u);
+  int managed = 0;
+  unsigned int type = 0;
+  OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, m + 100));
+  OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, m + 100));
+  TEST_CHECK(managed == 1 && type == CU_MEMORYTYPE_DEVICE);
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  OK(cuMemGetAddressRange_v2(&base, &size, m + 100));
+  TEST_CHECK(base == m && size == n);
+  unsigned int flags;
+  IS(cuMemHostGetFlags(&flags, h), CUDA_ERROR_INVALID_VALUE);
+
+  /* prefetches: recorded, nothing moves */
+  CUstream s;
+  OK(cuStreamCreate(&s, 0));
+  CUmemLocation dev0 = {CU_MEM_LOCATION_TYPE_DEVICE, 0}, cpu = {CU_MEM_LOCATION_TYPE_HOST, 0};
+  OK(cuMemPrefetchAsync_v2(m, n, dev0, 0, s));
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, m, n) == 0);
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE, m, n) ==
+             CU_MEM_LOCATION_TYPE_DEVICE);
+  OK(cuMemPrefetchAsync(m, n / 2, CU_DEVICE_CPU, s));
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, m, n / 2) == CU_DEVICE_CPU);
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, m, n) == CU_DEVICE_INVALID);
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, m + n / 2, n / 2) == 0);
+  IS(cuMemPrefetchAsync_v2(m, n, dev0, 1, s), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemPrefetchAsync_v2(m, n + 1, dev0, 0, s), CUDA_ERROR_INVALID_VALUE);
+  CUmemLocation far = {CU_MEM_LOCATION_TYPE_DEVICE, 99};
+  IS(cuMemPrefetchAsync_v2(m, n, far, 0, s), CUDA_ERROR_INVALID_DEVICE);
+  CUdeviceptr d;
+  OK(cuMemAlloc_v2(&d, 4096));
+  IS(cuMemPrefetchAsync_v2(d, 4096, dev0, 0, s), CUDA_ERROR_INVALID_VALUE);
+
+  /* advice, per page */
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, m, n) == 0);
+  OK(cuMemAdvise_v2(m, n, CU_MEM_ADVISE_SET_READ_MOSTLY, cpu));
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, m, n) == 1);
+  OK(cuMemAdvise_v2(m, 4096, CU_MEM_ADVISE_UNSET_READ_MOSTLY, cpu));
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, m, n) == 0);
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, m + 4096, 4096) == 1);
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, m, n) == CU_DEVICE_INVALID);
+  OK(cuMemAdvise_v2(m, n, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, dev0));
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, m, n) == 0);
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, m, n) ==
+             CU_MEM_LOCATION_TYPE_DEVICE);
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID, m, n) == 0);
+  OK(cuMemAdvise(m, n, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, CU_DEVICE_CPU));
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, m, n) == CU_DEVICE_CPU);
+  OK(cuMemAdvise_v2(m, n, CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION, cpu));
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE, m, n) ==
+             CU_MEM_LOCATION_TYPE_INVALID);
+  int by[3] = {7, 7, 7};
+  OK(cuMemAdvise_v2(m, n, CU_MEM_ADVISE_SET_ACCESSED_BY, dev0));
+  OK(cuMemRangeGetAttribute(by, sizeof by, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, m, n));
+  TEST_CHECK(by[0] == 0 && by[1] == CU_DEVICE_INVALID && by[2] == CU_DEVICE_INVALID);
+  OK(cuMemAdvise_v2(m, n, CU_MEM_ADVISE_UNSET_ACCESSED_BY, dev0));
+  OK(cuMemRangeGetAttribute(by, sizeof by, CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, m, n));
+  TEST_CHECK(by[0] == CU_DEVICE_INVALID);
+  IS(cuMemAdvise_v2(m, n, (CUmem_advise)0, cpu), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemAdvise_v2(m, n, CU_MEM_ADVISE_SET_PREFERRED_LOCATION, far), CUDA_ERROR_INVALID_DEVICE);
+  IS(cuMemAdvise_v2(d, 64, CU_MEM_ADVISE_SET_READ_MOSTLY, cpu), CUDA_ERROR_INVALID_VALUE);
+  int rm = -1, last = -1;
+  void *data[2] = {&rm, &last};
+  size_t sizes[2] = {4, 4};
+  CUmem_range_attribute which[2] = {CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY,
+                                    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION};
+  OK(cuMemRangeGetAttributes(data, sizes, which, 2, m + n / 2, 4096));
+  TEST_CHECK(rm == 1 && last == 0);
+  IS(cuMemRangeGetAttribute(&rm, 8, CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, m, n),
+     CUDA_ERROR_INVALID_VALUE);
+
+  OK(cuStreamDestroy_v2(s));
+  OK(cuMemFree_v2(d));
+  IS(cuMemFreeHost(h), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemFree_v2(m));
+  CUdeviceptr hm;
+  OK(cuMemAllocManaged(&hm, 100, CU_MEM_ATTACH_HOST));
+  OK(cuMemFree_v2(hm));
+  free(back);
+}
+
+/* ---- stream-ordered allocation ---- */
+
+static uint64_t pool_u64(CUmemoryPool p, CUmemPool_attribute a) {
+  uint64_t v = 12345;
+  OK(cuMemPoolGetAttribute(p, a, &v));
+  return v;
+}
+
+static void test_pools(void) {
+  NEED_DEVICE();
+  int v = 0;
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0));
+  TEST_CHECK(v == 1);
+  CUmemoryPool def = NULL, cur = NULL;
+  OK(cuDeviceGetDefaultMemPool(&def, 0));
+  OK(cuDeviceGetMemPool(&cur, 0));
+  TEST_CHECK(def && cur == def);
+  IS(cuDeviceGetDefaultMemPool(&def, 99), CUDA_ERROR_INVALID_DEVICE);
+
+  size_t n = 1 << 20;
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  uint64_t used0 = pool_u64(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT);
+  CUdeviceptr d;
+  OK(cuMemAllocAsync(&d, n, s));
+  uint8_t *host;
+  OK(cuMemAllocHost_v2((void **)&host, n));
+  OK(cuMemsetD8Async(d, 0x3c, n, s));
+  OK(cuMemcpyDtoHAsync_v2(host, d, n, s));
+  TEST_CHECK(pool_u64(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == used0 + n);
+  TEST_CHECK(pool_u64(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH) >= used0 + n);
+  TEST_CHECK(pool_u64(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) >= used0 + n);
+  CUmemoryPool owner = NULL;
+  OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, d + 10));
+  TEST_CHECK(owner == def);
+  OK(cuMemFreeAsync(d, s)); /* behind the copy: released once the GPU is past it */
+  OK(cuStreamSynchronize(s));
+  TEST_CHECK(all_bytes(host, n, 0x3c));
+  OK(cuCtxSynchronize());
+  TEST_CHECK(pool_u64(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == used0);
+  TEST_CHECK(pool_u64(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) == used0);
+  TEST_CHECK(pool_u64(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) >= used0 + n);
+  uint64_t zero = 0, five = 5;
+  OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &zero));
+  OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero));
+  TEST_CHECK(pool_u64(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH) == used0);
+  TEST_CHECK(pool_u64(def, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) == used0);
+  IS(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_USED_MEM_HIGH, &five), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &zero), CUDA_ERROR_INVALID_VALUE);
+  uint64_t threshold = UINT64_MAX;
+  OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &threshold));
+  TEST_CHECK(pool_u64(def, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD) == UINT64_MAX);
+  int reuse = -1, off = 0;
+  OK(cuMemPoolGetAttribute(def, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse));
+  TEST_CHECK(reuse == 1);
+  OK(cuMemPoolSetAttribute(def, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &off));
+  OK(cuMemPoolGetAttribute(def, CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC, &reuse));
+  TEST_CHECK(reuse == 0);
+  IS(cuMemPoolGetAttribute(def, (CUmemPool_attribute)0, &threshold), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemPoolSetAttribute(def, (CUmemPool_attribute)9, &zero), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemPoolTrimTo(def, 0));
+  IS(cuMemPoolDestroy(def), CUDA_ERROR_INVALID_VALUE);
+
+  /* a pool of one's own, made current, destroyed while an allocation is out */
+  CUmemPoolProps props;
+  memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location = (CUmemLocation){CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  CUmemoryPool pool;
+  OK(cuMemPoolCreate(&pool, &props));
+  OK(cuDeviceSetMemPool(0, pool));
+  OK(cuDeviceGetMemPool(&cur, 0));
+  TEST_CHECK(cur == pool);
+  CUdeviceptr a, b;
+  OK(cuMemAllocAsync(&a, 4096, s));
+  OK(cuMemAllocFromPoolAsync(&b, 8192, pool, NULL));
+  OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, a));
+  TEST_CHECK(owner == pool);
+  TEST_CHECK(pool_u64(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 4096 + 8192);
+  OK(cuMemFree_v2(b)); /* cuMemFree takes pool memory too */
+  TEST_CHECK(pool_u64(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 4096);
+  OK(cuMemPoolDestroy(pool));
+  OK(cuDeviceGetMemPool(&cur, 0));
+  TEST_CHECK(cur == def);
+  OK(cuMemsetD32Async(a, 0x01020304, 1024, s));
+  OK(cuMemFreeAsync(a, s));
+  OK(cuStreamSynchronize(s));
+
+  props.maxSize = 1 << 20;
+  OK(cuMemPoolCreate(&pool, &props));
+  IS(cuMemAllocFromPoolAsync(&a, 2 << 20, pool, s), CUDA_ERROR_OUT_OF_MEMORY);
+  OK(cuMemPoolDestroy(pool));
+  props.maxSize = 0;
+  props.allocType = CU_MEM_ALLOCATION_TYPE_INVALID;
+  IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_INVALID_VALUE);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_HOST;
+  IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_NOT_SUPPORTED);
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.handleTypes = (CUmemAllocationHandleType)1;
+  IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_NOT_SUPPORTED);
+  IS(cuMemPoolCreate(&pool, NULL), CUDA_ERROR_INVALID_VALUE);
+
+  IS(cuMemAllocAsync(&a, 0, s), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemAllocAsync(NULL, 64, s), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemFreeAsync(0x1234, s), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemFreeAsync(PTR(host), s), CUDA_ERROR_INVALID_VALUE);
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  IS(cuMemAllocAsync(&a, 64, s), CUDA_ERROR_NOT_SUPPORTED);
+  CUgraph g;
+  OK(cuStreamEndCapture(s, &g));
+  OK(cuGraphDestroy(g));
+  OK(cuMemFreeHost(host));
+  OK(cuStreamDestroy_v2(s));
+}
+
+/* ---- 2D memsets ---- */
+
+static void test_memset_2d(void) {
+  NEED_DEVICE();
+  enum { W = 100, H = 5 };
+  CUdeviceptr d;
+  size_t pitch = 0;
+  OK(cuMemAllocPitch_v2(&d, &pitch, W * 4, H, 4));
+  TEST_CHECK(pitch >= W * 4);
+  uint8_t *h = malloc(pitch * H);
+  /* 8-bit: W bytes of each row, the padding untouched */
+  OK(cuMemsetD8_v2(d, 0xee, pitch * H));
+  OK(cuMemsetD2D8_v2(d + 1, pitch, 0x5a, W, H));
+  OK(cuMemcpyDtoH_v2(h, d, pitch * H));
+  int bad = 0;
+  for (size_t y = 0; y < H; y++)
+    for (size_t x = 0; x < pitch; x++) bad += h[y * pitch + x] != (x >= 1 && x <= W ? 0x5a : 0xee);
+  TEST_CHECK_MSG(bad == 0, "D2D8: %d bytes wrong", bad);
+  /* 16 and 32 bits, asynchronous, against a model of the bytes */
+  uint8_t *model = malloc(pitch * H);
+  memcpy(model, h, pitch * H);
+  for (size_t y = 0; y < H; y++)
+    for (size_t x = 0; x < W * 2; x++) model[y * pitch + x] = x % 2 ? 0xbe : 0xef;
+  for (size_t y = 2; y < 4; y++)
+    for (size_t x = 0; x < W / 2 * 4; x++)
+      model[y * pitch + 8 + x] = (uint8_t)(0x01020304u >> (8 * (x % 4)));
+  CUstream s;
+  OK(cuStreamCreate(&s, 0));
+  OK(cuMemsetD2D16Async(d, pitch, 0xbeef, W, H, s));
+  OK(cuMemsetD2D32Async(d + pitch * 2 + 8, pitch, 0x01020304, W / 2, 2, s));
+  OK(cuMemcpyDtoHAsync_v2(h, d, pitch * H, s));
+  OK(cuStreamSynchronize(s));
+  bad = 0;
+  for (size_t i = 0; i < pitch * H; i++) bad += h[i] != model[i];
+  TEST_CHECK_MSG(bad == 0, "D2D16/D2D32: %d bytes wrong", bad);
+  TEST_CHECK(h[W * 2] == 0xee && h[0] == 0xef && h[2 * pitch + 8] == 0x04);
+  free(model);
+  /* contiguous rows: one memset */
+  OK(cuMemsetD2D32_v2(d, W * 4, 0xa5a5a5a5, W, H));
+  OK(cuMemcpyDtoH_v2(h, d, W * 4 * H));
+  TEST_CHECK(all_bytes(h, W * 4 * H, 0xa5));
+  IS(cuMemsetD2D16_v2(d + 1, pitch, 1, W, H), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemsetD2D8_v2(d, W - 1, 1, W, H), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemsetD2D8_v2(d, pitch, 1, pitch + 1, H), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemsetD2D8_v2(d, pitch, 1, 0, H));
+  OK(cuStreamDestroy_v2(s));
+  OK(cuMemFree_v2(d));
+  free(h);
+}
+
+/* ---- 3D copies ---- */
+
+enum { X3 = 37, Y3 = 5, Z3 = 3, SP = 48, SH = 7, DP = 64, DH = 6 };
+
+static void test_copy_3d(void) {
+  NEED_DEVICE();
+  static uint8_t src[4][SH][SP], back[Z3][Y3][X3];
+  for (int z = 0; z < 4; z++)
+    for (int y = 0; y < SH; y++)
+      for (int x = 0; x < SP; x++) src[z][y][x] = (uint8_t)(x + 3 * y + 29 * z);
+  CUdeviceptr d;
+  OK(cuMemAlloc_v2(&d, DP * DH * 4));
+  OK(cuMemsetD8_v2(d, 0, DP * DH * 4));
+  CUDA_MEMCPY3D c;
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_HOST, c.srcHost = src, c.srcPitch = SP, c.srcHeight = SH;
+  c.srcXInBytes = 4, c.srcY = 1, c.srcZ = 1;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE, c.dstDevice = d, c.dstPitch = DP, c.dstHeight = DH;
+  c.dstXInBytes = 2, c.dstZ = 1;
+  c.WidthInBytes = X3, c.Height = Y3, c.Depth = Z3;
+  OK(cuMemcpy3D_v2(&c));
+  /* back into a contiguous host box, asynchronously */
+  CUDA_MEMCPY3D r;
+  memset(&r, 0, sizeof r);
+  r.srcMemoryType = CU_MEMORYTYPE_DEVICE, r.srcDevice = d, r.srcPitch = DP, r.srcHeight = DH;
+  r.srcXInBytes = 2, r.srcZ = 1;
+  r.dstMemoryType = CU_MEMORYTYPE_HOST, r.dstHost = back;
+  r.WidthInBytes = X3, r.Height = Y3, r.Depth = Z3;
+  CUstream s;
+  OK(cuStreamCreate(&s, 0));
+  OK(cuMemcpy3DAsync_v2(&r, s));
+  OK(cuStreamSynchronize(s));
+  int bad = 0;
+  for (int z = 0; z < Z3; z++)
+    for (int y = 0; y < Y3; y++)
+      for (int x = 0; x < X3; x++) bad += back[z][y][x] != src[z + 1][y + 1][x + 4];
+  TEST_CHECK_MSG(bad == 0, "3D round trip: %d bytes wrong", bad);
+  /* the device box's bytes outside the copy stay 0 */
+  static uint8_t whole[4][DH][DP];
+  OK(cuMemcpyDtoH_v2(whole, d, sizeof whole));
+  bad = 0;
+  for (int z = 0; z < 4; z++)
+    for (int y = 0; y < DH; y++)
+      for (int x = 0; x < DP; x++) {
+        int inside = z >= 1 && z < 1 + Z3 && y < Y3 && x >= 2 && x < 2 + X3;
+        bad += whole[z][y][x] != (inside ? src[z][y + 1][x - 2 + 4] : 0);
+      }
+  TEST_CHECK_MSG(bad == 0, "3D destination: %d bytes wrong", bad);
+  CUDA_MEMCPY3D e = c;
+  e.srcMemoryType = CU_MEMORYTYPE_ARRAY;
+  IS(cuMemcpy3D_v2(&e), CUDA_ERROR_NOT_SUPPORTED);
+  e = c, e.srcLOD = 1;
+  IS(cuMemcpy3D_v2(&e), CUDA_ERROR_INVALID_VALUE);
+  e = c, e.dstHeight = 2;
+  IS(cuMemcpy3D_v2(&e), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemcpy3D_v2(NULL), CUDA_ERROR_INVALID_VALUE);
+  OK(cuStreamDestroy_v2(s));
+  OK(cuMemFree_v2(d));
+}
+
+/* ---- copies between contexts ---- */
+
+static void test_peer(void) {
+  NEED_DEVICE();
+  CUcontext primary, other;
+  OK(cuCtxGetCurrent(&primary));
+  OK(cuCtxCreate_v2(&other, 0, 0));
+  OK(cuCtxSetCurrent(primary));
+  size_t n = 100000;
+  CUdeviceptr a, b;
+  OK(cuMemAlloc_v2(&a, n));
+  OK(cuMemAlloc_v2(&b, n));
+  uint8_t *h = malloc(n), *back = malloc(n);
+  for (size_t i = 0; i < n; i++) h[i] = (uint8_t)(i * 13);
+  OK(cuMemcpyHtoD_v2(a, h, n));
+  OK(cuMemcpyPeer(b, other, a, primary, n));
+  OK(cuMemcpyDtoH_v2(back, b, n));
+  TEST_CHECK(memcmp(back, h, n) == 0);
+  OK(cuMemsetD8_v2(b, 0, n));
+  OK(cuMemcpyPeerAsync(b + 1, primary, a, other, n - 1, NULL));
+  OK(cuCtxSynchronize());
+  OK(cuMemcpyDtoH_v2(back, b, n));
+  TEST_CHECK(back[0] == 0 && memcmp(back + 1, h, n - 1) == 0);
+  IS(cuMemcpyPeer(b, NULL, a, primary, n), CUDA_ERROR_INVALID_CONTEXT);
+  OK(cuCtxDestroy_v2(other));
+  OK(cuCtxSetCurrent(primary));
+  OK(cuMemFree_v2(a));
+  OK(cuMemFree_v2(b));
+  free(h);
+  free(back);
+}
+
+/* ---- kernels on host-registered, managed and pool memory (a GPU) ---- */
+
+/* p[i] += v for i < n (test_cuda's kernel). */
+static const char add_ptx[] =
+    ".version 7.8\n.target sm_80\n.address_size 64\n"
+    ".visible .entry add_value(.param .u64 p, .param .u32 v, .param .u32 n) {\n"
+    "  .reg .b32 %r<7>; .reg .b64 %rd<4>; .reg .pred %q;\n"
+    "  ld.param.u64 %rd1, [p]; ld.param.u32 %r1, [v]; ld.param.u32 %r2, [n];\n"
+    "  mov.u32 %r3, %ctaid.x; mov.u32 %r4, %ntid.x; mov.u32 %r5, %tid.x;\n"
+    "  mad.lo.s32 %r3, %r3, %r4, %r5;\n"
+    "  setp.ge.u32 %q, %r3, %r2; @%q bra DONE;\n"
+    "  cvta.to.global.u64 %rd1, %rd1; mul.wide.u32 %rd2, %r3, 4; add.s64 %rd3, %rd1, %rd2;\n"
+    "  ld.global.u32 %r6, [%rd3]; add.u32 %r6, %r6, %r1; st.global.u32 [%rd3], %r6;\n"
+    "DONE:\n  ret;\n}\n";
+
+static void add(CUfunction f, CUdeviceptr p, uint32_t v, uint32_t n, CUstream s) {
+  void *params[] = {&p, &v, &n};
+  OK(cuLaunchKernel(f, (n + 255) / 256, 1, 1, 256, 1, 1, 0, s, params, NULL));
+}
+
+static int count_not(const uint32_t *p, uint32_t n, uint32_t (*want)(uint32_t)) {
+  int bad = 0;
+  for (uint32_t i = 0; i < n; i++) bad += p[i] != want(i);
+  return bad;
+}
+
+static uint32_t want_registered(uint32_t i) {
+  return i + 5;
+}
+static uint32_t want_managed(uint32_t i) {
+  return 2 * i + 7;
+}
+
+static void test_kernels_host_memory(void) {
+  NEED_KERNELS();
+  CUmodule mod;
+  CUfunction f = NULL;
+  CUresult r = cuModuleLoadData(&mod, add_ptx);
+  TEST_CHECK_MSG(r == CUDA_SUCCESS, "PTX load: %d (nvJitLink needed)", (int)r);
+  if (r) return;
+  OK(cuModuleGetFunction(&f, mod, "add_value"));
+  /* registered, unaligned: the kernel reads and writes it through the host pointer */
+  uint32_t n = 100000;
+  uint8_t *block = malloc(n * 4 + 64);
+  uint32_t *reg = (uint32_t *)(block + 20);
+  for (uint32_t i = 0; i < n; i++) reg[i] = i;
+  OK(cuMemHostRegister_v2(reg, n * 4, CU_MEMHOSTREGISTER_DEVICEMAP));
+  CUdeviceptr dreg;
+  OK(cuMemHostGetDevicePointer_v2(&dreg, reg, 0));
+  add(f, dreg, 2, n, NULL);
+  add(f, dreg, 3, n, NULL);
+  OK(cuCtxSynchronize());
+  int bad = count_not(reg, n, want_registered);
+  TEST_CHECK_MSG(bad == 0, "registered: %d of %u values wrong (first %u)", bad, n, reg[0]);
+  OK(cuMemHostUnregister(reg));
+  free(block);
+  /* managed: the CPU writes, the kernel adds, the CPU reads, in place */
+  CUdeviceptr m;
+  OK(cuMemAllocManaged(&m, n * 4, CU_MEM_ATTACH_GLOBAL));
+  uint32_t *hm = (uint32_t *)(uintptr_t)m;
+  for (uint32_t i = 0; i < n; i++) hm[i] = 2 * i;
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUmemLocation dev0 = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  OK(cuMemPrefetchAsync_v2(m, n * 4, dev0, 0, s));
+  add(f, m, 7, n, s);
+  OK(cuStreamSynchronize(s));
+  bad = count_not(hm, n, want_managed);
+  TEST_CHECK_MSG(bad == 0, "managed: %d of %u values wrong (first %u)", bad, n, hm[0]);
+  /* pool memory: allocated, used by a kernel and a copy, freed behind them, all in order */
+  CUdeviceptr pd;
+  OK(cuMemAllocAsync(&pd, n * 4, s));
+  OK(cuMemcpyAsync(pd, m, n * 4, s));
+  add(f, pd, 1, n, s);
+  OK(cuMemcpyAsync(m, pd, n * 4, s));
+  OK(cuMemFreeAsync(pd, s));
+  OK(cuStreamSynchronize(s));
+  bad = 0;
+  for (uint32_t i = 0; i < n; i++) bad += hm[i] != 2 * i + 8;
+  TEST_CHECK_MSG(bad == 0, "pool: %d of %u values wrong (first %u)", bad, n, hm[0]);
+  OK(cuStreamDestroy_v2(s));
+  OK(cuMemFree_v2(m));
+  OK(cuModuleUnload(mod));
+}
+
+TEST_MAIN(TEST(test_proc_address), TEST(test_register), TEST(test_managed), TEST(test_pools),
+          TEST(test_memset_2d), TEST(test_copy_3d), TEST(test_peer), TEST(test_kernels_host_memory))
