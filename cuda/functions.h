@@ -5,6 +5,28 @@
 
 /* Every function implemented here: return type, exported name, parameter list. */
 #define NVCU_FUNCTIONS(X)                                                                          \
+  X(CUresult, cuMemGetAllocationGranularity,                                                       \
+    (size_t * granularity, const CUmemAllocationProp *prop,                                        \
+     CUmemAllocationGranularity_flags option))                                                     \
+  X(CUresult, cuMemAddressReserve,                                                                 \
+    (CUdeviceptr * ptr, size_t size, size_t alignment, CUdeviceptr addr,                           \
+     unsigned long long flags))                                                                    \
+  X(CUresult, cuMemAddressFree, (CUdeviceptr ptr, size_t size))                                    \
+  X(CUresult, cuMemCreate,                                                                         \
+    (CUmemGenericAllocationHandle * handle, size_t size, const CUmemAllocationProp *prop,          \
+     unsigned long long flags))                                                                    \
+  X(CUresult, cuMemRelease, (CUmemGenericAllocationHandle handle))                                 \
+  X(CUresult, cuMemMap,                                                                            \
+    (CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,             \
+     unsigned long long flags))                                                                    \
+  X(CUresult, cuMemUnmap, (CUdeviceptr ptr, size_t size))                                          \
+  X(CUresult, cuMemSetAccess,                                                                      \
+    (CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count))                     \
+  X(CUresult, cuMemGetAccess,                                                                      \
+    (unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr))                   \
+  X(CUresult, cuMemGetAllocationPropertiesFromHandle,                                              \
+    (CUmemAllocationProp * prop, CUmemGenericAllocationHandle handle))                             \
+  X(CUresult, cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle * handle, void *addr))    \
   X(CUresult, cuInit, (unsigned int Flags))                                                        \
   X(CUresult, cuDriverGetVersion, (int *driverVersion))                                            \
   X(CUresult, cuGetErrorString, (CUresult error, const char **pStr))                               \

@@ -51,6 +51,7 @@ typedef struct nvcu_alloc {
   int registered;      /* cuMemHostRegister'ed memory of the caller's */
   int managed;         /* cuMemAllocManaged */
   int device;
+  int vmm; /* a mapping of cuMemCreate's memory (vmm.c): cuMemUnmap's to free */
   unsigned int flags;
   struct CUmemPoolHandle_st *pool; /* the pool it came from (cuMemAllocAsync), or NULL */
   uint64_t *pages; /* managed memory: each page's advice and last prefetch (managed.c), or NULL */
@@ -85,6 +86,7 @@ struct nvcu_graph_node;
 struct CUstream_st {
   uint32_t magic;
   int device;
+  int vmm; /* a mapping of cuMemCreate's memory (vmm.c): cuMemUnmap's to free */
   unsigned int flags;
   int priority;
   uint64_t need[2]; /* timeline values its last operation completes with */
@@ -102,6 +104,7 @@ struct CUstream_st {
 struct CUevent_st {
   uint32_t magic;
   int device;
+  int vmm; /* a mapping of cuMemCreate's memory (vmm.c): cuMemUnmap's to free */
   unsigned int flags;
   nvhcq_signal *sig;
   uint64_t value;
@@ -218,6 +221,10 @@ CUresult nvcu_device_get(int index, nvcu_device **out);
 
 /* ---- memory.c ---- */
 nvcu_alloc *nvcu_alloc_find(uint64_t address);
+/* Whether `address` lies in a range cuMemAddressReserve reserved (vmm.c). */
+int nvcu_vmm_reserved(uint64_t address);
+/* Puts an allocation made elsewhere (vmm.c) into the table (under the lock). */
+CUresult nvcu_alloc_add(const nvcu_alloc *a);
 /* Device memory of `size` bytes from `pool` on the current device, in the table (under the lock).
  */
 CUresult nvcu_alloc_pool_memory(size_t size, struct CUmemPoolHandle_st *pool, CUdeviceptr *out);

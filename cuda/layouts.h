@@ -27,6 +27,8 @@
   X(CUdevprop, 56)                                                                                 \
   X(CUmemLocation, 8)                                                                              \
   X(CUmemPoolProps, 88)                                                                            \
+  X(CUmemAllocationProp, 32)                                                                       \
+  X(CUmemAccessDesc, 12)                                                                           \
   X(CUdeviceptr, 8)                                                                                \
   X(CUdevice, 4)                                                                                   \
   X(CUresult, 4)

@@ -54,6 +54,10 @@ static CUresult alloc_insert(const nvcu_alloc *a) {
   return CUDA_SUCCESS;
 }
 
+CUresult nvcu_alloc_add(const nvcu_alloc *a) {
+  return alloc_insert(a);
+}
+
 static void alloc_remove(nvcu_alloc *a) {
   size_t i = (size_t)(a - allocs);
   memmove(&allocs[i], &allocs[i + 1], (alloc_count - i - 1) * sizeof *allocs);
@@ -120,7 +124,7 @@ static CUresult release(uint64_t base, int host) {
   NVCU_LOCK();
   nvcu_alloc *a = nvcu_alloc_find(base);
   CUresult r = CUDA_ERROR_INVALID_VALUE;
-  int freed_by_free = a && !a->registered && (a->host ? a->managed : 1);
+  int freed_by_free = a && !a->registered && !a->vmm && (a->host ? a->managed : 1);
   int match = a && (host ? a->host && !a->managed && !a->registered : freed_by_free);
   if (match && a->base == base) r = nvcu_alloc_release(a);
   NVCU_UNLOCK();
@@ -399,8 +403,33 @@ static uint64_t gpu_of(place p) {
   return nvhcq_buffer_gpu_address(p.a->buf) + buf_off(p);
 }
 
-static CUresult check_span(place p, size_t n, const char *what) {
-  if (p.a && n > p.a->size - p.offset) {
+/* Bytes from p on in its allocation (n at most): pageable host memory has all n. */
+#define check_span(p, n, what) check_span_at(p, 0, n, what)
+
+static uint64_t room(place p, uint64_t n) {
+  return !p.a || n < p.a->size - p.offset ? n : p.a->size - p.offset;
+}
+
+/* Whether n bytes from p on lie in cuMemMap'ed memory mapped side by side with access set (one
+ * contiguous range for the GPU, as in CUDA). */
+static int spans_mappings(place p, uint64_t n) {
+  for (;;) {
+    uint64_t k = room(p, n);
+    if (k == n) return 1;
+    nvcu_alloc *next = nvcu_alloc_find(p.a->base + p.a->size);
+    if (!p.a->vmm || !next || !next->vmm || next->device != p.a->device) return 0;
+    p = (place){next, 0};
+    n -= k;
+  }
+}
+
+static CUresult check_span_at(place p, uint64_t address, size_t n, const char *what) {
+  if (!p.a && nvcu_vmm_reserved(address)) {
+    nvcu_log("%s: 0x%llx is reserved GPU address space without access", what,
+             (unsigned long long)address);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (p.a && n > p.a->size - p.offset && !spans_mappings(p, n)) {
     nvcu_log("%s: %zu bytes at offset %llu run past the %llu-byte allocation", what, n,
              (unsigned long long)p.offset, (unsigned long long)p.a->size);
     return CUDA_ERROR_INVALID_VALUE;
@@ -408,15 +437,8 @@ static CUresult check_span(place p, size_t n, const char *what) {
   return CUDA_SUCCESS;
 }
 
-/* A copy the CPU waits for, after all earlier work: CUDA's synchronous copies. */
-static CUresult copy_sync(uint64_t dst, uint64_t src, size_t n) {
-  nvcu_device *d;
-  CUresult r = nvcu_current(&d, NULL);
-  if (r || n == 0) return r;
-  place pd = locate(dst), ps = locate(src);
-  if ((r = check_span(pd, n, "copy destination")) || (r = check_span(ps, n, "copy source")))
-    return r;
-  if ((r = nvcu_wait_all(d))) return r;
+/* n bytes, each end within one allocation or in pageable host memory. */
+static CUresult copy_piece(place pd, place ps, uint64_t dst, uint64_t src, size_t n) {
   nvhcq_status s;
   if (pd.a && ps.a)
     s = nvhcq_buffer_copy(pd.a->buf, buf_off(pd), ps.a->buf, buf_off(ps), n);
@@ -429,6 +451,24 @@ static CUresult copy_sync(uint64_t dst, uint64_t src, size_t n) {
   return nvcu_status(s, "copy");
 }
 
+/* A copy the CPU waits for, after all earlier work: CUDA's synchronous copies. */
+static CUresult copy_sync(uint64_t dst, uint64_t src, size_t n) {
+  nvcu_device *d;
+  CUresult r = nvcu_current(&d, NULL);
+  if (r || n == 0) return r;
+  place pd = locate(dst), ps = locate(src);
+  if ((r = check_span_at(pd, dst, n, "copy destination")) ||
+      (r = check_span_at(ps, src, n, "copy source")))
+    return r;
+  if ((r = nvcu_wait_all(d))) return r;
+  for (;;) { /* piece by piece where a range spans mappings side by side */
+    size_t k = (size_t)room(ps, room(pd, n));
+    if ((r = copy_piece(pd, ps, dst, src, k)) || k == n) return r;
+    dst += k, src += k, n -= k;
+    pd = locate(dst), ps = locate(src);
+  }
+}
+
 /* A copy in a stream's order. Both ends in our memory: the copy engine (or, captured, a graph
  * node); pageable host memory: synchronous, as libcuda stages such copies too. */
 static CUresult copy_async(uint64_t dst, uint64_t src, size_t n, CUstream stream) {
@@ -436,7 +476,8 @@ static CUresult copy_async(uint64_t dst, uint64_t src, size_t n, CUstream stream
   CUresult r = nvcu_stream_get(stream, &st);
   if (r || n == 0) return r;
   place pd = locate(dst), ps = locate(src);
-  if ((r = check_span(pd, n, "copy destination")) || (r = check_span(ps, n, "copy source")))
+  if ((r = check_span_at(pd, dst, n, "copy destination")) ||
+      (r = check_span_at(ps, src, n, "copy source")))
     return r;
   if (!pd.a || !ps.a) {
     if (st->capture) return nvcu_unsupported("capturing a copy to or from pageable host memory");
@@ -449,7 +490,8 @@ static CUresult copy_async(uint64_t dst, uint64_t src, size_t n, CUstream stream
 /* Runs a copy between GPU addresses now, in order after everything submitted. */
 CUresult nvcu_run_copy(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op) {
   place pd = locate(op->dst), ps = locate(op->src);
-  int device = pd.a && ps.a && !pd.a->host && !ps.a->host;
+  int device = pd.a && ps.a && !pd.a->host && !ps.a->host && room(pd, op->size) == op->size &&
+               room(ps, op->size) == op->size; /* the copy kernel's ends lie in one buffer each */
   if (device && op->size >= KERNEL_COPY_BYTES && ((op->dst | op->src | op->size) & 15) == 0) {
     CUresult r = nvcu_wait_all(d);
     if (r) return r;

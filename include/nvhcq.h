@@ -224,6 +224,38 @@ NVHCQ_API uint64_t nvhcq_buffer_gpu_address(const nvhcq_buffer *buf);
 NVHCQ_API void *nvhcq_buffer_host_pointer(const nvhcq_buffer *buf);
 NVHCQ_API size_t nvhcq_buffer_size(const nvhcq_buffer *buf);
 
+/* ---- physical memory and reserved address ranges (virtual memory management) ------------ */
+/* Device memory without addresses (nvhcq_physical) and ranges of GPU addresses without memory
+ * (nvhcq_reservation, process-wide, GPU-only: the CPU never maps them). A piece of the one mapped
+ * at an address of the other is a buffer of its own (NVHCQ_MEMORY_DEVICE): copies, kernels and
+ * every buffer call work on it, and mappings side by side form one contiguous range for the GPU.
+ * Sizes, offsets and addresses are multiples of NVHCQ_PHYSICAL_GRANULARITY (2 MiB pages). */
+#define NVHCQ_PHYSICAL_GRANULARITY (2u << 20)
+
+typedef struct nvhcq_physical nvhcq_physical;
+typedef struct nvhcq_reservation nvhcq_reservation;
+
+NVHCQ_API nvhcq_status nvhcq_physical_create(nvhcq_device *dev, uint64_t size,
+                                             nvhcq_physical **out);
+/* The handle is dead at once; the memory lives until the last mapping of it is released. Destroy
+ * physical memory before closing its device. NULL is fine. */
+NVHCQ_API nvhcq_status nvhcq_physical_destroy(nvhcq_physical *p);
+NVHCQ_API uint64_t nvhcq_physical_size(const nvhcq_physical *p);
+/* Reserves `size` bytes of GPU addresses aligned to `alignment` (0: the granularity; else a power
+ * of two multiple of it), at `address` if it is not 0 and all of it is free there, elsewhere if
+ * not (nvhcq_reservation_gpu_address says where). */
+NVHCQ_API nvhcq_status nvhcq_reservation_create(uint64_t size, uint64_t alignment, uint64_t address,
+                                                nvhcq_reservation **out);
+/* Refused while mappings in it live (mappings destroyed already are waited for). NULL is fine. */
+NVHCQ_API nvhcq_status nvhcq_reservation_destroy(nvhcq_reservation *r);
+NVHCQ_API uint64_t nvhcq_reservation_gpu_address(const nvhcq_reservation *r);
+/* Maps `size` bytes of `p` from `offset` on for p's GPU (read, write, atomics) at `gpu_address`
+ * of `r`, where nothing else is mapped, as a new buffer. nvhcq_buffer_destroy unmaps it once the
+ * GPU has passed the work submitted before; a new mapping over it waits for that. */
+NVHCQ_API nvhcq_status nvhcq_buffer_map_physical(nvhcq_reservation *r, uint64_t gpu_address,
+                                                 nvhcq_physical *p, uint64_t offset, uint64_t size,
+                                                 nvhcq_buffer **out);
+
 /* ---- copies for users (synchronous: they return when the bytes are in place) ------------- */
 /* Copies of 4 MiB and more sleep through most of their expected time (from the best speed seen so
  * far on this device) and spin through the rest: they end on time without a core spinning. */

@@ -15,6 +15,7 @@
 #include "core/compute.h"
 #include "core/device.h"
 #include "core/peer.h"
+#include "core/physical.h"
 #include "driver/door.h"
 #include "util/align.h"
 
@@ -184,6 +185,7 @@ static nvhcq_status map_to_gpu_with(nvhcq_device *dev, nvhcq_rm *rm, nvhcq_buffe
   m.rmCtrlFd = dev->rm.fd_ctl;
   m.hClient = dev->rm.root;
   m.hMemory = b->handle;
+  m.offset = b->physical_offset;
   nvhcq_status s = nvhcq_uvm_call(rm, UVM_MAP_EXTERNAL_ALLOCATION, "UVM_MAP_EXTERNAL_ALLOCATION",
                                   &m, offsetof(UVM_MAP_EXTERNAL_ALLOCATION_PARAMS, rmStatus));
   if (s) nvhcq_uvm_free(rm, b->gpu_address, b->mapped_size);
@@ -214,7 +216,7 @@ static nvhcq_status map_to_gpu_rm(nvhcq_device *dev, nvhcq_buffer *b) {
   uint32_t flags = rm_page_map_flag(b->page_size) | NVOS46_FLAGS_CACHE_SNOOP;
   uint64_t at = 0;
   nvhcq_status s = nvhcq_rm_map_dma(&dev->rm, dev->h_device, b->h_virtual, b->handle,
-                                    b->mapped_size, flags, &at);
+                                    b->physical_offset, b->mapped_size, flags, &at);
   if (!s && at != b->gpu_address) {
     nvhcq_rm_unmap_dma(&dev->rm, dev->h_device, b->h_virtual, b->handle, at);
     s = nvhcq_fail(NVHCQ_ERROR_DRIVER,
@@ -288,6 +290,11 @@ static void release(nvhcq_buffer *b, int gpu_mapped) {
   nvhcq_peer_buffer_released(b); /* other devices' mappings of it go first */
   if (gpu_mapped) list_remove(dev, b);
   if (gpu_mapped && !nvhcq_device_closing(dev)) unmap_from_gpu(dev, b);
+  if (b->physical) { /* its memory and addresses are the physical memory's and the range's */
+    nvhcq_physical_view_released(b);
+    nvhcq_retire(b);
+    return;
+  }
   if (b->host_pointer && !b->registered) nvhcq_door->munmap(b->host_pointer, b->mapped_size);
   if (b->handle && !nvhcq_device_closing(dev)) nvhcq_rm_free(&dev->rm, dev->h_device, b->handle);
   if (b->map_fd >= 0) nvhcq_door->close(b->map_fd);
@@ -431,6 +438,33 @@ nvhcq_status nvhcq_memory_register(nvhcq_device *dev, void *ptr, size_t size, nv
   nvhcq_status s = register_once(dev, ptr, size, out);
   if (s && nvhcq_reclaim_wait_all(dev)) s = register_once(dev, ptr, size, out);
   return s;
+}
+
+nvhcq_status nvhcq_memory_alloc_physical(nvhcq_device *dev, uint64_t size, uint32_t *handle) {
+  nvhcq_buffer b = {.dev = dev,
+                    .kind = NVHCQ_MEMORY_DEVICE,
+                    .size = size,
+                    .mapped_size = size,
+                    .page_size = PAGE_2M,
+                    .map_fd = -1};
+  nvhcq_reclaim_poll(dev);
+  nvhcq_status s = alloc_rm_memory(dev, &b, 0);
+  if (s == NVHCQ_ERROR_OUT_OF_MEMORY && nvhcq_reclaim_wait_all(dev))
+    s = alloc_rm_memory(dev, &b, 0);
+  if (s)
+    return nvhcq_fail_context(s, "allocating %llu bytes of physical device memory on GPU %d",
+                              (unsigned long long)size, dev->index);
+  *handle = b.handle;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_memory_map_view(nvhcq_buffer *b) {
+  nvhcq_status s = map_for_gpu(b->dev, NULL, b);
+  if (s)
+    return nvhcq_fail_context(s, "mapping %llu bytes of physical memory at 0x%llx on GPU %d",
+                              (unsigned long long)b->mapped_size,
+                              (unsigned long long)b->gpu_address, b->dev->index);
+  return NVHCQ_SUCCESS;
 }
 
 nvhcq_status nvhcq_memory_free(nvhcq_buffer *b) {

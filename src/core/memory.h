@@ -31,6 +31,11 @@ struct nvhcq_buffer {
   nvhcq_buffer *prev, *next;         /* the device's user buffers (peer.c, under its lock) */
   struct nvhcq_slab *slab;           /* the slab it is a block of (slab.c), or NULL */
   nvhcq_buffer *all_prev, *all_next; /* dev->allocations (not slab blocks) */
+  /* A mapping of physical memory (physical.c): its memory (whose RM object `handle` is), where
+   * in it the mapping starts, and the reserved range its addresses belong to; else NULL. */
+  struct nvhcq_physical *physical;
+  uint64_t physical_offset;
+  struct nvhcq_reservation *reservation;
 };
 
 /* NVOS33 flags for CPU mappings the CPU only writes in bulk (command and argument rings):
@@ -63,6 +68,13 @@ nvhcq_status nvhcq_memory_alloc_uvm(nvhcq_device *dev, nvhcq_rm *rm, size_t size
 /* Maps every allocation of the device into its UVM address space (dev->h_vaspace, registered),
  * where it is not yet: the move off RM's address space (uvm.c). */
 nvhcq_status nvhcq_memory_map_all_uvm(nvhcq_device *dev) NVHCQ_MUST_CHECK;
+
+/* Device memory of `size` bytes (a multiple of 2 MiB) in 2 MiB pages, without addresses: an RM
+ * memory object in *handle (physical.c). */
+nvhcq_status nvhcq_memory_alloc_physical(nvhcq_device *dev, uint64_t size,
+                                         uint32_t *handle) NVHCQ_MUST_CHECK;
+/* Maps a buffer physical.c filled in (a view of its memory at addresses it owns) for the GPU. */
+nvhcq_status nvhcq_memory_map_view(nvhcq_buffer *b) NVHCQ_MUST_CHECK;
 
 /* Validates a user handle: non-NULL, ours, not freed. */
 nvhcq_status nvhcq_buffer_check(const nvhcq_buffer *buf, const char *what) NVHCQ_MUST_CHECK;

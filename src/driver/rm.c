@@ -170,11 +170,13 @@ static nvhcq_status map_dma_escape(nvhcq_rm *rm, NVOS46_PARAMETERS *p) {
 }
 
 nvhcq_status nvhcq_rm_map_dma(nvhcq_rm *rm, uint32_t device, uint32_t virt, uint32_t memory,
-                              uint64_t length, uint32_t flags, uint64_t *gpu_address) {
+                              uint64_t offset, uint64_t length, uint32_t flags,
+                              uint64_t *gpu_address) {
   NVOS46_PARAMETERS p = {.hClient = rm->root,
                          .hDevice = device,
                          .hDma = virt,
                          .hMemory = memory,
+                         .offset = offset,
                          .length = length,
                          .flags = flags};
   char what[96];

@@ -60,8 +60,9 @@ nvhcq_status nvhcq_rm_free(nvhcq_rm *rm, uint32_t parent, uint32_t handle);
 
 /* Maps `memory` into the range of GPU addresses that virtual memory object `virt` holds (RM-managed
  * address spaces); *gpu_address is where the driver put it. */
+/* `length` bytes of `memory` from `offset` on into all of `virt`. */
 nvhcq_status nvhcq_rm_map_dma(nvhcq_rm *rm, uint32_t device, uint32_t virt, uint32_t memory,
-                              uint64_t length, uint32_t flags,
+                              uint64_t offset, uint64_t length, uint32_t flags,
                               uint64_t *gpu_address) NVHCQ_MUST_CHECK;
 nvhcq_status nvhcq_rm_unmap_dma(nvhcq_rm *rm, uint32_t device, uint32_t virt, uint32_t memory,
                                 uint64_t gpu_address);

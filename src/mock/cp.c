@@ -224,6 +224,30 @@ static int ce_error(mock_channel *ch) {
   return -1;
 }
 
+/* Whether a copy's source or destination runs from one mapping into the next (mappings side by
+ * side, whose host memory is not contiguous). */
+static int spans_ranges(uint64_t src, uint64_t dst, uint64_t n) {
+  uint64_t rs = 0, rd = 0;
+  if (!n || mock_inject_access(src, n) || mock_inject_access(dst, n)) return 0;
+  void *s = mock_space_run(mock_thread_space, src, n, &rs);
+  void *d = mock_space_run(mock_thread_space, dst, n, &rd);
+  return s && d && (rs < n || rd < n);
+}
+
+/* Such a copy, mapping by mapping, as the copy engine walks the page tables. */
+static int copy_pieces(mock_channel *ch, uint64_t dst, uint64_t src, uint64_t n) {
+  while (n) {
+    uint64_t rs = 0, rd = 0;
+    void *s = mock_space_run(mock_thread_space, src, n, &rs);
+    if (!s) return unmapped(ch, src, n, 0), -1;
+    void *d = mock_space_run(mock_thread_space, dst, rs, &rd);
+    if (!d) return unmapped(ch, dst, rs, 1), -1;
+    mock_copy(d, s, rd);
+    src += rd, dst += rd, n -= rd;
+  }
+  return 0;
+}
+
 static int launch_dma(mock_channel *ch, uint32_t flags) {
   const uint32_t *c = ch->copy;
   if (flags & 3) {
@@ -232,12 +256,16 @@ static int launch_dma(mock_channel *ch, uint32_t flags) {
     uint64_t src = (uint64_t)c[NVC6B5_OFFSET_IN_UPPER / 4] << 32 | c[NVC6B5_OFFSET_IN_LOWER / 4];
     uint64_t dst = (uint64_t)c[NVC6B5_OFFSET_OUT_UPPER / 4] << 32 | c[NVC6B5_OFFSET_OUT_LOWER / 4];
     uint32_t n = c[NVC6B5_LINE_LENGTH_IN / 4];
-    void *s = gpu(ch, src, n, 0);
-    void *d = !s                               ? NULL
-              : inject == MOCK_INJECT_MMU_COPY ? unmapped(ch, dst, n, 1)
-                                               : gpu(ch, dst, n, 1);
-    if (!d) return -1;
-    mock_copy(d, s, n);
+    if (!inject && spans_ranges(src, dst, n)) {
+      if (copy_pieces(ch, dst, src, n)) return -1;
+    } else {
+      void *s = gpu(ch, src, n, 0);
+      void *d = !s                               ? NULL
+                : inject == MOCK_INJECT_MMU_COPY ? unmapped(ch, dst, n, 1)
+                                                 : gpu(ch, dst, n, 1);
+      if (!d) return -1;
+      mock_copy(d, s, n);
+    }
   }
   uint32_t sem = (flags >> 3) & 3;
   if (!sem) return 0;

@@ -127,7 +127,11 @@ void *mock_space_pointer(int space, uint64_t va, uint64_t len);
 void mock_copy(void *dst, const void *src, uint64_t n);
 /* RM's own mappings (NV_ESC_RM_MAP_MEMORY_DMA) in RM address space `space`: in the same table as
  * UVM's ranges. */
-uint32_t mock_range_map(int space, uint64_t base, uint64_t length, const mock_obj *memory);
+uint32_t mock_range_map(int space, uint64_t base, uint64_t length, const mock_obj *memory,
+                        uint64_t offset);
+/* Where `va` lies in the host's memory, and in *run how many bytes from it on the same range
+ * holds (at most `len`); NULL where nothing is mapped. */
+void *mock_space_run(int space, uint64_t va, uint64_t len, uint64_t *run);
 uint32_t mock_range_unmap(int space, uint64_t base);
 
 /* Reports a fatal fault of the SMs (clientType 1) or of a copy engine or the host (2) in a channel

@@ -296,16 +296,17 @@ static uint32_t rm_map_memory(NVOS33_PARAMETERS *p, int fd) {
   return MOCK_NV_OK;
 }
 
-/* NV_ESC_RM_MAP_MEMORY_DMA: all of a memory object into all of a virtual object's range. */
+/* NV_ESC_RM_MAP_MEMORY_DMA: `length` bytes of a memory object from `offset` on into a virtual
+ * object's range, from its start. */
 static uint32_t rm_map_dma(NVOS46_PARAMETERS *p) {
   if (!mock_find(p->hClient, p->hClient)) return MOCK_ERR_INVALID_CLIENT;
   mock_obj *v = mock_find(p->hClient, p->hDma), *m = mock_find(p->hClient, p->hMemory);
   if (!v || v->hclass != NV50_MEMORY_VIRTUAL || !m || !m->backing)
     return MOCK_ERR_INVALID_OBJECT_HANDLE;
-  if (v->mapped || p->offset || !p->length || p->length > v->size ||
-      p->length > ((m->size + 0xfff) & ~0xfffull))
+  if (v->mapped || (p->offset & 0xfff) || !p->length || p->length > v->size ||
+      p->offset + p->length > ((m->size + 0xfff) & ~0xfffull))
     return MOCK_ERR_INVALID_LIMIT;
-  uint32_t s = mock_range_map(v->space, v->va, p->length, m);
+  uint32_t s = mock_range_map(v->space, v->va, p->length, m, p->offset);
   if (s) return s;
   v->mapped = 1;
   p->dmaOffset = v->va;

@@ -68,15 +68,16 @@ static uint32_t free_range(int space, uint64_t base) {
   return MOCK_NV_OK;
 }
 
-uint32_t mock_range_map(int space, uint64_t base, uint64_t length, const mock_obj *memory) {
+uint32_t mock_range_map(int space, uint64_t base, uint64_t length, const mock_obj *memory,
+                        uint64_t offset) {
   pthread_rwlock_wrlock(&nvhcq_mock.va_lock);
   UVM_CREATE_EXTERNAL_RANGE_PARAMS p = {.base = base, .length = length};
   uint32_t s = create_range(space, &p);
   if (!s) {
     mock_range *r = range_at(space, base);
-    r->host = memory->backing;
+    r->host = memory->backing + offset;
     r->obj = memory;
-    r->length = length < memory->size ? length : memory->size;
+    r->length = length < memory->size - offset ? length : memory->size - offset;
   }
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
   return s;
@@ -126,6 +127,20 @@ void *mock_space_pointer(int space, uint64_t va, uint64_t len) {
     if (space != MOCK_SPACE_ALL && r->space != space) continue;
     if (r->host && va >= r->base && va - r->base + len <= r->length && len <= r->length)
       at = r->host + (va - r->base);
+  }
+  pthread_rwlock_unlock(&nvhcq_mock.va_lock);
+  return at;
+}
+
+void *mock_space_run(int space, uint64_t va, uint64_t len, uint64_t *run) {
+  void *at = NULL;
+  pthread_rwlock_rdlock(&nvhcq_mock.va_lock);
+  for (uint32_t i = 0; i < nvhcq_mock.nranges && !at; i++) {
+    const mock_range *r = &nvhcq_mock.ranges[i];
+    if (space != MOCK_SPACE_ALL && r->space != space) continue;
+    if (!r->host || va < r->base || va - r->base >= r->length) continue;
+    at = r->host + (va - r->base);
+    *run = r->length - (va - r->base) < len ? r->length - (va - r->base) : len;
   }
   pthread_rwlock_unlock(&nvhcq_mock.va_lock);
   return at;

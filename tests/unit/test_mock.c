@@ -978,9 +978,106 @@ static void t_register_host(void) {
   register_in("off");
 }
 
+/* Physical memory mapped into a reserved range (mode: NVHCQ_UVM): two allocations side by side,
+ * one from an offset, a copy spanning both, read back through a second mapping that shows the
+ * offset; the memory outlives its handle while mapped; overlaps and early destroys are refused;
+ * an address unmapped is mapped again; with "background" the move onto UVM maps it there too. */
+static void physical_mappings(const char *mode) {
+  enum { G = NVHCQ_PHYSICAL_GRANULARITY, N = 3 * G };
+  nvhcq_device *dev = open_mock_uvm(mode);
+  if (!dev) return;
+  uint8_t byte;
+  nvhcq_buffer *warm = NULL; /* the first read makes the device's staging memory: counted before */
+  TEST_CHECK(nvhcq_buffer_create(dev, 1, NVHCQ_MEMORY_DEVICE, &warm) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(&byte, warm, 0, 1) == NVHCQ_SUCCESS);
+  nvhcq_buffer_destroy(warm);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+  uint32_t ranges_open = nvhcq_mock_live().ranges;
+  nvhcq_physical *p1 = NULL, *p2 = NULL;
+  nvhcq_reservation *r = NULL, *r2 = NULL;
+  nvhcq_buffer *v1 = NULL, *v2 = NULL, *whole = NULL, *over = NULL, *host = NULL;
+  static uint8_t in[N], out[N];
+  TEST_CHECK(nvhcq_physical_create(dev, G + 5, &p1) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_physical_create(dev, 2 * G, &p1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_physical_create(dev, 2 * G, &p2) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_physical_size(p1) == 2 * G);
+  TEST_CHECK(nvhcq_reservation_create(4 * G, 0, 0, &r) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_reservation_create(2 * G, 0, 0, &r2) == NVHCQ_SUCCESS);
+  uint64_t base = nvhcq_reservation_gpu_address(r);
+  TEST_CHECK(base && base % G == 0);
+  /* p1's second half at base, all of p2 after it: [base, base + 3 G) */
+  TEST_CHECK_MSG(nvhcq_buffer_map_physical(r, base, p1, G, G, &v1) == NVHCQ_SUCCESS, "%s",
+                 nvhcq_last_error());
+  TEST_CHECK(nvhcq_buffer_map_physical(r, base + G, p2, 0, 2 * G, &v2) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_map_physical(r, base + 2 * G, p1, 0, G, &over) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_buffer_map_physical(r, base + 3 * G, p1, G, 2 * G, &over) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT); /* past the range and past p1 */
+  TEST_CHECK(nvhcq_buffer_map_physical(r2, nvhcq_reservation_gpu_address(r2), p1, 0, 2 * G,
+                                       &whole) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_gpu_address(v2) == base + G && nvhcq_buffer_size(v2) == 2 * G);
+  if (!strcmp(mode, "background")) {
+    TEST_CHECK(dev->rm_only);
+    TEST_CHECK_MSG(nvhcq_device_attach_uvm(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  }
+  nvhcq_queue *q = NULL;
+  TEST_CHECK(nvhcq_buffer_create(dev, N, NVHCQ_MEMORY_HOST, &host) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &q) == NVHCQ_SUCCESS);
+  if (!v1 || !v2 || !whole || !host || !q) goto done;
+  fill(in, N, 77);
+  memcpy(nvhcq_buffer_host_pointer(host), in, N);
+  /* G + 2 bytes from base + G / 2 - 1: across the boundary at base + G */
+  TEST_CHECK(nvhcq_queue_copy(q, base + G / 2 - 1, nvhcq_buffer_gpu_address(host), G + 2) ==
+             NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_queue_cpu_wait_idle(q, 0) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_buffer_read(out, v1, G / 2 - 1, G / 2 + 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(out + G / 2 + 1, v2, 0, G / 2 + 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(memcmp(out, in, G + 2) == 0);
+  memset(out, 0, G);
+  TEST_CHECK(nvhcq_buffer_read(out, whole, G + G / 2 - 1, G / 2 + 1) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(memcmp(out, in, G / 2 + 1) == 0, "the offset mapping is not p1's second half");
+  /* the handles go first: the memory stays while mapped */
+  TEST_CHECK(nvhcq_physical_destroy(p1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_physical_size(p1) == 0);
+  p1 = NULL;
+  TEST_CHECK(nvhcq_buffer_read(out, v1, G / 2 - 1, 16) == NVHCQ_SUCCESS);
+  TEST_CHECK(memcmp(out, in, 16) == 0);
+  TEST_CHECK(nvhcq_reservation_destroy(r) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  /* unmapped, and mapped again at once in its place (the release is waited for) */
+  TEST_CHECK(nvhcq_buffer_destroy(v2) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_buffer_map_physical(r, base + G, p2, G, G, &v2) == NVHCQ_SUCCESS, "%s",
+                 nvhcq_last_error());
+  TEST_CHECK(nvhcq_buffer_read(out, v2, 0, G / 2 + 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(memcmp(out, in + G / 2 + 1, G / 2 + 1) != 0); /* p2's second half: other bytes */
+done:
+  nvhcq_queue_destroy(q);
+  nvhcq_buffer_destroy(host);
+  nvhcq_buffer_destroy(v1);
+  nvhcq_buffer_destroy(v2);
+  nvhcq_buffer_destroy(whole);
+  nvhcq_physical_destroy(p1);
+  nvhcq_physical_destroy(p2);
+  TEST_CHECK_MSG(nvhcq_reservation_destroy(r) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_reservation_destroy(r2) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+  /* (the move maps everything twice: the RM space's mappings stay until their buffers go) */
+  TEST_CHECK_MSG(!strcmp(mode, "background") || nvhcq_mock_live().ranges == ranges_open,
+                 "%u GPU mappings, %u before", nvhcq_mock_live().ranges, ranges_open);
+  close_mock(dev);
+}
+
+static void t_physical_mappings(void) {
+  SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();
+  physical_mappings("eager");
+  physical_mappings("off");
+  physical_mappings("background");
+}
+
 TEST_MAIN(TEST(t_h200_profile), TEST(t_two_gpus), TEST(t_other_profiles), TEST(t_copies_every_kind),
           TEST(t_cross_queue_wait), TEST(t_wait_and_write_values), TEST(t_recorded_replay),
           TEST(t_qmd_launch), TEST(t_malformed_stream), TEST(t_driver_checks),
           TEST(t_command_processor_direct), TEST(t_address_spaces),
           TEST(t_move_maps_every_allocation), TEST(t_close_leaves_slow_calls_behind),
-          TEST(t_close_frees_forgotten_buffers), TEST(t_rm_only_mapping), TEST(t_register_host))
+          TEST(t_close_frees_forgotten_buffers), TEST(t_rm_only_mapping), TEST(t_register_host),
+          TEST(t_physical_mappings))

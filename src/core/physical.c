@@ -1,0 +1,260 @@
+/* Physical memory and reserved ranges: nvhcq_physical_*, nvhcq_reservation_* and
+ * nvhcq_buffer_map_physical. A mapping is a device buffer whose memory is a piece of a physical
+ * allocation and whose addresses are a piece of a reserved range; destroying it unmaps it (once
+ * the GPU has passed the work before), and the physical memory lives while mapped. */
+#include "core/physical.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/device.h"
+#include "core/reclaim.h"
+#include "util/abi.h"
+#include "util/handle.h"
+
+#define GRANULE (2ull << 20)
+
+static int misaligned(uint64_t x) {
+  return (x & (GRANULE - 1)) != 0;
+}
+
+/* ---- physical memory ---- */
+
+nvhcq_status nvhcq_physical_create(nvhcq_device *dev, uint64_t size, nvhcq_physical **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_physical_create: out is NULL");
+  if (size == 0 || misaligned(size) || size > (1ull << 46))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_physical_create: size %llu is invalid (a non-zero multiple of 2 MiB, "
+                      "NVHCQ_PHYSICAL_GRANULARITY, up to 64 TiB)",
+                      (unsigned long long)size);
+  nvhcq_physical *p = calloc(1, sizeof *p);
+  if (!p) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  *p = (nvhcq_physical){.magic = NVHCQ_PHYSICAL_MAGIC, .dev = dev, .size = size, .refs = 1};
+  nvhcq_status s = nvhcq_memory_alloc_physical(dev, size, &p->handle);
+  if (s) {
+    free(p);
+    return s;
+  }
+  *out = p;
+  return NVHCQ_SUCCESS;
+}
+
+static void physical_unref(nvhcq_physical *p) {
+  if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL)) return;
+  if (!nvhcq_device_closing(p->dev)) nvhcq_rm_free(&p->dev->rm, p->dev->h_device, p->handle);
+  nvhcq_retire(p);
+}
+
+static nvhcq_status physical_check(const nvhcq_physical *p, const char *what) {
+  nvhcq_status s = nvhcq_handle_check(p, NVHCQ_PHYSICAL_MAGIC, "physical memory", NULL);
+  return s ? nvhcq_fail_context(s, "%s", what) : s;
+}
+
+nvhcq_status nvhcq_physical_destroy(nvhcq_physical *p) {
+  if (!p) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(physical_check(p, "nvhcq_physical_destroy"));
+  p->magic = NVHCQ_PHYSICAL_MAGIC ^ 1; /* dead to the caller; its mappings keep the memory */
+  physical_unref(p);
+  return NVHCQ_SUCCESS;
+}
+
+uint64_t nvhcq_physical_size(const nvhcq_physical *p) {
+  return physical_check(p, "nvhcq_physical_size") ? 0 : p->size;
+}
+
+/* ---- reserved ranges ---- */
+
+static nvhcq_status reservation_check(const nvhcq_reservation *r, const char *what) {
+  nvhcq_status s = nvhcq_handle_check(r, NVHCQ_RESERVATION_MAGIC, "reserved range", NULL);
+  return s ? nvhcq_fail_context(s, "%s", what) : s;
+}
+
+/* [address, +size) of the GPU-only range if all of it is free there, else 0. */
+static int take_hint(uint64_t address, uint64_t size) {
+  uint64_t base, taken;
+  if (!nvhcq_va_take_at(nvhcq_va_high(), address, size, &base, &taken)) return 0;
+  if (taken == size) return 1;
+  if (taken) (void)!nvhcq_va_free(nvhcq_va_high(), base, taken);
+  return 0;
+}
+
+static nvhcq_status reserve_addresses(uint64_t size, uint64_t alignment, uint64_t address,
+                                      uint64_t *out) {
+  NVHCQ_TRY(nvhcq_va_ranges_init());
+  if (address && !(address & (alignment - 1)) && take_hint(address, size)) {
+    *out = address;
+    return NVHCQ_SUCCESS;
+  }
+  return nvhcq_va_alloc(nvhcq_va_high(), size, alignment, out);
+}
+
+nvhcq_status nvhcq_reservation_create(uint64_t size, uint64_t alignment, uint64_t address,
+                                      nvhcq_reservation **out) {
+  if (!out)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_reservation_create: out is NULL");
+  if (!alignment) alignment = GRANULE;
+  if (size == 0 || misaligned(size) || size > (1ull << 46) || misaligned(alignment) ||
+      (alignment & (alignment - 1)) || misaligned(address))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_reservation_create: size %llu, alignment %llu or address 0x%llx is "
+                      "invalid (size and address multiples of 2 MiB, size up to 64 TiB, the "
+                      "alignment 0 or a power of two from 2 MiB on)",
+                      (unsigned long long)size, (unsigned long long)alignment,
+                      (unsigned long long)address);
+  nvhcq_reservation *r = calloc(1, sizeof *r);
+  if (!r) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  nvhcq_status s = reserve_addresses(size, alignment, address, &r->base);
+  if (s) {
+    free(r);
+    return nvhcq_fail_context(s, "reserving %llu bytes of GPU addresses", (unsigned long long)size);
+  }
+  r->magic = NVHCQ_RESERVATION_MAGIC;
+  r->size = size;
+  pthread_mutex_init(&r->lock, NULL);
+  *out = r;
+  return NVHCQ_SUCCESS;
+}
+
+/* The first piece overlapping [base, +size), or -1 (under r->lock). */
+static int64_t piece_overlapping(const nvhcq_reservation *r, uint64_t base, uint64_t size) {
+  for (uint32_t i = 0; i < r->count; i++)
+    if (base < r->pieces[i].base + r->pieces[i].size && r->pieces[i].base < base + size) return i;
+  return -1;
+}
+
+/* Mappings destroyed but not yet released hold their pieces until the GPU is past them: such a
+ * piece in [base, +size) is waited for. Whether [base, +size) is free now. */
+static int wait_for_pieces(nvhcq_reservation *r, uint64_t base, uint64_t size) {
+  for (;;) {
+    pthread_mutex_lock(&r->lock);
+    int64_t i = piece_overlapping(r, base, size);
+    nvhcq_device *dev = i < 0 ? NULL : r->pieces[i].dev;
+    int dead = i >= 0 && r->pieces[i].view->magic != NVHCQ_BUFFER_MAGIC;
+    pthread_mutex_unlock(&r->lock);
+    if (i < 0) return 1;
+    if (!dead || !nvhcq_reclaim_wait_all(dev)) return 0;
+  }
+}
+
+nvhcq_status nvhcq_reservation_destroy(nvhcq_reservation *r) {
+  if (!r) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(reservation_check(r, "nvhcq_reservation_destroy"));
+  if (!wait_for_pieces(r, r->base, r->size))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_reservation_destroy: the range at 0x%llx still has mappings; "
+                      "destroy their buffers first",
+                      (unsigned long long)r->base);
+  (void)!nvhcq_va_free(nvhcq_va_high(), r->base, r->size);
+  pthread_mutex_destroy(&r->lock);
+  free(r->pieces);
+  nvhcq_retire(r);
+  return NVHCQ_SUCCESS;
+}
+
+uint64_t nvhcq_reservation_gpu_address(const nvhcq_reservation *r) {
+  return reservation_check(r, "nvhcq_reservation_gpu_address") ? 0 : r->base;
+}
+
+/* ---- mappings ---- */
+
+/* Claims [b's addresses) of the range for b, if nothing else holds any of them. */
+static nvhcq_status claim_piece(nvhcq_reservation *r, nvhcq_buffer *b) {
+  uint64_t base = b->gpu_address, size = b->mapped_size;
+  nvhcq_status s = NVHCQ_SUCCESS;
+  for (int tries = 0; tries < 2; tries++) {
+    if (tries && !wait_for_pieces(r, base, size)) break;
+    pthread_mutex_lock(&r->lock);
+    int free_now = piece_overlapping(r, base, size) < 0;
+    if (free_now && r->count == r->capacity) {
+      uint32_t cap = r->capacity ? r->capacity * 2 : 8;
+      nvhcq_reserved_piece *grown = realloc(r->pieces, cap * sizeof *grown);
+      if (grown) r->pieces = grown, r->capacity = cap;
+    }
+    if (free_now && r->count < r->capacity)
+      r->pieces[r->count++] = (nvhcq_reserved_piece){base, size, b, b->dev};
+    else if (free_now)
+      s = nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+    pthread_mutex_unlock(&r->lock);
+    if (free_now) return s;
+  }
+  return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                    "nvhcq_buffer_map_physical: [0x%llx, +%llu) overlaps a mapping in its range; "
+                    "destroy that mapping's buffer first",
+                    (unsigned long long)base, (unsigned long long)size);
+}
+
+static void drop_piece(nvhcq_reservation *r, const nvhcq_buffer *b) {
+  pthread_mutex_lock(&r->lock);
+  for (uint32_t i = 0; i < r->count; i++)
+    if (r->pieces[i].view == b) {
+      r->pieces[i] = r->pieces[--r->count];
+      break;
+    }
+  pthread_mutex_unlock(&r->lock);
+}
+
+void nvhcq_physical_view_released(nvhcq_buffer *b) {
+  drop_piece(b->reservation, b);
+  physical_unref(b->physical);
+}
+
+static nvhcq_status check_map(nvhcq_reservation *r, uint64_t address, nvhcq_physical *p,
+                              uint64_t offset, uint64_t size) {
+  NVHCQ_TRY(reservation_check(r, "nvhcq_buffer_map_physical"));
+  NVHCQ_TRY(physical_check(p, "nvhcq_buffer_map_physical"));
+  NVHCQ_TRY(nvhcq_device_check(p->dev));
+  if (size == 0 || misaligned(address | offset | size))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_buffer_map_physical: address 0x%llx, offset %llu and size %llu must "
+                      "be multiples of 2 MiB, the size not 0",
+                      (unsigned long long)address, (unsigned long long)offset,
+                      (unsigned long long)size);
+  if (address < r->base || size > r->size || address - r->base > r->size - size)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_buffer_map_physical: [0x%llx, +%llu) is not inside the reserved "
+                      "range [0x%llx, +%llu)",
+                      (unsigned long long)address, (unsigned long long)size,
+                      (unsigned long long)r->base, (unsigned long long)r->size);
+  if (offset > p->size || size > p->size - offset)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_buffer_map_physical: %llu bytes from offset %llu run past the "
+                      "%llu bytes of physical memory",
+                      (unsigned long long)size, (unsigned long long)offset,
+                      (unsigned long long)p->size);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_buffer_map_physical(nvhcq_reservation *r, uint64_t address, nvhcq_physical *p,
+                                       uint64_t offset, uint64_t size, nvhcq_buffer **out) {
+  if (!out)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_buffer_map_physical: out is NULL");
+  NVHCQ_TRY(check_map(r, address, p, offset, size));
+  nvhcq_buffer *b = calloc(1, sizeof *b);
+  if (!b) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  *b = (nvhcq_buffer){.magic = NVHCQ_BUFFER_MAGIC,
+                      .dev = p->dev,
+                      .kind = NVHCQ_MEMORY_DEVICE,
+                      .gpu_address = address,
+                      .size = size,
+                      .mapped_size = size,
+                      .page_size = (uint32_t)GRANULE,
+                      .handle = p->handle,
+                      .map_fd = -1,
+                      .physical = p,
+                      .physical_offset = offset,
+                      .reservation = r};
+  nvhcq_reclaim_poll(p->dev);
+  nvhcq_status s = claim_piece(r, b);
+  if (!s) {
+    s = nvhcq_memory_map_view(b);
+    if (s) drop_piece(r, b);
+  }
+  if (s) {
+    free(b);
+    return s;
+  }
+  __atomic_add_fetch(&p->refs, 1, __ATOMIC_ACQ_REL);
+  *out = b;
+  return NVHCQ_SUCCESS;
+}

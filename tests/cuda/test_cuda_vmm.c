@@ -1,0 +1,360 @@
+/* CUDA's virtual memory management against nvhcq's libcuda.so.1 (GPU or NVHCQ_MOCK=1): a
+ * reserved range, two allocations mapped side by side (one from an offset), access set, a copy
+ * spanning both read back byte for byte, memsets, pointer attributes, the order rules of unmap and
+ * release with their error codes; a kernel over the spanning range on a GPU. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_api.h"
+#include "test.h"
+
+static CUresult init_result = (CUresult)-1;
+
+static int on_mock(void) {
+  const char *m = getenv("NVHCQ_MOCK");
+  return m && *m && strcmp(m, "0") != 0;
+}
+
+static int asan_build(void) {
+#ifdef NO_DEVICE_ADDRESS_SPACE
+  return 1;
+#else
+  return 0;
+#endif
+}
+
+static CUresult init_once(void) {
+  if (init_result == (CUresult)-1) init_result = cuInit(0);
+  return init_result;
+}
+
+#define NEED_DEVICE()                                                                              \
+  do {                                                                                             \
+    if (init_once() != CUDA_SUCCESS) TEST_SKIP("needs a GPU or NVHCQ_MOCK=1");                     \
+    if (on_mock() && asan_build()) TEST_SKIP("the mock's device memory does not fit under ASan");  \
+    CUcontext ctx_;                                                                                \
+    TEST_CHECK(cuDevicePrimaryCtxRetain(&ctx_, 0) == CUDA_SUCCESS);                                \
+    TEST_CHECK(cuCtxSetCurrent(ctx_) == CUDA_SUCCESS);                                             \
+  } while (0)
+
+#define NEED_KERNELS()                                                                             \
+  do {                                                                                             \
+    NEED_DEVICE();                                                                                 \
+    if (on_mock()) TEST_SKIP("needs a GPU");                                                       \
+  } while (0)
+
+#define OK(x) TEST_CHECK_MSG((x) == CUDA_SUCCESS, "%s", #x)
+#define IS(x, code)                                                                                \
+  do {                                                                                             \
+    CUresult r_ = (x);                                                                             \
+    TEST_CHECK_MSG(r_ == (code), "%s: %d, not %s", #x, (int)r_, #code);                            \
+  } while (0)
+
+#define G ((size_t)2 << 20)
+
+/* Left to the library's stubs (not in cuda_api.h): declared as cuda.h does, types simplified. */
+CUresult cuMemMapArrayAsync(void *mapInfoList, unsigned int count, void *hStream);
+CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType handleType,
+                                      unsigned long long flags);
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                        CUmemAllocationHandleType shHandleType);
+
+static CUmemAllocationProp device_prop(void) {
+  CUmemAllocationProp p;
+  memset(&p, 0, sizeof p);
+  p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.location.id = 0;
+  return p;
+}
+
+static void fill(uint8_t *p, size_t n, uint32_t seed) {
+  uint64_t x = seed | 1ull << 40;
+  for (size_t i = 0; i < n; i++)
+    p[i] = (uint8_t)((x = x * 6364136223846793005ull + 1442695040888963407ull) >> 56);
+}
+
+static void test_granularity_and_refusals(void) {
+  NEED_DEVICE();
+  CUmemAllocationProp prop = device_prop();
+  size_t g = 0;
+  OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  TEST_CHECK(g == G);
+  OK(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED));
+  TEST_CHECK(g == G);
+  IS(cuMemGetAllocationGranularity(&g, &prop, (CUmemAllocationGranularity_flags)7),
+     CUDA_ERROR_INVALID_VALUE);
+  prop.location.id = 99;
+  IS(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM),
+     CUDA_ERROR_INVALID_DEVICE);
+  prop = device_prop();
+  CUmemGenericAllocationHandle h = 0;
+  IS(cuMemCreate(&h, G + 4096, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemCreate(&h, G, &prop, 1), CUDA_ERROR_INVALID_VALUE);
+  prop.requestedHandleTypes = (CUmemAllocationHandleType)1; /* POSIX file descriptor */
+  IS(cuMemCreate(&h, G, &prop, 0), CUDA_ERROR_NOT_SUPPORTED);
+  prop = device_prop();
+  prop.allocFlags.compressionType = 1;
+  IS(cuMemCreate(&h, G, &prop, 0), CUDA_ERROR_NOT_SUPPORTED);
+  prop = device_prop();
+  prop.type = CU_MEM_ALLOCATION_TYPE_MANAGED;
+  IS(cuMemCreate(&h, G, &prop, 0), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemRelease(12345), CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr va = 0;
+  IS(cuMemAddressReserve(&va, G + 1, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemAddressReserve(&va, G, 3 * G, 0, 0), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemMapArrayAsync(NULL, 0, NULL), CUDA_ERROR_NOT_SUPPORTED);
+  IS(cuMemExportToShareableHandle(NULL, 0, (CUmemAllocationHandleType)1, 0),
+     CUDA_ERROR_NOT_SUPPORTED);
+  IS(cuMemImportFromShareableHandle(NULL, NULL, (CUmemAllocationHandleType)1),
+     CUDA_ERROR_NOT_SUPPORTED);
+}
+
+/* The hint is honoured where free: a range freed is reserved again at its address. */
+static void test_reserve_hint(void) {
+  NEED_DEVICE();
+  CUdeviceptr a = 0, b = 0, c = 0;
+  OK(cuMemAddressReserve(&a, 4 * G, 0, 0, 0));
+  TEST_CHECK(a && a % G == 0);
+  OK(cuMemAddressReserve(&b, 2 * G, 0, a, 0)); /* taken: elsewhere */
+  TEST_CHECK(b && (b + 2 * G <= a || b >= a + 4 * G));
+  IS(cuMemAddressFree(a, 2 * G), CUDA_ERROR_INVALID_VALUE); /* the size must match */
+  OK(cuMemAddressFree(a, 4 * G));
+  OK(cuMemAddressReserve(&c, 4 * G, 0, a, 0));
+  TEST_CHECK_MSG(c == a, "hint 0x%llx, got 0x%llx", (unsigned long long)a, (unsigned long long)c);
+  OK(cuMemAddressFree(c, 4 * G));
+  OK(cuMemAddressFree(b, 2 * G));
+}
+
+typedef struct spanning {
+  CUdeviceptr va;
+  CUmemGenericAllocationHandle h1, h2;
+} spanning;
+
+/* [va, va + G): h1's second half; [va + G, va + 3 G): all of h2; access not yet set. */
+static int make_spanning(spanning *s) {
+  CUmemAllocationProp prop = device_prop();
+  memset(s, 0, sizeof *s);
+  OK(cuMemAddressReserve(&s->va, 4 * G, 0, 0, 0));
+  OK(cuMemCreate(&s->h1, 2 * G, &prop, 0));
+  OK(cuMemCreate(&s->h2, 2 * G, &prop, 0));
+  if (!s->va || !s->h1 || !s->h2) return 0;
+  OK(cuMemMap(s->va, G, G, s->h1, 0));
+  OK(cuMemMap(s->va + G, 2 * G, 0, s->h2, 0));
+  return 1;
+}
+
+static void set_rw(CUdeviceptr va, size_t size, CUresult want) {
+  CUmemAccessDesc d;
+  memset(&d, 0, sizeof d);
+  d.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  d.location.id = 0;
+  d.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  IS(cuMemSetAccess(va, size, &d, 1), want);
+}
+
+static void test_map_copy_spanning(void) {
+  NEED_DEVICE();
+  spanning s;
+  if (!make_spanning(&s)) return;
+  CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+  unsigned long long flags = 99;
+  OK(cuMemGetAccess(&flags, &loc, s.va));
+  TEST_CHECK(flags == CU_MEM_ACCESS_FLAGS_PROT_NONE);
+  size_t n = G + 8193;
+  uint8_t *in = malloc(3 * G), *out = malloc(3 * G);
+  fill(in, 3 * G, 5);
+  CUdeviceptr at = s.va + G / 2 - 4097;                     /* across the boundary at va + G */
+  IS(cuMemcpyHtoD_v2(at, in, n), CUDA_ERROR_INVALID_VALUE); /* not accessible yet */
+  IS(cuMemMap(s.va + G, G, 0, s.h1, 0), CUDA_ERROR_INVALID_VALUE);         /* mapped already */
+  IS(cuMemMap(s.va + 3 * G, 2 * G, 0, s.h1, 0), CUDA_ERROR_INVALID_VALUE); /* past the range */
+  set_rw(s.va, G, CUDA_SUCCESS);
+  set_rw(s.va, 2 * G, CUDA_ERROR_INVALID_VALUE); /* not whole mappings */
+  set_rw(s.va + G, 2 * G, CUDA_SUCCESS);
+  OK(cuMemGetAccess(&flags, &loc, s.va + G + 5));
+  TEST_CHECK(flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  OK(cuMemcpyHtoD_v2(at, in, n));
+  memset(out, 0, n);
+  OK(cuMemcpyDtoH_v2(out, at, n));
+  TEST_CHECK_MSG(memcmp(in, out, n) == 0, "a copy across two mappings");
+  /* device to device across the boundary, both ways, and a stream-ordered one */
+  OK(cuMemcpyDtoD_v2(s.va + 2 * G + 64, at, n - 64 - G / 2));
+  OK(cuMemcpyDtoH_v2(out, s.va + 2 * G + 64, n - 64 - G / 2));
+  TEST_CHECK(memcmp(in, out, n - 64 - G / 2) == 0);
+  OK(cuMemcpyHtoDAsync_v2(s.va, in, 3 * G, NULL));
+  OK(cuCtxSynchronize());
+  memset(out, 0, 3 * G);
+  OK(cuMemcpyDtoH_v2(out, s.va, 3 * G));
+  TEST_CHECK(memcmp(in, out, 3 * G) == 0);
+  IS(cuMemcpyDtoH_v2(out, s.va + 2 * G, G + 1), CUDA_ERROR_INVALID_VALUE); /* past the end */
+  /* memsets across the boundary */
+  OK(cuMemsetD32_v2(s.va + G - 400, 0xabcdef01u, 200));
+  uint32_t w[200];
+  OK(cuMemcpyDtoH_v2(w, s.va + G - 400, sizeof w));
+  int bad = 0;
+  for (int i = 0; i < 200; i++) bad += w[i] != 0xabcdef01u;
+  TEST_CHECK(bad == 0);
+  OK(cuMemsetD8_v2(s.va + G - 1, 0x11, 2));
+  uint8_t two[2];
+  OK(cuMemcpyDtoH_v2(two, s.va + G - 1, 2));
+  TEST_CHECK(two[0] == 0x11 && two[1] == 0x11);
+  /* the mapping from an offset is h1's second half: seen through a second mapping of all h1 */
+  CUdeviceptr va2 = 0;
+  OK(cuMemAddressReserve(&va2, 2 * G, 0, 0, 0));
+  OK(cuMemMap(va2, 2 * G, 0, s.h1, 0));
+  set_rw(va2, 2 * G, CUDA_SUCCESS);
+  OK(cuMemcpyDtoH_v2(out, va2 + G, 16));
+  OK(cuMemcpyDtoH_v2(out + 16, s.va, 16));
+  TEST_CHECK(memcmp(out, out + 16, 16) == 0);
+  OK(cuMemUnmap(va2, 2 * G));
+  OK(cuMemAddressFree(va2, 2 * G));
+  free(in);
+  free(out);
+  OK(cuMemUnmap(s.va, 3 * G)); /* two mappings at once */
+  OK(cuMemRelease(s.h1));
+  OK(cuMemRelease(s.h2));
+  OK(cuMemAddressFree(s.va, 4 * G));
+}
+
+static void test_attributes(void) {
+  NEED_DEVICE();
+  spanning s;
+  if (!make_spanning(&s)) return;
+  unsigned int type = 0;
+  IS(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, s.va + G + 7),
+     CUDA_ERROR_INVALID_VALUE); /* no access yet */
+  set_rw(s.va, 3 * G, CUDA_SUCCESS);
+  OK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, s.va + G + 7));
+  TEST_CHECK(type == CU_MEMORYTYPE_DEVICE);
+  CUdeviceptr dp = 0, start = 0;
+  size_t rsize = 0;
+  OK(cuPointerGetAttribute(&dp, CU_POINTER_ATTRIBUTE_DEVICE_POINTER, s.va + G + 7));
+  TEST_CHECK(dp == s.va + G + 7);
+  int ordinal = -1;
+  OK(cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, s.va + G + 7));
+  TEST_CHECK(ordinal == 0);
+  CUpointer_attribute attrs[2] = {CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+                                  CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  void *data[2] = {&start, &rsize};
+  OK(cuPointerGetAttributes(2, attrs, data, s.va + G + 7));
+  TEST_CHECK(start == s.va + G && rsize == 2 * G);
+  OK(cuMemGetAddressRange_v2(&start, &rsize, s.va + 100));
+  TEST_CHECK(start == s.va && rsize == G);
+  IS(cuMemFree_v2(s.va), CUDA_ERROR_INVALID_VALUE); /* cuMemUnmap's, not cuMemFree's */
+  CUmemGenericAllocationHandle got = 0;
+  OK(cuMemRetainAllocationHandle(&got, (void *)(uintptr_t)(s.va + G + 7)));
+  TEST_CHECK(got == s.h2);
+  OK(cuMemRelease(got));
+  CUmemAllocationProp prop;
+  OK(cuMemGetAllocationPropertiesFromHandle(&prop, s.h2));
+  TEST_CHECK(prop.type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+             prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE && prop.location.id == 0);
+  OK(cuMemUnmap(s.va, 3 * G));
+  OK(cuMemRelease(s.h1));
+  OK(cuMemRelease(s.h2));
+  OK(cuMemAddressFree(s.va, 4 * G));
+}
+
+/* Released while mapped: the memory stays until its cuMemUnmap; order errors. */
+static void test_release_order(void) {
+  NEED_DEVICE();
+  spanning s;
+  if (!make_spanning(&s)) return;
+  set_rw(s.va, 3 * G, CUDA_SUCCESS);
+  uint8_t in[64], out[64];
+  fill(in, sizeof in, 9);
+  OK(cuMemcpyHtoD_v2(s.va + G - 32, in, sizeof in));
+  OK(cuMemRelease(s.h1));
+  OK(cuMemRelease(s.h2));
+  IS(cuMemRelease(s.h1), CUDA_ERROR_INVALID_VALUE);
+  CUmemAllocationProp prop;
+  IS(cuMemGetAllocationPropertiesFromHandle(&prop, s.h1), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemcpyDtoH_v2(out, s.va + G - 32, sizeof out));
+  TEST_CHECK(memcmp(in, out, sizeof in) == 0);
+  IS(cuMemAddressFree(s.va, 4 * G), CUDA_ERROR_INVALID_VALUE); /* still mapped */
+  IS(cuMemUnmap(s.va, 2 * G), CUDA_ERROR_INVALID_VALUE);       /* not whole mappings */
+  IS(cuMemUnmap(s.va + 3 * G, G), CUDA_ERROR_INVALID_VALUE);   /* nothing mapped */
+  CUmemGenericAllocationHandle again = 0;
+  OK(cuMemRetainAllocationHandle(&again, (void *)(uintptr_t)s.va));
+  OK(cuMemUnmap(s.va, G));
+  OK(cuMemUnmap(s.va + G, 2 * G));
+  /* h1 lives on through the retained handle: mapped again, its bytes still there */
+  OK(cuMemMap(s.va, G, G, again, 0));
+  set_rw(s.va, G, CUDA_SUCCESS);
+  OK(cuMemcpyDtoH_v2(out, s.va + G - 32, 32));
+  TEST_CHECK(memcmp(in, out, 32) == 0);
+  OK(cuMemUnmap(s.va, G));
+  OK(cuMemRelease(again));
+  IS(cuMemMap(s.va, G, 0, again, 0), CUDA_ERROR_INVALID_VALUE); /* gone */
+  OK(cuMemAddressFree(s.va, 4 * G));
+}
+
+/* p[i] += v for i < n. */
+static const char add_ptx[] =
+    ".version 7.8\n.target sm_80\n.address_size 64\n"
+    ".visible .entry add_value(.param .u64 p, .param .u32 v, .param .u32 n) {\n"
+    "  .reg .b32 %r<7>; .reg .b64 %rd<4>; .reg .pred %q;\n"
+    "  ld.param.u64 %rd1, [p]; ld.param.u32 %r1, [v]; ld.param.u32 %r2, [n];\n"
+    "  mov.u32 %r3, %ctaid.x; mov.u32 %r4, %ntid.x; mov.u32 %r5, %tid.x;\n"
+    "  mad.lo.s32 %r3, %r3, %r4, %r5;\n"
+    "  setp.ge.u32 %q, %r3, %r2; @%q bra DONE;\n"
+    "  cvta.to.global.u64 %rd1, %rd1; mul.wide.u32 %rd2, %r3, 4; add.s64 %rd3, %rd1, %rd2;\n"
+    "  ld.global.u32 %r6, [%rd3]; add.u32 %r6, %r6, %r1; st.global.u32 [%rd3], %r6;\n"
+    "DONE:\n  ret;\n}\n";
+
+static void test_kernel_spanning(void) {
+  NEED_KERNELS();
+  spanning s;
+  if (!make_spanning(&s)) return;
+  set_rw(s.va, 3 * G, CUDA_SUCCESS);
+  CUmodule mod;
+  CUfunction f = NULL;
+  OK(cuModuleLoadData(&mod, add_ptx));
+  OK(cuModuleGetFunction(&f, mod, "add_value"));
+  uint32_t n = (uint32_t)(3 * G / 4);
+  OK(cuMemsetD32_v2(s.va, 5, n));
+  CUdeviceptr p = s.va;
+  uint32_t v = 7;
+  void *params[] = {&p, &v, &n};
+  if (f) OK(cuLaunchKernel(f, (n + 255) / 256, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+  OK(cuCtxSynchronize());
+  uint32_t *h = malloc(3 * G);
+  OK(cuMemcpyDtoH_v2(h, s.va, 3 * G));
+  uint32_t bad = 0;
+  for (uint32_t i = 0; i < n; i++) bad += h[i] != 12;
+  TEST_CHECK_MSG(bad == 0, "%u of %u values are not 12", bad, n);
+  free(h);
+  OK(cuModuleUnload(mod));
+  OK(cuMemUnmap(s.va, 3 * G));
+  OK(cuMemRelease(s.h1));
+  OK(cuMemRelease(s.h2));
+  OK(cuMemAddressFree(s.va, 4 * G));
+}
+
+/* Every call is where cuGetProcAddress looks for it, without a device. */
+static void test_proc_address(void) {
+  static const char *names[] = {"cuMemGetAllocationGranularity",
+                                "cuMemAddressReserve",
+                                "cuMemAddressFree",
+                                "cuMemCreate",
+                                "cuMemRelease",
+                                "cuMemMap",
+                                "cuMemUnmap",
+                                "cuMemSetAccess",
+                                "cuMemGetAccess",
+                                "cuMemGetAllocationPropertiesFromHandle",
+                                "cuMemRetainAllocationHandle"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult st;
+    TEST_CHECK_MSG(cuGetProcAddress_v2(names[i], &fn, 12000, 0, &st) == CUDA_SUCCESS && fn, "%s",
+                   names[i]);
+  }
+}
+
+TEST_MAIN(TEST(test_proc_address), TEST(test_granularity_and_refusals), TEST(test_reserve_hint),
+          TEST(test_map_copy_spanning), TEST(test_attributes), TEST(test_release_order),
+          TEST(test_kernel_spanning))
