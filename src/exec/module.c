@@ -7,6 +7,7 @@
 #include "util/align.h"
 #include "driver/door.h"
 #include "exec/compile.h"
+#include "exec/syscalls.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -134,11 +135,15 @@ static void init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_cubin_ker
  * from the arena, which is mapped already: no driver call unless it needs a new chunk. */
 static nvhcq_status upload(nvhcq_module *m, const void *data, size_t size) {
   nvhcq_cubin *c = m->cubin;
+  uint64_t imports[NVHCQ_CUBIN_MAX_IMPORTS] = {0};
+  /* printf, assert, malloc, free: the device's syscalls module, which also raises the callers'
+   * registers and stacks (before init_kernel reads them) */
+  if (c->import_count) NVHCQ_TRY(nvhcq_syscalls_resolve(m->dev, c, imports));
   NVHCQ_TRY(nvhcq_arena_alloc(m->dev, c->memory_size + CODE_GUARD_BYTES, &m->image));
   uint8_t *dst = nvhcq_arena_host(&m->image);
   NVHCQ_TRY(nvhcq_cubin_write_image(c, data, size, dst));
   memset(dst + c->memory_size, 0, CODE_GUARD_BYTES);
-  return nvhcq_cubin_relocate(c, dst, m->image.gpu_address);
+  return nvhcq_cubin_relocate_imports(c, dst, m->image.gpu_address, imports);
 }
 
 /* New code and constants may sit where an unloaded module's were: the SMs' instruction and
