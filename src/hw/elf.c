@@ -98,7 +98,8 @@ static nvhcq_status nvhcq_cubin_layout(nvhcq_elf *e, nvhcq_cubin *c) {
 /* Up to two bit fields a relocation type writes, from r_offset: `width` bits at bit `lo` take the
  * address shifted right by `shift`. The layouts are ptxas's own relocation table (CUDA 13's
  * R_CUDA_* list with each type's bit actions); ABS55_16_34 is how code in one .text section calls
- * a function in another (cooperative groups' grid sync in libcudadevrt, -rdc code). */
+ * a function in another (cooperative groups' grid sync in libcudadevrt, -rdc code), ABS47_34 the
+ * same on sm_7x/8x (the device syscalls' keep kernel there; not yet run on an Ampere GPU). */
 typedef struct reloc_part {
   uint8_t lo, width, shift;
 } reloc_part;
@@ -126,6 +127,7 @@ static const reloc_layout reloc_layouts[] = {
     ONE(NVHCQ_R_CUDA_ABS32_HI_32, 32, 32, 32),
     ONE(NVHCQ_R_CUDA_32_LO, 0, 32, 0),
     ONE(NVHCQ_R_CUDA_32_HI, 0, 32, 32),
+    ONE(NVHCQ_R_CUDA_ABS47_34, 34, 47, 0),
     {NVHCQ_R_CUDA_ABS55_16_34, {{16, 8, 2}, {34, 47, 10}}},
     {NVHCQ_R_CUDA_ABS56_16_34, {{16, 8, 2}, {34, 48, 10}}},
 };
@@ -258,7 +260,8 @@ static nvhcq_status nvhcq_reloc_read(const nvhcq_elf *e, nvhcq_cubin *c,
   if (type == 0) return NVHCQ_SUCCESS;
   if (!nvhcq_reloc_layout(type, &l))
     return NVHCQ_BAD("relocation type 0x%x in %s is not supported (nvhcq applies R_CUDA_32, 64, "
-                     "G32, G64, 32_LO/HI, ABS32_32, ABS32_LO/HI_32, ABS55_16_34, ABS56_16_34 and "
+                     "G32, G64, 32_LO/HI, ABS32_32, ABS32_LO/HI_32, ABS47_34, ABS55_16_34, ABS56_16_34 "
+                     "and "
                      "the byte lanes 8_N and G8_N)",
                      type, s->name);
   if (!nvhcq_in_range(off, reloc_span(&l), t->size))

@@ -38,6 +38,7 @@ enum {
   NVHCQ_R_CUDA_ABS32_HI_32 = 0x39, /* high 32 bits into instruction bytes +4..+8 */
   NVHCQ_R_CUDA_32_LO = 0x46,       /* low 32 bits at +0 */
   NVHCQ_R_CUDA_32_HI = 0x47,       /* high 32 bits at +0 */
+  NVHCQ_R_CUDA_ABS47_34 = 0x3a,    /* call target before Hopper (sm_7x/8x): 47 bits at bit 34 */
   NVHCQ_R_CUDA_ABS55_16_34 = 0x4b, /* call target: bits 2..9 at bit 16, bits 10..56 at bit 34 */
   NVHCQ_R_CUDA_8_0 = 0x4c,         /* 0x4c..0x53: byte N/8 of the address at +0 (R_CUDA_8_N) */
   NVHCQ_R_CUDA_G8_0 = 0x54,        /* 0x54..0x5b: the same for global addresses (R_CUDA_G8_N) */
