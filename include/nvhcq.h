@@ -203,7 +203,8 @@ NVHCQ_API nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t 
  * memory and printed, in order, when a CPU wait on the device ends (nvhcq_device_cpu_wait_idle,
  * nvhcq_signal_cpu_wait, nvhcq_queue_cpu_wait_idle, nvhcq_kernel_launch_cpu_wait, ...): to
  * stdout, and assertions as CUDA words them to stderr. A failed assert stops its kernel: the wait
- * fails with NVHCQ_ERROR_GPU_FAULT, its message starting "device-side assertion failed: ". */
+ * fails with NVHCQ_ERROR_GPU_FAULT, the fault report (nvhcq_last_error) opening with
+ * "device-side assertion failed: " and CUDA's line. */
 #define NVHCQ_LIMIT_PRINTF_FIFO_SIZE 1u /* bytes of the printf FIFO (default 1 MiB) */
 #define NVHCQ_LIMIT_MALLOC_HEAP_SIZE 2u /* bytes of the device heap (default 8 MiB) */
 /* Each limit may be set until the first module that needs it loads (then its memory is made);

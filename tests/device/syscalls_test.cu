@@ -35,7 +35,7 @@ extern "C" __global__ void heap_rounds(int rounds, unsigned *errors) {
   unsigned tid = blockIdx.x * blockDim.x + threadIdx.x;
   free(NULL);
   for (int r = 0; r < rounds; r++) {
-    unsigned size = 16 + (tid * 7 + r * 13) % 100;
+    unsigned size = 16 + (tid * 7 + r * 13) % 96; // with the header, at most 128 bytes
     unsigned char *p = (unsigned char *)malloc(size);
     if (!p) atomicAdd(&errors[0], 1u);
     if (p && ((uintptr_t)p & 15)) atomicAdd(&errors[1], 1u);
@@ -44,7 +44,7 @@ extern "C" __global__ void heap_rounds(int rounds, unsigned *errors) {
     __syncthreads();
     unsigned n = (threadIdx.x + 1) % blockDim.x, ntid = blockIdx.x * blockDim.x + n;
     unsigned char *q = blocks[n];
-    unsigned nsize = 16 + (ntid * 7 + r * 13) % 100;
+    unsigned nsize = 16 + (ntid * 7 + r * 13) % 96;
     for (unsigned i = 0; q && i < nsize; i++)
       if (q[i] != (unsigned char)(ntid + i + r)) {
         atomicAdd(&errors[2], 1u);
