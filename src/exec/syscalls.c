@@ -282,6 +282,16 @@ void nvhcq_syscalls_reset(nvhcq_device *dev) {
   pthread_mutex_unlock(&s->lock);
 }
 
+uint8_t *nvhcq_syscalls_test_fifo(nvhcq_device *dev, uint64_t *capacity, nvhcq_sys_fifo **fifo,
+                                  nvhcq_sys_state **state) {
+  nvhcq_syscalls *s = dev->syscalls;
+  if (!s || !s->fifo) return NULL;
+  *capacity = s->capacity;
+  *fifo = s->fifo->host_pointer;
+  *state = (nvhcq_sys_state *)s->state;
+  return s->ring;
+}
+
 void nvhcq_syscalls_close(nvhcq_device *dev) {
   nvhcq_syscalls *s = dev->syscalls;
   if (!s) return;

@@ -4,6 +4,7 @@
 #define NVHCQ_SYSCALLS_H
 
 #include "core/device.h"
+#include "exec/syscalls_abi.h"
 #include "hw/elf.h"
 
 /* For a cubin with imports (nvhcq_cubin_is_syscall): loads the device's syscalls module if it is
@@ -20,6 +21,11 @@ void nvhcq_syscalls_explain(nvhcq_device *dev, char *out, size_t cap);
 /* After a recovery: prints what is ready, skips records the stopped kernels left unfinished and
  * forgets the assertion. */
 void nvhcq_syscalls_reset(nvhcq_device *dev);
+/* For tests on the mock, which runs no syscalls: the ring (*capacity bytes), the FIFO's header
+ * and the module's state, where a test writes records as syscalls.cu does. NULL before the first
+ * module that needs the syscalls. */
+uint8_t *nvhcq_syscalls_test_fifo(nvhcq_device *dev, uint64_t *capacity, nvhcq_sys_fifo **fifo,
+                                  nvhcq_sys_state **state);
 /* At close: the module, the FIFO and the heap go. */
 void nvhcq_syscalls_close(nvhcq_device *dev);
 
