@@ -11,8 +11,10 @@
 
 #include "mock_test.h"
 #include "core/device.h"
+#include "exec/builtin.h"
 #include "exec/syscalls.h"
 #include "exec/syscalls_abi.h"
+#include "hw/elf.h"
 
 typedef struct fifo_view {
   uint8_t *ring;
@@ -255,5 +257,53 @@ static void test_assert_and_recovery(void) {
   close_mock(dev);
 }
 
-TEST_MAIN(TEST(test_order_and_readiness), TEST(test_wrap), TEST(test_full_ring_drops),
+/* The syscall's frame, from the embedded module for sm_90 (what the mock GPU is). */
+static uint32_t frame_of(const char *name) {
+  for (const nvhcq_builtin_cubin *b = nvhcq_syscall_cubins; b->sm; b++) {
+    nvhcq_cubin *c = NULL;
+    if (b->sm != 90 || nvhcq_cubin_parse(b->data, b->size, &c)) continue;
+    const nvhcq_cubin_function *f = nvhcq_cubin_find_function(c, name);
+    uint32_t frame = f ? f->frame_size : 0;
+    nvhcq_cubin_free(c);
+    return frame;
+  }
+  return 0;
+}
+
+/* A kernel calling syscalls runs with at least their 24 registers and room for their frames. */
+static void test_callers_raised(void) {
+  NEED_CALLERS(dev, 0, v, m);
+  static const struct {
+    const char *kernel, *callee;
+  } cases[] = {{"print_all", "nvhcq_sys_vprintf"},
+               {"assert_one", "nvhcq_sys___assertfail"},
+               {"heap_rounds", "nvhcq_sys_malloc"}};
+  char path[512];
+  snprintf(path, sizeof path, "%s/syscalls_test_sm_90.cubin", NVHCQ_TEST_CUBIN_DEFAULT);
+  size_t size = 0;
+  void *file = test_read_file(path, &size);
+  nvhcq_cubin *c = NULL;
+  TEST_CHECK(file && nvhcq_cubin_parse(file, size, &c) == NVHCQ_SUCCESS);
+  for (size_t i = 0; c && i < sizeof cases / sizeof *cases; i++) {
+    const nvhcq_cubin_kernel *k = nvhcq_cubin_find_kernel(c, cases[i].kernel);
+    nvhcq_kernel *kn = NULL;
+    nvhcq_kernel_info info = {.struct_size = sizeof info};
+    TEST_CHECK(nvhcq_module_get_kernel(m, cases[i].kernel, &kn) == NVHCQ_SUCCESS &&
+               nvhcq_kernel_query_info(kn, &info) == NVHCQ_SUCCESS);
+    uint32_t frame = frame_of(cases[i].callee);
+    TEST_CHECK_MSG(k && info.registers >= 24 && info.registers >= k->registers, "%s: %u registers",
+                   cases[i].kernel, info.registers);
+    TEST_CHECK_MSG(k && info.local_bytes == k->min_stack_size + frame + 0x240,
+                   "%s: %u bytes of local memory, its own stack %u and %s's frame %u",
+                   cases[i].kernel, info.local_bytes, k ? k->min_stack_size : 0, cases[i].callee,
+                   frame);
+  }
+  TEST_CHECK(frame_of("nvhcq_sys_vprintf") > 0);
+  nvhcq_cubin_free(c);
+  free(file);
+  TEST_CHECK(nvhcq_module_unload(m) == NVHCQ_SUCCESS);
+  close_mock(dev);
+}
+
+TEST_MAIN(TEST(test_order_and_readiness), TEST(test_callers_raised), TEST(test_wrap), TEST(test_full_ring_drops),
           TEST(test_concurrent_drains), TEST(test_assert_and_recovery))
