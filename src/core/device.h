@@ -133,6 +133,12 @@ static inline int nvhcq_device_closing(const nvhcq_device *dev) {
   return __atomic_load_n(&dev->closing, __ATOMIC_RELAXED);
 }
 
+/* A CPU wait on the device ended (at once or after sleeping, done or failed): what its kernels
+ * printed is printed now (after_wait). */
+static inline void nvhcq_device_waited(nvhcq_device *dev) {
+  if (dev && dev->after_wait) dev->after_wait(dev);
+}
+
 /* The channel for a queue kind. */
 static inline nvhcq_channel *nvhcq_device_channel(nvhcq_device *dev, int copy) {
   return copy ? &dev->copy : &dev->compute;

@@ -95,7 +95,7 @@ static nvhcq_status wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, 
 nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
                               uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
   nvhcq_status s = wait_value(dev, value_ptr, value, timeout_ms, expect_ns, what);
-  if (dev && dev->after_wait) dev->after_wait(dev);
+  nvhcq_device_waited(dev);
   return s;
 }
 
@@ -171,7 +171,10 @@ uint64_t nvhcq_signal_gpu_address(const nvhcq_signal *sig) {
 
 nvhcq_status nvhcq_signal_cpu_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms) {
   NVHCQ_TRY(nvhcq_signal_check(sig));
-  if (nvhcq_signal_load(sig) >= value) return NVHCQ_SUCCESS;
+  if (nvhcq_signal_load(sig) >= value) {
+    nvhcq_device_waited(sig->dev);
+    return NVHCQ_SUCCESS;
+  }
   char what[64];
   snprintf(what, sizeof what, "GPU %d signal %u", sig->dev->index, sig->slot);
   nvhcq_status s = nvhcq_wait_value(sig->dev, sig->cpu, value,

@@ -222,7 +222,7 @@ static void handle(nvhcq_syscalls *s, const uint8_t *rec, uint32_t size) {
 /* Consumes everything reserved so far, ready or not (after a recovery, or a corrupt record). */
 static void skip_all(nvhcq_syscalls *s) {
   memset(s->ring, 0, s->capacity);
-  s->head = s->state->tail;
+  __atomic_store_n(&s->head, s->state->tail, __ATOMIC_RELAXED);
   __atomic_store_n(&((nvhcq_sys_fifo *)s->fifo->host_pointer)->head, s->head, __ATOMIC_RELEASE);
 }
 
@@ -249,14 +249,18 @@ static void drain_locked(nvhcq_syscalls *s) {
       if (nvhcq_print_record_ok(s->record, size)) handle(s, s->record, size);
     }
     memset(s->ring + at, 0, size); /* before the GPU may reuse it */
-    s->head += size;
+    __atomic_store_n(&s->head, s->head + size, __ATOMIC_RELAXED);
     __atomic_store_n(&((nvhcq_sys_fifo *)s->fifo->host_pointer)->head, s->head, __ATOMIC_RELEASE);
   }
 }
 
+/* Every CPU wait comes here: without a ready record at the head it returns at once, unlocked. */
 void nvhcq_syscalls_drain(nvhcq_device *dev) {
   nvhcq_syscalls *s = __atomic_load_n(&dev->syscalls, __ATOMIC_ACQUIRE);
   if (!s || !__atomic_load_n(&s->fifo, __ATOMIC_ACQUIRE)) return;
+  uint64_t head = __atomic_load_n(&s->head, __ATOMIC_RELAXED);
+  if (!__atomic_load_n((const uint32_t *)(s->ring + (head & (s->capacity - 1))), __ATOMIC_ACQUIRE))
+    return;
   pthread_mutex_lock(&s->lock);
   drain_locked(s);
   pthread_mutex_unlock(&s->lock);
