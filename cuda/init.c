@@ -538,7 +538,8 @@ CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
   nvcu_device *d;
   CUresult r = nvcu_current(&d, NULL);
   nvhcq_status s = r ? NVHCQ_SUCCESS : nvhcq_device_set_limit(d->dev, nvhcq_limit(limit), value);
-  if (!r && s) r = s == NVHCQ_ERROR_BUSY ? CUDA_ERROR_INVALID_VALUE : nvcu_status(s, "cuCtxSetLimit");
+  if (!r && s)
+    r = s == NVHCQ_ERROR_BUSY ? CUDA_ERROR_INVALID_VALUE : nvcu_status(s, "cuCtxSetLimit");
   if (s == NVHCQ_ERROR_BUSY) nvcu_log("cuCtxSetLimit: %s", nvhcq_last_error());
   NVCU_UNLOCK();
   return r;

@@ -59,7 +59,7 @@ static nvhcq_status timed_out(nvhcq_device *dev, volatile uint64_t *value_ptr, u
 }
 
 static nvhcq_status wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
-                              uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
+                               uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
   if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
   double start = nvhcq_now_ms(), expect_ms = expect_ns / 1e6;
   if (expect_ms > timeout_ms) expect_ms = timeout_ms; /* the timeout still ends the wait */

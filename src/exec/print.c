@@ -87,7 +87,9 @@ static int rebuild_spec(const char *f, const nvhcq_sys_conv *c, char *spec, size
   return 1;
 }
 
-static int star_ok(int v) { return v >= -MAX_FIELD && v <= MAX_FIELD; }
+static int star_ok(int v) {
+  return v >= -MAX_FIELD && v <= MAX_FIELD;
+}
 
 /* One conversion with its value (and '*' values), through snprintf. 0: print it literally. */
 static int convert(out_text *t, const char *spec, const nvhcq_sys_conv *c, const int *stars,
@@ -151,7 +153,8 @@ size_t nvhcq_print_format(const uint8_t *rec, uint32_t size, char *out, size_t c
   out_text t = {out, 0, cap};
   if (!out || !cap) return 0;
   out[0] = '\0';
-  if (!nvhcq_print_record_ok(rec, size) || ((const nvhcq_sys_record *)rec)->kind != NVHCQ_SYS_PRINTF)
+  if (!nvhcq_print_record_ok(rec, size) ||
+      ((const nvhcq_sys_record *)rec)->kind != NVHCQ_SYS_PRINTF)
     return 0;
   const nvhcq_sys_record *r = (const nvhcq_sys_record *)rec;
   const char *f = (const char *)rec + sizeof *r + 8ull * r->count;
@@ -179,7 +182,8 @@ size_t nvhcq_print_assert(const uint8_t *rec, uint32_t size, char *out, size_t c
   out_text t = {out, 0, cap};
   if (!out || !cap) return 0;
   out[0] = '\0';
-  if (!nvhcq_print_record_ok(rec, size) || ((const nvhcq_sys_record *)rec)->kind != NVHCQ_SYS_ASSERT)
+  if (!nvhcq_print_record_ok(rec, size) ||
+      ((const nvhcq_sys_record *)rec)->kind != NVHCQ_SYS_ASSERT)
     return 0;
   nvhcq_sys_assert a;
   memcpy(&a, rec + sizeof(nvhcq_sys_record), sizeof a);

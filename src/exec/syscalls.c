@@ -25,7 +25,7 @@ typedef struct nvhcq_syscalls {
   pthread_mutex_t lock;      /* the drain and the print callback */
   pthread_mutex_t load_lock; /* the loads and the limits (a load may wait, and waits drain) */
   uint64_t fifo_limit, heap_limit;
-  int tried;             /* the module's load was tried (it does not change) */
+  int tried; /* the module's load was tried (it does not change) */
   nvhcq_status load_status;
   char load_error[512];
   nvhcq_module *module;
@@ -131,7 +131,7 @@ static nvhcq_status make_fifo(nvhcq_device *dev, nvhcq_syscalls *s) {
   s->capacity = ring;
   s->state->fifo_capacity = ring;
   s->state->fifo = b->gpu_address;
-  __atomic_thread_fence(__ATOMIC_SEQ_CST); /* before any launch that reads them */
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);         /* before any launch that reads them */
   __atomic_store_n(&s->fifo, b, __ATOMIC_RELEASE); /* the drain starts looking */
   return NVHCQ_SUCCESS;
 }
@@ -238,8 +238,9 @@ static void drain_locked(nvhcq_syscalls *s) {
     uint64_t at = s->head & (s->capacity - 1);
     if (size % NVHCQ_SYS_ALIGN || size > s->capacity - at ||
         (size > MAX_RECORD && ((const uint32_t *)(s->ring + at))[1] != NVHCQ_SYS_PAD)) {
-      fprintf(stderr, "nvhcq: device printf FIFO corrupt at %llu (record of %u bytes): output "
-                      "skipped\n",
+      fprintf(stderr,
+              "nvhcq: device printf FIFO corrupt at %llu (record of %u bytes): output "
+              "skipped\n",
               (unsigned long long)s->head, size);
       skip_all(s);
       return;

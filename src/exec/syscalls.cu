@@ -145,8 +145,10 @@ __device__ static uint32_t put(uint8_t *rec, uint32_t *at, const char *s) {
 
 // Records what failed for the host to print as CUDA does, then stops the kernel: the launch
 // fails, and the fault report names the assertion.
-extern "C" __device__ __noinline__ void nvhcq_sys___assertfail(const char *message, const char *file, unsigned line,
-                                        const char *function, size_t charSize) {
+extern "C" __device__ __noinline__ void nvhcq_sys___assertfail(const char *message,
+                                                               const char *file, unsigned line,
+                                                               const char *function,
+                                                               size_t charSize) {
   (void)charSize;
   uint32_t at = sizeof(nvhcq_sys_record) + sizeof(nvhcq_sys_assert);
   uint32_t need = at + 3 * (NVHCQ_SYS_MAX_STRING + 1);

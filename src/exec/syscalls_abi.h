@@ -60,8 +60,8 @@ typedef struct nvhcq_sys_state {
   uint64_t fifo_capacity; /* bytes of the ring, a power of two (at least 4 KiB) */
   uint64_t heap;          /* GPU address of the heap, 0: malloc returns NULL */
   uint64_t heap_size;
-  uint64_t tail;    /* ring bytes reserved so far (GPU) */
-  uint64_t dropped; /* records that found the ring full (GPU; the host reads it) */
+  uint64_t tail;     /* ring bytes reserved so far (GPU) */
+  uint64_t dropped;  /* records that found the ring full (GPU; the host reads it) */
   uint64_t heap_top; /* heap bytes handed out past the free lists (GPU) */
   /* Free list heads: block index + 1 in the low 32 bits (0: empty), a tag bumped by every change
    * in the high 32 (the ABA guard). A block's index is its offset / 16. */

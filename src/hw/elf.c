@@ -220,7 +220,8 @@ static nvhcq_status nvhcq_reloc_import(nvhcq_cubin *c, const nvhcq_elf_symbol *s
 }
 
 static bool nvhcq_is_import(const nvhcq_elf_symbol *sym) {
-  return sym->shndx == 0 && (sym->info & 0xf) == NVHCQ_STT_FUNC && nvhcq_cubin_is_syscall(sym->name);
+  return sym->shndx == 0 && (sym->info & 0xf) == NVHCQ_STT_FUNC &&
+         nvhcq_cubin_is_syscall(sym->name);
 }
 
 static nvhcq_status nvhcq_reloc_symbol(const nvhcq_elf *e, nvhcq_cubin *c,
@@ -248,9 +249,8 @@ static nvhcq_status nvhcq_reloc_symbol(const nvhcq_elf *e, nvhcq_cubin *c,
 }
 
 /* Reads entry j of s into *r; r->type stays 0 for R_CUDA_NONE, which is skipped. */
-static nvhcq_status nvhcq_reloc_read(const nvhcq_elf *e, nvhcq_cubin *c,
-                                     const nvhcq_elf_section *s, const nvhcq_elf_section *t,
-                                     uint64_t j, nvhcq_cubin_reloc *r) {
+static nvhcq_status nvhcq_reloc_read(const nvhcq_elf *e, nvhcq_cubin *c, const nvhcq_elf_section *s,
+                                     const nvhcq_elf_section *t, uint64_t j, nvhcq_cubin_reloc *r) {
   bool rela = s->type == NVHCQ_SHT_RELA;
   const uint8_t *p = e->data + s->offset + j * (rela ? NVHCQ_RELA_SIZE : NVHCQ_REL_SIZE);
   uint64_t off = nvhcq_rd64(p), info = nvhcq_rd64(p + 8);
@@ -259,11 +259,12 @@ static nvhcq_status nvhcq_reloc_read(const nvhcq_elf *e, nvhcq_cubin *c,
   *r = (nvhcq_cubin_reloc){0};
   if (type == 0) return NVHCQ_SUCCESS;
   if (!nvhcq_reloc_layout(type, &l))
-    return NVHCQ_BAD("relocation type 0x%x in %s is not supported (nvhcq applies R_CUDA_32, 64, "
-                     "G32, G64, 32_LO/HI, ABS32_32, ABS32_LO/HI_32, ABS47_34, ABS55_16_34, ABS56_16_34 "
-                     "and "
-                     "the byte lanes 8_N and G8_N)",
-                     type, s->name);
+    return NVHCQ_BAD(
+        "relocation type 0x%x in %s is not supported (nvhcq applies R_CUDA_32, 64, "
+        "G32, G64, 32_LO/HI, ABS32_32, ABS32_LO/HI_32, ABS47_34, ABS55_16_34, ABS56_16_34 "
+        "and "
+        "the byte lanes 8_N and G8_N)",
+        type, s->name);
   if (!nvhcq_in_range(off, reloc_span(&l), t->size))
     return NVHCQ_BAD("%s: relocation %llu writes at 0x%llx, past the end of %s (0x%llx bytes)",
                      s->name, (nvhcq_ull)j, (nvhcq_ull)off, t->name, (nvhcq_ull)t->size);
@@ -862,9 +863,10 @@ nvhcq_status nvhcq_cubin_write_image(const nvhcq_cubin *c, const void *data, siz
 
 nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t *image, uint64_t gpu_base) {
   if (c && c->import_count)
-    return nvhcq_fail(NVHCQ_ERROR_INVALID_IMAGE,
-                      "the cubin calls %s, which the loader provides (nvhcq_cubin_relocate_imports)",
-                      c->imports[0]);
+    return nvhcq_fail(
+        NVHCQ_ERROR_INVALID_IMAGE,
+        "the cubin calls %s, which the loader provides (nvhcq_cubin_relocate_imports)",
+        c->imports[0]);
   return nvhcq_cubin_relocate_imports(c, image, gpu_base, NULL);
 }
 

@@ -132,8 +132,8 @@ static void test_printf(void) {
     TEST_CHECK_MSG(strstr(out, first) && strstr(out, second), "missing block %d in: %s", b, out);
     want_len += strlen(first) + strlen(second);
   }
-  TEST_CHECK_MSG(out && strlen(out) == want_len, "%zu bytes printed, want %zu", out ? strlen(out) : 0,
-                 want_len);
+  TEST_CHECK_MSG(out && strlen(out) == want_len, "%zu bytes printed, want %zu",
+                 out ? strlen(out) : 0, want_len);
   free(out);
 }
 

@@ -13,8 +13,8 @@ extern "C" __global__ void print_all(int base, const char *text) {
          0xbeef + b, 0xcafe, 8 + b, 'A' + b, -5l * b, (long long)b << 40, (size_t)b * 3,
          (signed char)(b + 100), (short)(b - 300));
   printf("b%d: %f %F %e %E %g %G %a %A|%s|%.2s|%p|%5d|%-5d|%*d|%-*.*f|%%\n", b, 1.5 * b, -0.25,
-         1e-7 * b, 6.02e23, 0.0001, 1e20 * b, 1.0, -0.75, text, text, (void *)(uintptr_t)0x1234,
-         b, b, 6, b, 9, 3, 2.0 / 3);
+         1e-7 * b, 6.02e23, 0.0001, 1e20 * b, 1.0, -0.75, text, text, (void *)(uintptr_t)0x1234, b,
+         b, 6, b, 9, 3, 2.0 / 3);
 }
 
 // One line from every thread: with a small FIFO most are dropped (and counted).
@@ -55,8 +55,8 @@ extern "C" __global__ void heap_rounds(int rounds, unsigned *errors) {
   }
 }
 
-// One thread takes 1 MiB blocks (their 16-byte headers included) until malloc says NULL, frees them, and takes them again: out[0]
-// and out[1] count the blocks of each pass.
+// One thread takes 1 MiB blocks (their 16-byte headers included) until malloc says NULL, frees
+// them, and takes them again: out[0] and out[1] count the blocks of each pass.
 extern "C" __global__ void heap_exhaust(unsigned *out) {
   void *kept[64];
   unsigned n = 0, again = 0;

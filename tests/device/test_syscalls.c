@@ -83,8 +83,7 @@ static void t_limits(void) {
              v == 1u << 20);
   TEST_CHECK(nvhcq_device_get_limit(dev, NVHCQ_LIMIT_MALLOC_HEAP_SIZE, &v) == NVHCQ_SUCCESS &&
              v == 8u << 20);
-  TEST_CHECK(nvhcq_device_set_limit(dev, NVHCQ_LIMIT_MALLOC_HEAP_SIZE, 32u << 20) ==
-             NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_set_limit(dev, NVHCQ_LIMIT_MALLOC_HEAP_SIZE, 32u << 20) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_device_get_limit(dev, NVHCQ_LIMIT_MALLOC_HEAP_SIZE, &v) == NVHCQ_SUCCESS &&
              v == 32u << 20);
   TEST_CHECK(nvhcq_device_set_limit(dev, NVHCQ_LIMIT_PRINTF_FIFO_SIZE, 100) ==
@@ -105,8 +104,7 @@ static void t_limits(void) {
 }
 
 /* Both lines print_all prints for block b, as the C library formats them. */
-static void expected_lines(int b, int base, const char *text, char *first, char *second,
-                           size_t n) {
+static void expected_lines(int b, int base, const char *text, char *first, char *second, size_t n) {
   snprintf(first, n, "b%d: %d %i %u %x %X %o %c %ld %lld %zu %hhd %hd|", b, base + b, -b,
            4000000000u, 0xbeef + b, 0xcafe, 8 + b, 'A' + b, -5l * b, (long long)b << 40,
            (size_t)b * 3, (signed char)(b + 100), (short)(b - 300));
@@ -158,9 +156,9 @@ static void t_printf_drops_counted(void) {
   NEED_SYSCALLS(1, 4096);
   const uint32_t blocks = 391, threads = 256, total = blocks * threads;
   forget_captured();
-  nvhcq_status s = nvhcq_kernel_launch_cpu_wait(kernel("print_every_thread"),
-                                                (nvhcq_dim3){blocks, 1, 1},
-                                                (nvhcq_dim3){threads, 1, 1}, 0, NULL, 0, NULL);
+  nvhcq_status s =
+      nvhcq_kernel_launch_cpu_wait(kernel("print_every_thread"), (nvhcq_dim3){blocks, 1, 1},
+                                   (nvhcq_dim3){threads, 1, 1}, 0, NULL, 0, NULL);
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   uint64_t dropped = 0;
   TEST_CHECK(nvhcq_device_print_flush(dev, &dropped) == NVHCQ_SUCCESS);
@@ -187,9 +185,9 @@ static void t_assert_fails_the_launch(void) {
   TEST_CHECK(nvhcq_buffer_create(dev, 4 * 32 * 4, NVHCQ_MEMORY_DEVICE, &out) == NVHCQ_SUCCESS);
   uint64_t where = out ? nvhcq_buffer_gpu_address(out) : 0;
   forget_captured();
-  nvhcq_status s = nvhcq_kernel_launch_cpu_wait(kernel("assert_one"), (nvhcq_dim3){4, 1, 1},
-                                                (nvhcq_dim3){32, 1, 1}, 0, &where, sizeof where,
-                                                NULL);
+  nvhcq_status s =
+      nvhcq_kernel_launch_cpu_wait(kernel("assert_one"), (nvhcq_dim3){4, 1, 1},
+                                   (nvhcq_dim3){32, 1, 1}, 0, &where, sizeof where, NULL);
   const char *what = "block: [1,0,0], thread: [3,0,0] Assertion `blockIdx.x != 1 || "
                      "threadIdx.x != 3` failed.";
   TEST_CHECK(s == NVHCQ_ERROR_GPU_FAULT);
@@ -232,8 +230,8 @@ static void t_heap_exhausts_and_reuses(void) {
   if (!out) return;
   uint32_t *o = nvhcq_buffer_host_pointer(out);
   uint64_t where = nvhcq_buffer_gpu_address(out);
-  nvhcq_status s = nvhcq_kernel_launch_cpu_wait(kernel("heap_exhaust"), one, one, 0, &where,
-                                                sizeof where, NULL);
+  nvhcq_status s =
+      nvhcq_kernel_launch_cpu_wait(kernel("heap_exhaust"), one, one, 0, &where, sizeof where, NULL);
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
   TEST_CHECK_MSG(o[0] >= 7 && o[0] <= 8 && o[1] == o[0], "%u blocks, then %u", o[0], o[1]);
   nvhcq_buffer_destroy(out);

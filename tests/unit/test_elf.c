@@ -803,8 +803,8 @@ static void test_syscall_imports(void) {
     TEST_CHECK(nvhcq_cubin_relocate_imports(c, img, base, imports) == NVHCQ_SUCCESS);
     for (uint32_t i = 0; i < c->reloc_count; i++) {
       const nvhcq_cubin_reloc *r = &c->relocs[i];
-      uint64_t want = (r->import >= 0 ? imports[r->import] : base + r->symbol_offset) +
-                      (uint64_t)r->addend;
+      uint64_t want =
+          (r->import >= 0 ? imports[r->import] : base + r->symbol_offset) + (uint64_t)r->addend;
       if (r->type == NVHCQ_R_CUDA_64) TEST_CHECK(bits_at(img + r->offset, 0, 64) == want);
     }
   }
@@ -846,8 +846,8 @@ static void test_syscalls_module(void) {
       TEST_CHECK_MSG(f != NULL, "%s: no %s", archs[a], names[i]);
       if (f)
         TEST_CHECK_MSG(f->registers > 0 && f->registers <= 24 && f->frame_size <= 256,
-                       "%s: %s has %u registers, a %u-byte frame", archs[a], names[i],
-                       f->registers, f->frame_size);
+                       "%s: %s has %u registers, a %u-byte frame", archs[a], names[i], f->registers,
+                       f->frame_size);
     }
     const nvhcq_cubin_global *g = c ? nvhcq_cubin_find_global(c, "nvhcq_sys") : NULL;
     TEST_CHECK(g && g->size >= sizeof(nvhcq_sys_state));

@@ -58,9 +58,9 @@ static void expect(const record *r, const char *want) {
 static void test_integers(void) {
   record r;
   char want[512];
-  arg a[] = {{(uint32_t)-42, 0, 0}, {7, 0, 0},     {4000000000u, 0, 0}, {0xbeef, 0, 0},
-             {0xbeef, 0, 0},        {8, 0, 0},     {'Q', 0, 0},         {(uint64_t)-5, 0, 0},
-             {1ull << 40, 0, 0},    {12345, 0, 0}, {(uint64_t)-9, 0, 0}, {77, 0, 0},
+  arg a[] = {{(uint32_t)-42, 0, 0}, {7, 0, 0},      {4000000000u, 0, 0},  {0xbeef, 0, 0},
+             {0xbeef, 0, 0},        {8, 0, 0},      {'Q', 0, 0},          {(uint64_t)-5, 0, 0},
+             {1ull << 40, 0, 0},    {12345, 0, 0},  {(uint64_t)-9, 0, 0}, {77, 0, 0},
              {0x1ff, 0, 0},         {0x12345, 0, 0}};
   build(&r, "%d %i %u %x %X %o %c %ld %llu %zu %jd %td %hhu %hd", a, 14);
   snprintf(want, sizeof want, "%d %i %u %x %X %o %c %ld %llu %zu %jd %td %hhu %hd", -42, 7,
@@ -76,12 +76,12 @@ static void test_integers(void) {
 static void test_floats(void) {
   record r;
   char want[512];
-  arg a[] = {{dbl(3.14159), 0, 0}, {dbl(-2.5), 0, 0}, {dbl(1e-7), 0, 0}, {dbl(6.02e23), 0, 0},
-             {dbl(0.0001), 0, 0},  {dbl(1e20), 0, 0}, {dbl(1.0), 0, 0},  {dbl(-0.75), 0, 0},
-             {dbl(2.0), 0, 0}};
+  arg a[] = {{dbl(3.14159), 0, 0}, {dbl(-2.5), 0, 0},   {dbl(1e-7), 0, 0},
+             {dbl(6.02e23), 0, 0}, {dbl(0.0001), 0, 0}, {dbl(1e20), 0, 0},
+             {dbl(1.0), 0, 0},     {dbl(-0.75), 0, 0},  {dbl(2.0), 0, 0}};
   build(&r, "%f %F %e %E %g %G %a %A %.2Lf", a, 9);
-  snprintf(want, sizeof want, "%f %F %e %E %g %G %a %A %.2f", 3.14159, -2.5, 1e-7, 6.02e23,
-           0.0001, 1e20, 1.0, -0.75, 2.0);
+  snprintf(want, sizeof want, "%f %F %e %E %g %G %a %A %.2f", 3.14159, -2.5, 1e-7, 6.02e23, 0.0001,
+           1e20, 1.0, -0.75, 2.0);
   expect(&r, want);
 }
 

@@ -305,5 +305,5 @@ static void test_callers_raised(void) {
   close_mock(dev);
 }
 
-TEST_MAIN(TEST(test_order_and_readiness), TEST(test_callers_raised), TEST(test_wrap), TEST(test_full_ring_drops),
-          TEST(test_concurrent_drains), TEST(test_assert_and_recovery))
+TEST_MAIN(TEST(test_order_and_readiness), TEST(test_callers_raised), TEST(test_wrap),
+          TEST(test_full_ring_drops), TEST(test_concurrent_drains), TEST(test_assert_and_recovery))
