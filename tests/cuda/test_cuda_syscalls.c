@@ -19,10 +19,19 @@ static int on_mock(void) {
   return m && *m && strcmp(m, "0") != 0;
 }
 
+static int asan_build(void) {
+#ifdef NO_DEVICE_ADDRESS_SPACE
+  return 1;
+#else
+  return 0;
+#endif
+}
+
 #define NEED_DEVICE()                                                                              \
   do {                                                                                             \
     if (init_result == (CUresult)-1) init_result = cuInit(0);                                      \
     if (init_result != CUDA_SUCCESS) TEST_SKIP("needs a GPU or NVHCQ_MOCK=1");                     \
+    if (on_mock() && asan_build()) TEST_SKIP("the mock's device memory does not fit under ASan");  \
     CUcontext ctx_;                                                                                \
     TEST_CHECK(cuDevicePrimaryCtxRetain(&ctx_, 0) == CUDA_SUCCESS);                                \
     TEST_CHECK(cuCtxSetCurrent(ctx_) == CUDA_SUCCESS);                                             \

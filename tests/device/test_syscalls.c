@@ -58,9 +58,17 @@ static int setup_syscalls(int fresh, uint64_t fifo) {
   return 0;
 }
 
+/* AddressSanitizer's shadow leaves no room below 2^40 for the memory a device maps (test.h). */
+#ifdef NO_DEVICE_ADDRESS_SPACE
+#define SKIP_UNDER_ASAN() TEST_SKIP("AddressSanitizer's shadow leaves no addresses for a device")
+#else
+#define SKIP_UNDER_ASAN() (void)0
+#endif
+
 #define NEED_SYSCALLS(fresh, fifo)                                                                 \
   do {                                                                                             \
     SKIP_WITHOUT_GPU();                                                                            \
+    SKIP_UNDER_ASAN();                                                                             \
     SKIP_ON_MOCK("its PTX interpreter does not run calls to the device syscalls");                 \
     if (setup_syscalls(fresh, fifo)) return;                                                       \
   } while (0)
@@ -76,6 +84,7 @@ static const nvhcq_dim3 one = {1, 1, 1};
 /* Defaults, bounds, unknown limits; set after the first module needing them: refused. */
 static void t_limits(void) {
   SKIP_WITHOUT_GPU();
+  SKIP_UNDER_ASAN();
   teardown();
   if (open_device()) return;
   uint64_t v = 0;
