@@ -122,10 +122,12 @@ static uint64_t ring_bytes(uint64_t limit) {
   return r;
 }
 
+/* Pinned, CPU-cached host memory (as the staging buffers): the GPU's writes are snooped, and the
+ * drain reads every record through the cache. */
 static nvhcq_status make_fifo(nvhcq_device *dev, nvhcq_syscalls *s) {
   uint64_t ring = ring_bytes(s->fifo_limit);
   nvhcq_buffer *b;
-  NVHCQ_TRY(nvhcq_memory_alloc(dev, NVHCQ_SYS_RING + ring, NVHCQ_MEMORY_HOST_UNCACHED, NULL, &b));
+  NVHCQ_TRY(nvhcq_memory_alloc(dev, NVHCQ_SYS_RING + ring, NVHCQ_MEMORY_HOST, NULL, &b));
   memset(b->host_pointer, 0, NVHCQ_SYS_RING + ring);
   s->ring = (uint8_t *)b->host_pointer + NVHCQ_SYS_RING;
   s->capacity = ring;
