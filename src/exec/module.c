@@ -200,6 +200,7 @@ static nvhcq_status load_with_ptx(nvhcq_device *dev, const void *data, size_t si
     return nvhcq_fail(s, "%s", msg);
   }
   tell_door(m, data, size, ptx, ptx_size);
+  nvhcq_syscalls_drain(dev); /* CUDA prints kernels' output at module loads and unloads too */
   m->next = dev->modules;
   dev->modules = m;
   *out = m;
@@ -334,6 +335,7 @@ nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t s
 nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
   if (!m) return NVHCQ_SUCCESS;
   NVHCQ_TRY(check_module(m));
+  nvhcq_syscalls_drain(m->dev);
   /* The GPU may still run its kernels: the code goes back to the arena, as a destroyed buffer
    * goes, once the GPU has passed the work queued so far; its addresses are not reused before. */
   NVHCQ_TRY(nvhcq_reclaim_slice(m->dev, &m->image));

@@ -303,13 +303,13 @@ void nvhcq_syscalls_close(nvhcq_device *dev) {
   nvhcq_syscalls *s = dev->syscalls;
   if (!s) return;
   if (s->fifo && !dev->broken) drain_locked(s);
+  __atomic_store_n(&dev->syscalls, NULL, __ATOMIC_RELEASE); /* no drain looks at it any more */
   if (s->module) (void)nvhcq_module_unload(s->module);
   nvhcq_memory_drop(&s->fifo);
   nvhcq_memory_drop(&s->heap);
   pthread_mutex_destroy(&s->lock);
   pthread_mutex_destroy(&s->load_lock);
   free(s);
-  dev->syscalls = NULL;
 }
 
 /* ---- the API ------------------------------------------------------------------------------ */
