@@ -95,7 +95,11 @@ typedef enum CUsharedconfig_enum {
   CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE = 1,
   CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE = 2
 } CUsharedconfig;
-typedef enum CUlimit_enum { CU_LIMIT_STACK_SIZE = 0 } CUlimit;
+typedef enum CUlimit_enum {
+  CU_LIMIT_STACK_SIZE = 0,
+  CU_LIMIT_PRINTF_FIFO_SIZE = 1,
+  CU_LIMIT_MALLOC_HEAP_SIZE = 2
+} CUlimit;
 typedef enum CUgraphNodeType_enum {
   CU_GRAPH_NODE_TYPE_KERNEL = 0,
   CU_GRAPH_NODE_TYPE_MEMCPY = 1,

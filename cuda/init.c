@@ -64,6 +64,8 @@ static CUresult cuda_code(nvhcq_status s, const char *message) {
   case NVHCQ_ERROR_TIMEOUT:
     return CUDA_ERROR_LAUNCH_TIMEOUT;
   case NVHCQ_ERROR_GPU_FAULT:
+    /* the device syscalls' report of a failed assert (exec/syscalls.c) */
+    if (strstr(message, "device-side assertion failed")) return CUDA_ERROR_ASSERT;
     if (strstr(message, "misaligned")) return CUDA_ERROR_MISALIGNED_ADDRESS;
     if (strstr(message, "illegal instruction")) return CUDA_ERROR_ILLEGAL_INSTRUCTION;
     return CUDA_ERROR_ILLEGAL_ADDRESS;
@@ -499,18 +501,48 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx) {
   return r;
 }
 
-/* Limits nvhcq sizes by itself (stack, heap): reported as CUDA's defaults, set as accepted. */
+/* The printf FIFO and the malloc heap are the device's (nvhcq_device_set_limit); the other
+ * limits nvhcq sizes by itself: reported as CUDA's defaults, set as accepted. */
+static uint32_t nvhcq_limit(CUlimit limit) {
+  return limit == CU_LIMIT_PRINTF_FIFO_SIZE   ? NVHCQ_LIMIT_PRINTF_FIFO_SIZE
+         : limit == CU_LIMIT_MALLOC_HEAP_SIZE ? NVHCQ_LIMIT_MALLOC_HEAP_SIZE
+                                              : 0;
+}
+
 CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit) {
   static const size_t defaults[] = {1024, 1u << 20, 8u << 20, 2, 2048, 64, 0};
   if (!pvalue || (unsigned)limit >= sizeof defaults / sizeof *defaults)
     return CUDA_ERROR_INVALID_VALUE;
-  *pvalue = defaults[limit];
-  return CUDA_SUCCESS;
+  if (!nvhcq_limit(limit)) {
+    *pvalue = defaults[limit];
+    return CUDA_SUCCESS;
+  }
+  NVCU_LOCK();
+  nvcu_device *d;
+  uint64_t v = 0;
+  CUresult r = nvcu_current(&d, NULL);
+  if (!r) r = nvcu_status(nvhcq_device_get_limit(d->dev, nvhcq_limit(limit), &v), "cuCtxGetLimit");
+  NVCU_UNLOCK();
+  if (!r) *pvalue = (size_t)v;
+  return r;
 }
 
+/* CUDA's rule: the FIFO and heap sizes may change only before a kernel that uses them, else
+ * CUDA_ERROR_INVALID_VALUE. */
 CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
-  nvcu_log("cuCtxSetLimit(%d, %zu): accepted, nvhcq sizes this by itself", (int)limit, value);
-  return CUDA_SUCCESS;
+  if (!nvhcq_limit(limit)) {
+    nvcu_log("cuCtxSetLimit(%d, %zu): accepted, nvhcq sizes this by itself", (int)limit, value);
+    return CUDA_SUCCESS;
+  }
+  NVCU_LOCK();
+  nvcu_device *d;
+  CUresult r = nvcu_current(&d, NULL);
+  nvhcq_status s = r ? NVHCQ_SUCCESS : nvhcq_device_set_limit(d->dev, nvhcq_limit(limit), value);
+  if (!r && s)
+    r = s == NVHCQ_ERROR_BUSY ? CUDA_ERROR_INVALID_VALUE : nvcu_status(s, "cuCtxSetLimit");
+  if (s == NVHCQ_ERROR_BUSY) nvcu_log("cuCtxSetLimit: %s", nvhcq_last_error());
+  NVCU_UNLOCK();
+  return r;
 }
 
 CUresult cuCtxGetCacheConfig(CUfunc_cache *pconfig) {

@@ -29,12 +29,13 @@ CUresult nvcu_stream_get(CUstream s, struct CUstream_st **out) {
  * here for up to SPIN_MS first, then leaves the rest (and fault and timeout reports) to nvhcq. */
 #define SPIN_MS 50
 
+/* Every end goes through nvhcq_signal_cpu_wait (at once when the value is there): it prints what
+ * the device's kernels printed, as CUDA does at a synchronization. */
 CUresult nvcu_signal_wait(nvhcq_signal *sig, uint64_t value, const char *what) {
-  if (nvhcq_signal_value(sig) >= value) return CUDA_SUCCESS;
   struct timespec t0, t;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (unsigned i = 0;; i++) {
-    if (nvhcq_signal_value(sig) >= value) return CUDA_SUCCESS;
+    if (nvhcq_signal_value(sig) >= value) break;
     if ((i & 1023) == 1023) {
       clock_gettime(CLOCK_MONOTONIC, &t);
       if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= SPIN_MS) break;

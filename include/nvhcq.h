@@ -196,6 +196,33 @@ NVHCQ_API nvhcq_status nvhcq_device_recover(nvhcq_device *dev);
  * before their destroys). */
 NVHCQ_API nvhcq_status nvhcq_device_get_free_memory(nvhcq_device *dev, uint64_t *free_bytes);
 
+/* ---- device printf, assert, malloc and free ---------------------------------------------- */
+
+/* Kernels that call printf, assert, malloc or free load when nvhcq was built with nvcc (its
+ * device syscalls are loaded on the first such module). printf output is kept in a FIFO in host
+ * memory and printed, in order, when a CPU wait on the device ends (nvhcq_device_cpu_wait_idle,
+ * nvhcq_signal_cpu_wait, nvhcq_queue_cpu_wait_idle, nvhcq_kernel_launch_cpu_wait, ...): to
+ * stdout, and assertions as CUDA words them to stderr. A failed assert stops its kernel: the wait
+ * fails with NVHCQ_ERROR_GPU_FAULT, the fault report (nvhcq_last_error) opening with
+ * "device-side assertion failed: " and CUDA's line. */
+#define NVHCQ_LIMIT_PRINTF_FIFO_SIZE 1u /* bytes of the printf FIFO (default 1 MiB) */
+#define NVHCQ_LIMIT_MALLOC_HEAP_SIZE 2u /* bytes of the device heap (default 8 MiB) */
+/* Each limit may be set until the first module that needs it loads (then its memory is made);
+ * later, NVHCQ_ERROR_BUSY. The FIFO is 4 KiB to 1 GiB, rounded down to a power of two; the heap
+ * up to 64 GiB. */
+NVHCQ_API nvhcq_status nvhcq_device_set_limit(nvhcq_device *dev, uint32_t limit, uint64_t value);
+NVHCQ_API nvhcq_status nvhcq_device_get_limit(nvhcq_device *dev, uint32_t limit, uint64_t *value);
+/* Receives each printed record's text instead of stdout/stderr (is_assert: an assertion's
+ * line). Called on the thread whose wait ended, one call at a time per device; it must not call
+ * nvhcq on that device. */
+typedef void (*nvhcq_print_fn)(void *user, const char *text, size_t length, int is_assert);
+/* fn NULL: back to stdout and stderr. */
+NVHCQ_API nvhcq_status nvhcq_device_set_print_callback(nvhcq_device *dev, nvhcq_print_fn fn,
+                                                       void *user);
+/* Prints what kernels have finished writing now, without a wait; *dropped (may be NULL) is the
+ * number of printf and assert records lost so far to a full FIFO. */
+NVHCQ_API nvhcq_status nvhcq_device_print_flush(nvhcq_device *dev, uint64_t *dropped);
+
 /* ---- memory ----------------------------------------------------------------------------- */
 
 typedef uint32_t nvhcq_memory_kind;

@@ -21,6 +21,7 @@
 #include "exec/module.h"
 #include "exec/profile.h"
 #include "exec/queue.h"
+#include "exec/syscalls.h"
 #include "mock/mock.h"
 #include "util/clock.h"
 #include "util/abi.h"
@@ -402,6 +403,8 @@ nvhcq_status nvhcq_device_open_with(int index, const nvhcq_open_options *options
   pthread_mutex_init(&dev->alloc_lock, NULL);
   dev->no_slabs = getenv("NVHCQ_DEBUG_NO_SLABS") != NULL; /* each buffer its own allocation */
   dev->fault.name_pc = nvhcq_module_name_pc;
+  dev->fault.explain = nvhcq_syscalls_explain;
+  dev->after_wait = nvhcq_syscalls_drain;
   nvhcq_status s = open_steps(dev, index, o.uvm);
   if (s) {
     nvhcq_fail_context(s, "opening GPU %d", index);
@@ -513,6 +516,7 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
   nvhcq_peer_device_closing(dev);    /* its mappings of other devices' memory, theirs of its */
   nvhcq_profile_device_closing(dev); /* reads the times of what ran, writes NVHCQ_PROFILE's trace */
   if (dev->builtin) nvhcq_module_unload(dev->builtin);
+  nvhcq_syscalls_close(dev); /* prints what is left, unless the device broke */
   /* A hung channel is stopped now: freeing it later would wait seconds for a preemption. */
   if (dev->broken) nvhcq_context_stop_compute(dev);
   /* From here on the driver's objects are left to the release. */
@@ -567,6 +571,7 @@ nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   nvhcq_context_destroy(dev);
   nvhcq_reclaim_all(dev); /* the old channels, the only users of what was destroyed, are gone */
   nvhcq_fault_reset(dev);
+  nvhcq_syscalls_reset(dev); /* records the stopped kernels left unfinished are skipped */
   nvhcq_timeline_skip(dev);
   dev->generation++;
   dev->broken = 1; /* until the new channels answer */

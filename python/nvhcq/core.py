@@ -147,6 +147,24 @@ class Device(_Handle):
     def set_timeout(self, ms):
         check(lib.nvhcq_device_set_timeout(self.handle, ms))
 
+    LIMIT_PRINTF_FIFO_SIZE = 1
+    LIMIT_MALLOC_HEAP_SIZE = 2
+
+    def set_limit(self, limit, value):
+        """Device printf FIFO or malloc heap bytes, before the first module that uses them."""
+        check(lib.nvhcq_device_set_limit(self.handle, limit, value))
+
+    def get_limit(self, limit):
+        value = ctypes.c_uint64()
+        check(lib.nvhcq_device_get_limit(self.handle, limit, ctypes.byref(value)))
+        return value.value
+
+    def print_flush(self):
+        """Prints what kernels printf'd so far; returns the records lost to a full FIFO."""
+        dropped = ctypes.c_uint64()
+        check(lib.nvhcq_device_print_flush(self.handle, ctypes.byref(dropped)))
+        return dropped.value
+
     def recover(self):
         check(lib.nvhcq_device_recover(self.handle))
 

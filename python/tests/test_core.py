@@ -159,3 +159,11 @@ def test_close_releases_children():
     d.close()
     with pytest.raises(ValueError, match="closed"):
         buf.gpu_address
+
+
+def test_device_limits(dev):
+    assert dev.get_limit(nvhcq.Device.LIMIT_PRINTF_FIFO_SIZE) == 1 << 20
+    assert dev.get_limit(nvhcq.Device.LIMIT_MALLOC_HEAP_SIZE) == 8 << 20
+    with pytest.raises(nvhcq.NvhcqError):
+        dev.set_limit(nvhcq.Device.LIMIT_PRINTF_FIFO_SIZE, 100)
+    assert dev.print_flush() == 0

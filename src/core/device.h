@@ -104,6 +104,11 @@ struct nvhcq_device {
   nvhcq_kernel *copy_kernel; /* NULL when the build has none for this GPU */
   int builtin_tried;
   struct nvhcq_profile_device *profile; /* the timeline profiler's part, made on first use */
+  /* Device printf, assert, malloc and free (exec/syscalls.c), made on first need; after_wait
+   * (set by the top of the library) prints what kernels wrote once any CPU wait on the device
+   * ends, as CUDA prints at synchronization. */
+  struct nvhcq_syscalls *syscalls;
+  void (*after_wait)(nvhcq_device *dev);
 
   /* Several GPUs (peer.c, under its one lock): the RM id of this GPU, its user buffers, the
    * devices whose memory this one maps (peer access it enabled), the devices that map this one's
@@ -126,6 +131,12 @@ static inline NVHCQ_MUST_CHECK nvhcq_status nvhcq_device_check(const nvhcq_devic
 /* Whether the device is closing (read by the registration thread too, hence atomic). */
 static inline int nvhcq_device_closing(const nvhcq_device *dev) {
   return __atomic_load_n(&dev->closing, __ATOMIC_RELAXED);
+}
+
+/* A CPU wait on the device ended (at once or after sleeping, done or failed): what its kernels
+ * printed is printed now (after_wait). */
+static inline void nvhcq_device_waited(nvhcq_device *dev) {
+  if (dev && dev->after_wait) dev->after_wait(dev);
 }
 
 /* The channel for a queue kind. */

@@ -391,6 +391,21 @@ int nvhcq_fault_channel_stopped(const nvhcq_device *dev, int copy) {
   return dev->notifiers[copy] && stopped(dev->notifiers[copy]);
 }
 
+/* A device-side assertion is the cause the user needs: it goes first, the driver's record after. */
+static void explain(nvhcq_device *dev, text *t) {
+  char why[512];
+  why[0] = '\0';
+  if (dev->fault.explain) dev->fault.explain(dev, why, sizeof why);
+  size_t n = strlen(why);
+  if (!n || n + 2 >= t->cap) return;
+  size_t keep = t->len + n + 2 < t->cap ? t->len : t->cap - n - 3;
+  memmove(t->buf + n + 2, t->buf, keep);
+  memcpy(t->buf, why, n);
+  memcpy(t->buf + n, "; ", 2);
+  t->len = n + 2 + keep;
+  t->buf[t->len] = '\0';
+}
+
 /* Writes what stopped the channels into dev->fault.text, if anything did and it is not there yet;
  * 1 if the device has faulted. */
 static int read_fault(nvhcq_device *dev) {
@@ -412,6 +427,7 @@ static int read_fault(nvhcq_device *dev) {
   }
   if (!t.len) return 0;
   dev->broken = 1;
+  explain(dev, &t);
   return 1;
 }
 

@@ -4,6 +4,7 @@
 #define NVHCQ_FAULT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "abi/uvm.h"
@@ -24,6 +25,9 @@ typedef struct nvhcq_fault_state {
   /* Names the kernel whose code holds GPU address `pc` and the offset into it (1), or says there
    * is none (0); the modules know, and the top of the library sets it. NULL: none is named. */
   int (*name_pc)(const nvhcq_device *dev, uint64_t pc, const char **kernel, uint64_t *offset);
+  /* Writes what a kernel said before the fault (a device-side assertion) into out, "" if
+   * nothing; set by the top of the library like name_pc. NULL: nothing is added. */
+  void (*explain)(nvhcq_device *dev, char *out, size_t cap);
 } nvhcq_fault_state;
 
 /* Before anything else is made (the lock), and after everything else is gone. */

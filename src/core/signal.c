@@ -58,8 +58,8 @@ static nvhcq_status timed_out(nvhcq_device *dev, volatile uint64_t *value_ptr, u
                     dev ? nvhcq_device_progress(dev) : "");
 }
 
-nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
-                              uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
+static nvhcq_status wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
+                               uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
   if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
   double start = nvhcq_now_ms(), expect_ms = expect_ns / 1e6;
   if (expect_ms > timeout_ms) expect_ms = timeout_ms; /* the timeout still ends the wait */
@@ -89,6 +89,14 @@ nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, u
     double step_ms = waited / 32;
     sleep_ns((uint64_t)((step_ms < 0.01 ? 0.01 : step_ms > 1.0 ? 1.0 : step_ms) * 1e6));
   }
+}
+
+/* Every CPU wait on a device ends here, done or not: what its kernels printed is printed then. */
+nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
+                              uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
+  nvhcq_status s = wait_value(dev, value_ptr, value, timeout_ms, expect_ns, what);
+  nvhcq_device_waited(dev);
+  return s;
 }
 
 nvhcq_status nvhcq_signal_pool_init(nvhcq_device *dev) {
@@ -163,7 +171,10 @@ uint64_t nvhcq_signal_gpu_address(const nvhcq_signal *sig) {
 
 nvhcq_status nvhcq_signal_cpu_wait(nvhcq_signal *sig, uint64_t value, uint32_t timeout_ms) {
   NVHCQ_TRY(nvhcq_signal_check(sig));
-  if (nvhcq_signal_load(sig) >= value) return NVHCQ_SUCCESS;
+  if (nvhcq_signal_load(sig) >= value) {
+    nvhcq_device_waited(sig->dev);
+    return NVHCQ_SUCCESS;
+  }
   char what[64];
   snprintf(what, sizeof what, "GPU %d signal %u", sig->dev->index, sig->slot);
   nvhcq_status s = nvhcq_wait_value(sig->dev, sig->cpu, value,

@@ -61,9 +61,11 @@ static nvhcq_status wait_timeline(nvhcq_device *dev, int copy, uint64_t value, u
 
 nvhcq_status nvhcq_device_wait_timeline_for(nvhcq_device *dev, int copy, uint64_t value,
                                             uint64_t expect_ns) {
-  nvhcq_status s = nvhcq_signal_load(dev->timeline.signal[copy]) >= value
-                       ? NVHCQ_SUCCESS
-                       : wait_timeline(dev, copy, value, expect_ns);
+  nvhcq_status s = NVHCQ_SUCCESS;
+  if (nvhcq_signal_load(dev->timeline.signal[copy]) >= value)
+    nvhcq_device_waited(dev); /* wait_timeline's wait does it otherwise */
+  else
+    s = wait_timeline(dev, copy, value, expect_ns);
   if (!s) nvhcq_reclaim_poll(dev); /* the GPU moved on: what it is done with can go */
   return s;
 }

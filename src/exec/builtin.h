@@ -1,4 +1,5 @@
-/* Kernels nvhcq launches itself (device-to-device copies), embedded as cubins at build time. */
+/* Code nvhcq loads itself (the copy kernel, the device syscalls), embedded as cubins at build
+ * time. */
 #ifndef NVHCQ_BUILTIN_H
 #define NVHCQ_BUILTIN_H
 
@@ -12,5 +13,7 @@ typedef struct nvhcq_builtin_cubin {
 
 /* Terminated by an entry with sm 0; empty when the build had no nvcc. */
 extern const nvhcq_builtin_cubin nvhcq_builtin_cubins[];
+/* The device syscalls (syscalls.cu: printf, assert, malloc, free), the same way. */
+extern const nvhcq_builtin_cubin nvhcq_syscall_cubins[];
 
 #endif

@@ -7,6 +7,7 @@
 #include "util/align.h"
 #include "driver/door.h"
 #include "exec/compile.h"
+#include "exec/syscalls.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -134,11 +135,15 @@ static void init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_cubin_ker
  * from the arena, which is mapped already: no driver call unless it needs a new chunk. */
 static nvhcq_status upload(nvhcq_module *m, const void *data, size_t size) {
   nvhcq_cubin *c = m->cubin;
+  uint64_t imports[NVHCQ_CUBIN_MAX_IMPORTS] = {0};
+  /* printf, assert, malloc, free: the device's syscalls module, which also raises the callers'
+   * registers and stacks (before init_kernel reads them) */
+  if (c->import_count) NVHCQ_TRY(nvhcq_syscalls_resolve(m->dev, c, imports));
   NVHCQ_TRY(nvhcq_arena_alloc(m->dev, c->memory_size + CODE_GUARD_BYTES, &m->image));
   uint8_t *dst = nvhcq_arena_host(&m->image);
   NVHCQ_TRY(nvhcq_cubin_write_image(c, data, size, dst));
   memset(dst + c->memory_size, 0, CODE_GUARD_BYTES);
-  return nvhcq_cubin_relocate(c, dst, m->image.gpu_address);
+  return nvhcq_cubin_relocate_imports(c, dst, m->image.gpu_address, imports);
 }
 
 /* New code and constants may sit where an unloaded module's were: the SMs' instruction and
@@ -195,6 +200,7 @@ static nvhcq_status load_with_ptx(nvhcq_device *dev, const void *data, size_t si
     return nvhcq_fail(s, "%s", msg);
   }
   tell_door(m, data, size, ptx, ptx_size);
+  nvhcq_syscalls_drain(dev); /* CUDA prints kernels' output at module loads and unloads too */
   m->next = dev->modules;
   dev->modules = m;
   *out = m;
@@ -329,6 +335,7 @@ nvhcq_status nvhcq_module_load_any(nvhcq_device *dev, const void *data, size_t s
 nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
   if (!m) return NVHCQ_SUCCESS;
   NVHCQ_TRY(check_module(m));
+  nvhcq_syscalls_drain(m->dev);
   /* The GPU may still run its kernels: the code goes back to the arena, as a destroyed buffer
    * goes, once the GPU has passed the work queued so far; its addresses are not reused before. */
   NVHCQ_TRY(nvhcq_reclaim_slice(m->dev, &m->image));

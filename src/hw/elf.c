@@ -98,7 +98,8 @@ static nvhcq_status nvhcq_cubin_layout(nvhcq_elf *e, nvhcq_cubin *c) {
 /* Up to two bit fields a relocation type writes, from r_offset: `width` bits at bit `lo` take the
  * address shifted right by `shift`. The layouts are ptxas's own relocation table (CUDA 13's
  * R_CUDA_* list with each type's bit actions); ABS55_16_34 is how code in one .text section calls
- * a function in another (cooperative groups' grid sync in libcudadevrt, -rdc code). */
+ * a function in another (cooperative groups' grid sync in libcudadevrt, -rdc code), ABS47_34 the
+ * same on sm_7x/8x (the device syscalls' keep kernel there; not yet run on an Ampere GPU). */
 typedef struct reloc_part {
   uint8_t lo, width, shift;
 } reloc_part;
@@ -126,6 +127,7 @@ static const reloc_layout reloc_layouts[] = {
     ONE(NVHCQ_R_CUDA_ABS32_HI_32, 32, 32, 32),
     ONE(NVHCQ_R_CUDA_32_LO, 0, 32, 0),
     ONE(NVHCQ_R_CUDA_32_HI, 0, 32, 32),
+    ONE(NVHCQ_R_CUDA_ABS47_34, 34, 47, 0),
     {NVHCQ_R_CUDA_ABS55_16_34, {{16, 8, 2}, {34, 47, 10}}},
     {NVHCQ_R_CUDA_ABS56_16_34, {{16, 8, 2}, {34, 48, 10}}},
 };
@@ -197,13 +199,41 @@ static nvhcq_status nvhcq_rel_target(const nvhcq_elf *e, const nvhcq_elf_section
   return NVHCQ_SUCCESS;
 }
 
-static nvhcq_status nvhcq_reloc_symbol(const nvhcq_elf *e, const nvhcq_elf_section *s, uint64_t j,
-                                       uint32_t index, uint64_t *out) {
+bool nvhcq_cubin_is_syscall(const char *name) {
+  static const char *const names[NVHCQ_CUBIN_MAX_IMPORTS] = {"vprintf", "__assertfail", "malloc",
+                                                             "free"};
+  for (int i = 0; i < NVHCQ_CUBIN_MAX_IMPORTS; i++)
+    if (name && !strcmp(name, names[i])) return true;
+  return false;
+}
+
+/* The import index of an undefined function the driver would provide, added on first sight. */
+static nvhcq_status nvhcq_reloc_import(nvhcq_cubin *c, const nvhcq_elf_symbol *sym,
+                                       int32_t *import) {
+  for (uint32_t i = 0; i < c->import_count; i++)
+    if (!strcmp(c->imports[i], sym->name)) return *import = (int32_t)i, NVHCQ_SUCCESS;
+  if (c->import_count == NVHCQ_CUBIN_MAX_IMPORTS)
+    return NVHCQ_BAD("undefined function %s is named by two symbols", sym->name);
+  c->imports[c->import_count] = sym->name;
+  *import = (int32_t)c->import_count++;
+  return NVHCQ_SUCCESS;
+}
+
+static bool nvhcq_is_import(const nvhcq_elf_symbol *sym) {
+  return sym->shndx == 0 && (sym->info & 0xf) == NVHCQ_STT_FUNC &&
+         nvhcq_cubin_is_syscall(sym->name);
+}
+
+static nvhcq_status nvhcq_reloc_symbol(const nvhcq_elf *e, nvhcq_cubin *c,
+                                       const nvhcq_elf_section *s, uint64_t j, uint32_t index,
+                                       nvhcq_cubin_reloc *r) {
   if (index == 0 || index >= e->symbol_count)
     return NVHCQ_BAD("%s: relocation %llu names symbol %u of %u", s->name, (nvhcq_ull)j, index,
                      e->symbol_count);
   const nvhcq_elf_symbol *sym = &e->symbols[index];
   const nvhcq_elf_section *home = nvhcq_symbol_section(e, sym);
+  r->import = -1;
+  if (nvhcq_is_import(sym)) return nvhcq_reloc_import(c, sym, &r->import);
   if (sym->shndx == 0)
     return NVHCQ_BAD("%s: relocation %llu needs undefined symbol %s; link the cubin (nvlink) "
                      "first",
@@ -214,12 +244,12 @@ static nvhcq_status nvhcq_reloc_symbol(const nvhcq_elf *e, const nvhcq_elf_secti
   if (sym->value > home->size)
     return NVHCQ_BAD("%s: symbol %s lies at 0x%llx, past the end of %s", s->name, sym->name,
                      (nvhcq_ull)sym->value, home->name);
-  *out = home->place + sym->value;
+  r->symbol_offset = home->place + sym->value;
   return NVHCQ_SUCCESS;
 }
 
 /* Reads entry j of s into *r; r->type stays 0 for R_CUDA_NONE, which is skipped. */
-static nvhcq_status nvhcq_reloc_read(const nvhcq_elf *e, const nvhcq_elf_section *s,
+static nvhcq_status nvhcq_reloc_read(const nvhcq_elf *e, nvhcq_cubin *c, const nvhcq_elf_section *s,
                                      const nvhcq_elf_section *t, uint64_t j, nvhcq_cubin_reloc *r) {
   bool rela = s->type == NVHCQ_SHT_RELA;
   const uint8_t *p = e->data + s->offset + j * (rela ? NVHCQ_RELA_SIZE : NVHCQ_REL_SIZE);
@@ -230,13 +260,13 @@ static nvhcq_status nvhcq_reloc_read(const nvhcq_elf *e, const nvhcq_elf_section
   if (type == 0) return NVHCQ_SUCCESS;
   if (!nvhcq_reloc_layout(type, &l))
     return NVHCQ_BAD("relocation type 0x%x in %s is not supported (nvhcq applies R_CUDA_32, 64, "
-                     "G32, G64, 32_LO/HI, ABS32_32, ABS32_LO/HI_32, ABS55_16_34, ABS56_16_34 and "
-                     "the byte lanes 8_N and G8_N)",
+                     "G32, G64, 32_LO/HI, ABS32_32, ABS32_LO/HI_32, ABS47_34, ABS55_16_34, "
+                     "ABS56_16_34 and the byte lanes 8_N and G8_N)",
                      type, s->name);
   if (!nvhcq_in_range(off, reloc_span(&l), t->size))
     return NVHCQ_BAD("%s: relocation %llu writes at 0x%llx, past the end of %s (0x%llx bytes)",
                      s->name, (nvhcq_ull)j, (nvhcq_ull)off, t->name, (nvhcq_ull)t->size);
-  NVHCQ_TRY(nvhcq_reloc_symbol(e, s, j, (uint32_t)(info >> 32), &r->symbol_offset));
+  NVHCQ_TRY(nvhcq_reloc_symbol(e, c, s, j, (uint32_t)(info >> 32), r));
   /* REL keeps its addend in the patched fields themselves */
   uint64_t addend =
       rela ? nvhcq_rd64(p + 16) : reloc_implicit_addend(&l, e->data + t->offset + off);
@@ -265,7 +295,7 @@ static nvhcq_status nvhcq_cubin_read_relocs(const nvhcq_elf *e, nvhcq_cubin *c) 
     if (!nvhcq_is_rel(s)) continue;
     NVHCQ_TRY(nvhcq_rel_target(e, s, &t));
     for (uint64_t j = 0; t && j < s->size / s->entsize; j++) {
-      NVHCQ_TRY(nvhcq_reloc_read(e, s, t, j, &c->relocs[c->reloc_count]));
+      NVHCQ_TRY(nvhcq_reloc_read(e, c, s, t, j, &c->relocs[c->reloc_count]));
       if (c->relocs[c->reloc_count].type) c->reloc_count++;
     }
   }
@@ -346,6 +376,12 @@ static nvhcq_status nvhcq_function_attr(const nvhcq_elf *e, nvhcq_cubin *c,
   uint32_t *field;
   NVHCQ_TRY(nvhcq_eiattr_need(s, a, 8));
   uint32_t sym = nvhcq_eiattr_u32(a, 0);
+  if (sym < e->symbol_count && e->symbol_kernel[sym] < 0 && e->symbol_function[sym] >= 0) {
+    nvhcq_cubin_function *f = &c->functions[e->symbol_function[sym]];
+    if (a->attr == NVHCQ_EIATTR_REGCOUNT) f->registers = nvhcq_eiattr_u32(a, 1);
+    if (a->attr == NVHCQ_EIATTR_FRAME_SIZE) f->frame_size = nvhcq_eiattr_u32(a, 1);
+    return NVHCQ_SUCCESS;
+  }
   if (sym >= e->symbol_count || e->symbol_kernel[sym] < 0) return NVHCQ_SUCCESS;
   nvhcq_cubin_kernel *k = &c->kernels[e->symbol_kernel[sym]];
   switch (a->attr) {
@@ -546,13 +582,14 @@ static nvhcq_status nvhcq_elf_alloc_kernel_maps(nvhcq_elf *e) {
   uint32_t n = e->symbol_count + 1;
   e->kernel_symbols = calloc(n, sizeof *e->kernel_symbols);
   e->symbol_kernel = malloc(n * sizeof *e->symbol_kernel);
+  e->symbol_function = malloc(n * sizeof *e->symbol_function);
   e->kernel_names = calloc(n, sizeof *e->kernel_names);
   e->kernel_info = calloc(n, sizeof *e->kernel_info);
   e->kernel_shared = calloc(n, sizeof *e->kernel_shared);
-  if (!e->kernel_symbols || !e->symbol_kernel || !e->kernel_names || !e->kernel_info ||
-      !e->kernel_shared)
+  if (!e->kernel_symbols || !e->symbol_kernel || !e->symbol_function || !e->kernel_names ||
+      !e->kernel_info || !e->kernel_shared)
     return NVHCQ_OOM();
-  for (uint32_t i = 0; i < n; i++) e->symbol_kernel[i] = -1;
+  for (uint32_t i = 0; i < n; i++) e->symbol_kernel[i] = e->symbol_function[i] = -1;
   return NVHCQ_SUCCESS;
 }
 
@@ -598,12 +635,59 @@ static nvhcq_status nvhcq_cubin_index_kernels(const nvhcq_elf *e, nvhcq_cubin *c
   return NVHCQ_SUCCESS;
 }
 
+/* The device functions: FUNC symbols with code in the image that are not kernels. */
+static nvhcq_status nvhcq_cubin_find_functions(nvhcq_elf *e, nvhcq_cubin *c) {
+  c->functions = calloc(e->symbol_count + 1, sizeof *c->functions);
+  if (!c->functions) return NVHCQ_OOM();
+  for (uint32_t i = 0; i < e->symbol_count; i++) {
+    const nvhcq_elf_symbol *sym = &e->symbols[i];
+    const nvhcq_elf_section *text = nvhcq_symbol_section(e, sym);
+    if ((sym->info & 0xf) != NVHCQ_STT_FUNC || e->symbol_kernel[i] >= 0 || !text ||
+        text->place == NVHCQ_NOT_PLACED || sym->value > text->size)
+      continue;
+    e->symbol_function[i] = (int32_t)c->function_count;
+    c->functions[c->function_count++] =
+        (nvhcq_cubin_function){sym->name, text->place + sym->value, 0, 0};
+  }
+  return NVHCQ_SUCCESS;
+}
+
+static int32_t nvhcq_import_of(const nvhcq_elf *e, const nvhcq_cubin *c, uint32_t sym) {
+  if (sym >= e->symbol_count || !nvhcq_is_import(&e->symbols[sym])) return -1;
+  for (uint32_t i = 0; i < c->import_count; i++)
+    if (!strcmp(c->imports[i], e->symbols[sym].name)) return (int32_t)i;
+  return -1;
+}
+
+/* Which kernels call which imports: .nv.callgraph's {caller, callee} symbol pairs. A call from a
+ * device function, or no call graph, marks every kernel (the callers are not followed). */
+static nvhcq_status nvhcq_cubin_read_callgraph(const nvhcq_elf *e, nvhcq_cubin *c) {
+  if (!c->import_count) return NVHCQ_SUCCESS;
+  const nvhcq_elf_section *s = nvhcq_elf_find(e, ".nv.callgraph", "");
+  uint32_t all = (1u << c->import_count) - 1, everyone = s ? 0 : all;
+  if (s) {
+    NVHCQ_TRY(nvhcq_need_data(s));
+    for (uint64_t pos = 0; pos + 8 <= s->size; pos += 8) {
+      uint32_t caller = nvhcq_rd32(e->data + s->offset + pos);
+      int32_t import = nvhcq_import_of(e, c, nvhcq_rd32(e->data + s->offset + pos + 4));
+      if (import < 0) continue;
+      if (caller < e->symbol_count && e->symbol_kernel[caller] >= 0)
+        c->kernels[e->symbol_kernel[caller]].imports |= 1u << import;
+      else
+        everyone |= 1u << import;
+    }
+  }
+  for (uint32_t i = 0; i < c->kernel_count; i++) c->kernels[i].imports |= everyone;
+  return NVHCQ_SUCCESS;
+}
+
 /* Order matters: the .text fallbacks first, then .nv.info, then .nv.info.<kernel> (which needs
  * bank 0's size from the section pass). */
 static nvhcq_status nvhcq_cubin_read_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
   NVHCQ_TRY(nvhcq_elf_alloc_kernel_maps(e));
   NVHCQ_TRY(nvhcq_cubin_find_kernels(e, c));
   NVHCQ_TRY(nvhcq_cubin_index_kernels(e, c));
+  NVHCQ_TRY(nvhcq_cubin_find_functions(e, c));
   for (uint32_t i = 0; i < c->kernel_count; i++) NVHCQ_TRY(nvhcq_elf_kernel_code(e, c, i));
   for (uint32_t i = 0; i < e->section_count; i++)
     NVHCQ_TRY(nvhcq_elf_kernel_section(e, c, &e->sections[i]));
@@ -612,7 +696,7 @@ static nvhcq_status nvhcq_cubin_read_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
   uint64_t pool_used = 0;
   for (uint32_t i = 0; i < c->kernel_count; i++)
     NVHCQ_TRY(nvhcq_elf_kernel_info(e, c, i, &pool_used));
-  return NVHCQ_SUCCESS;
+  return nvhcq_cubin_read_callgraph(e, c);
 }
 
 /* ---- module-scope variables -------------------------------------------------------------- */
@@ -679,6 +763,7 @@ nvhcq_status nvhcq_cubin_parse(const void *data, size_t size, nvhcq_cubin **out)
   free(e.symbols);
   free(e.kernel_symbols);
   free(e.symbol_kernel);
+  free(e.symbol_function);
   free(e.kernel_names);
   free(e.kernel_info);
   free(e.kernel_shared);
@@ -699,6 +784,7 @@ void nvhcq_cubin_free(nvhcq_cubin *c) {
   free(c->cbanks);
   free(c->relocs);
   free(c->sections);
+  free(c->functions);
   free(c->strings[0]);
   free(c->strings[1]);
   free(c);
@@ -774,11 +860,22 @@ nvhcq_status nvhcq_cubin_write_image(const nvhcq_cubin *c, const void *data, siz
 }
 
 nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t *image, uint64_t gpu_base) {
-  if (!c || !image)
+  if (c && c->import_count)
+    return nvhcq_fail(
+        NVHCQ_ERROR_INVALID_IMAGE,
+        "the cubin calls %s, which the loader provides (nvhcq_cubin_relocate_imports)",
+        c->imports[0]);
+  return nvhcq_cubin_relocate_imports(c, image, gpu_base, NULL);
+}
+
+nvhcq_status nvhcq_cubin_relocate_imports(const nvhcq_cubin *c, uint8_t *image, uint64_t gpu_base,
+                                          const uint64_t *imports) {
+  if (!c || !image || (c->import_count && !imports))
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_relocate: NULL argument");
   for (uint32_t i = 0; i < c->reloc_count; i++) {
     const nvhcq_cubin_reloc *r = &c->relocs[i];
-    uint64_t v = gpu_base + r->symbol_offset + (uint64_t)r->addend;
+    uint64_t target = r->import >= 0 ? imports[r->import] : gpu_base + r->symbol_offset;
+    uint64_t v = target + (uint64_t)r->addend;
     reloc_layout l;
     if (!nvhcq_reloc_layout(r->type, &l))
       return nvhcq_fail(NVHCQ_ERROR_INVALID_IMAGE, "relocation %u has unsupported type 0x%x", i,
@@ -788,6 +885,15 @@ nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t *image, uint64_t
                v >> l.part[k].shift & part_mask(&l.part[k]));
   }
   return NVHCQ_SUCCESS;
+}
+
+const nvhcq_cubin_function *nvhcq_cubin_find_function(const nvhcq_cubin *c, const char *name) {
+  size_t n = name ? strlen(name) : 0;
+  for (uint32_t i = 0; c && name && i < c->function_count; i++) {
+    const char *f = c->functions[i].name;
+    if (!strncmp(f, name, n) && (f[n] == '\0' || f[n] == '$')) return &c->functions[i];
+  }
+  return NULL;
 }
 
 nvhcq_status nvhcq_cubin_check_arch(const nvhcq_cubin *c, unsigned gpu_sm) {

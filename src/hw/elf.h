@@ -38,11 +38,17 @@ enum {
   NVHCQ_R_CUDA_ABS32_HI_32 = 0x39, /* high 32 bits into instruction bytes +4..+8 */
   NVHCQ_R_CUDA_32_LO = 0x46,       /* low 32 bits at +0 */
   NVHCQ_R_CUDA_32_HI = 0x47,       /* high 32 bits at +0 */
+  NVHCQ_R_CUDA_ABS47_34 = 0x3a,    /* call target before Hopper (sm_7x/8x): 47 bits at bit 34 */
   NVHCQ_R_CUDA_ABS55_16_34 = 0x4b, /* call target: bits 2..9 at bit 16, bits 10..56 at bit 34 */
   NVHCQ_R_CUDA_8_0 = 0x4c,         /* 0x4c..0x53: byte N/8 of the address at +0 (R_CUDA_8_N) */
   NVHCQ_R_CUDA_G8_0 = 0x54,        /* 0x54..0x5b: the same for global addresses (R_CUDA_G8_N) */
   NVHCQ_R_CUDA_ABS56_16_34 = 0x72, /* as ABS55_16_34 with 48 bits at bit 34 */
 };
+
+/* Undefined functions a cubin may call that the CUDA driver provides at load time (printf,
+ * assert, malloc and free compile to calls of these); any other undefined symbol is refused. */
+#define NVHCQ_CUBIN_MAX_IMPORTS 4
+bool nvhcq_cubin_is_syscall(const char *name);
 
 typedef struct nvhcq_cubin_cbank {
   uint32_t bank;   /* N of .nv.constant<N> */
@@ -84,6 +90,8 @@ typedef struct nvhcq_cubin_kernel {
   uint32_t max_cluster_rank; /* EIATTR_MAX_CLUSTER_RANK: most blocks per cluster, 0 when absent */
   uint32_t barriers;         /* EIATTR_NUM_BARRIERS, else .text sh_flags bits 20..24 */
   uint32_t cbank0_size;      /* size of this kernel's .nv.constant0 (driver words + parameters) */
+  uint32_t imports;          /* bit i: the kernel may call imports[i] (from .nv.callgraph; every
+                                bit when a device function between them hides which) */
   uint32_t cbank_count;
   nvhcq_cubin_cbank cbanks[NVHCQ_CUBIN_MAX_BANKS]; /* .nv.constant<N>.<name>, bank 0 included */
 } nvhcq_cubin_kernel;
@@ -103,6 +111,15 @@ typedef struct nvhcq_cubin_global {
   uint64_t size;
 } nvhcq_cubin_global;
 
+/* A device function defined in the cubin (a GLOBAL or LOCAL FUNC that is not a kernel), with
+ * what .nv.info records of it. */
+typedef struct nvhcq_cubin_function {
+  const char *name;
+  uint64_t offset;     /* its code in the image */
+  uint32_t registers;  /* EIATTR_REGCOUNT */
+  uint32_t frame_size; /* EIATTR_FRAME_SIZE: its own stack frame, per thread */
+} nvhcq_cubin_function;
+
 /* A section given device memory by the layout. */
 typedef struct nvhcq_cubin_section {
   const char *name;
@@ -118,6 +135,8 @@ typedef struct nvhcq_cubin_reloc {
   uint64_t symbol_offset; /* image offset of the symbol */
   int64_t addend;         /* RELA addend, or the REL section's implicit addend */
   uint32_t type;          /* NVHCQ_R_CUDA_* */
+  int32_t import;         /* index into imports: the symbol is undefined here, symbol_offset 0;
+                             -1: the symbol lies in the image */
 } nvhcq_cubin_reloc;
 
 typedef struct nvhcq_cubin {
@@ -138,6 +157,10 @@ typedef struct nvhcq_cubin {
   nvhcq_cubin_reloc *relocs;
   uint32_t section_count;
   nvhcq_cubin_section *sections;
+  uint32_t import_count; /* undefined functions the relocations name (nvhcq_cubin_is_syscall) */
+  const char *imports[NVHCQ_CUBIN_MAX_IMPORTS];
+  uint32_t function_count;
+  nvhcq_cubin_function *functions;
   nvhcq_cubin_param *param_pool; /* every kernel's params, one allocation */
   char *strings[2]; /* copies of the section-name and symbol-name tables: names point here */
 } nvhcq_cubin;
@@ -151,6 +174,10 @@ void nvhcq_cubin_free(nvhcq_cubin *c); /* NULL is fine */
 const nvhcq_cubin_kernel *nvhcq_cubin_find_kernel(const nvhcq_cubin *c, const char *name);
 const nvhcq_cubin_global *nvhcq_cubin_find_global(const nvhcq_cubin *c, const char *name);
 
+/* The device function `name`, or NULL. nvlink may rename a function it makes local to
+ * name$<n>: that matches `name` too. */
+const nvhcq_cubin_function *nvhcq_cubin_find_function(const nvhcq_cubin *c, const char *name);
+
 /* Writes the image (memory_size bytes: the sections' bytes from `data`, the file c was parsed
  * from, and zeros in the gaps and the zero-filled tail) to `dst`, in one ascending pass, so that
  * it may be write-combined device memory. Relocations are not applied. */
@@ -158,9 +185,14 @@ NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_write_image(const nvhcq_cubin *c, cons
                                                       size_t size, uint8_t *dst);
 
 /* Applies every relocation to `image` (as nvhcq_cubin_write_image wrote it) for an image that
- * will live at GPU address gpu_base. Idempotent: each write uses only gpu_base and the cubin. */
+ * will live at GPU address gpu_base. Idempotent: each write uses only gpu_base and the cubin.
+ * A cubin with imports is refused: it needs nvhcq_cubin_relocate_imports. */
 NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_relocate(const nvhcq_cubin *c, uint8_t *image,
                                                    uint64_t gpu_base);
+/* The same, with import i at GPU address imports[i] (import_count of them). */
+NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_relocate_imports(const nvhcq_cubin *c, uint8_t *image,
+                                                           uint64_t gpu_base,
+                                                           const uint64_t *imports);
 
 /* Refuses a cubin the GPU cannot run. gpu_sm is major*10+minor (90) or the RM encoding (0x900).
  * CUDA's rule: same major and cubin minor <= GPU minor (sm_80 code runs on sm_86/sm_89); an

@@ -102,6 +102,7 @@ typedef struct nvhcq_elf {
   /* kernel lookups, so that a cubin of thousands of kernels parses in O(n log n) */
   uint32_t *kernel_symbols;                       /* symbol index of each kernel */
   int32_t *symbol_kernel;                         /* kernel index of each symbol, or -1 */
+  int32_t *symbol_function;                       /* function index of each symbol, or -1 */
   struct nvhcq_elf_kernel_name *kernel_names;     /* sorted by name */
   const struct nvhcq_elf_section **kernel_info;   /* .nv.info.<kernel> of each kernel */
   const struct nvhcq_elf_section **kernel_shared; /* .nv.shared.<kernel> of each kernel */

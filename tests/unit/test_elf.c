@@ -11,6 +11,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "elf.h"
+#include "syscalls_abi.h"
 #include "../test.h"
 
 #include <stdint.h>
@@ -750,6 +751,113 @@ static bool is_directory(const char *path) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* ---- undefined functions the driver provides (printf, assert, malloc, free) -------------- */
+
+static int import_named(const nvhcq_cubin *c, const char *name) {
+  for (uint32_t i = 0; i < c->import_count; i++)
+    if (!strcmp(c->imports[i], name)) return (int)i;
+  return -1;
+}
+
+static uint32_t imports_of(const nvhcq_cubin *c, const char *kernel) {
+  const nvhcq_cubin_kernel *k = nvhcq_cubin_find_kernel(c, kernel);
+  TEST_CHECK_MSG(k != NULL, "no kernel %s", kernel);
+  return k ? k->imports : 0;
+}
+
+/* tests/device/syscalls_test.cu, nvcc -cubin: its kernels call vprintf, __assertfail, malloc and
+ * free, undefined in the file, through 64-bit addresses in constant bank 4 (R_CUDA_64). */
+static void check_import_records(const nvhcq_cubin *c) {
+  int vp = import_named(c, "vprintf"), as = import_named(c, "__assertfail");
+  int ma = import_named(c, "malloc"), fr = import_named(c, "free");
+  TEST_CHECK(c->import_count == 4 && vp >= 0 && as >= 0 && ma >= 0 && fr >= 0);
+  if (vp < 0 || as < 0 || ma < 0 || fr < 0) return;
+  TEST_CHECK(imports_of(c, "print_all") == 1u << vp);
+  TEST_CHECK(imports_of(c, "print_every_thread") == 1u << vp);
+  TEST_CHECK(imports_of(c, "assert_one") == 1u << as);
+  TEST_CHECK(imports_of(c, "heap_rounds") == (1u << ma | 1u << fr));
+  TEST_CHECK(imports_of(c, "heap_exhaust") == (1u << ma | 1u << fr));
+  uint32_t seen = 0;
+  for (uint32_t i = 0; i < c->reloc_count; i++) {
+    const nvhcq_cubin_reloc *r = &c->relocs[i];
+    if (r->import < 0) continue;
+    TEST_CHECK(r->type == NVHCQ_R_CUDA_64 && r->symbol_offset == 0 && r->addend == 0);
+    seen |= 1u << r->import;
+  }
+  TEST_CHECK_MSG(seen == 0xf, "relocations name imports 0x%x", seen);
+}
+
+static void test_syscall_imports(void) {
+  blob b;
+  if (!load_cubin("syscalls_test_sm_90.cubin", &b)) TEST_SKIP(skip_message);
+  nvhcq_cubin *c = parse_ok(&b);
+  uint8_t *img = c ? image_of(c, b.data, b.size) : NULL;
+  if (c && img) {
+    check_import_records(c);
+    const uint64_t base = 0x7f0000000000ull;
+    const uint64_t imports[NVHCQ_CUBIN_MAX_IMPORTS] = {0x7e00000000a0ull, 0x7e0000001100ull,
+                                                       0x7e0000002200ull, 0x7e0000003300ull};
+    TEST_CHECK(nvhcq_cubin_relocate(c, img, base) == NVHCQ_ERROR_INVALID_IMAGE);
+    TEST_CHECK(strstr(nvhcq_last_error(), "nvhcq_cubin_relocate_imports") != NULL);
+    TEST_CHECK(nvhcq_cubin_relocate_imports(c, img, base, NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
+    TEST_CHECK(nvhcq_cubin_relocate_imports(c, img, base, imports) == NVHCQ_SUCCESS);
+    for (uint32_t i = 0; i < c->reloc_count; i++) {
+      const nvhcq_cubin_reloc *r = &c->relocs[i];
+      uint64_t want =
+          (r->import >= 0 ? imports[r->import] : base + r->symbol_offset) + (uint64_t)r->addend;
+      if (r->type == NVHCQ_R_CUDA_64) TEST_CHECK(bits_at(img + r->offset, 0, 64) == want);
+    }
+  }
+  free(img);
+  nvhcq_cubin_free(c);
+  free(b.data);
+}
+
+/* Any other undefined symbol still needs nvlink: vprintf renamed in the string table. */
+static void test_other_undefined_refused(void) {
+  blob b;
+  if (!load_cubin("syscalls_test_sm_90.cubin", &b)) TEST_SKIP(skip_message);
+  static const char name[] = "\0vprintf\0";
+  uint8_t *at = memmem(b.data, b.size, name, sizeof name - 1);
+  TEST_CHECK(at != NULL);
+  if (at) {
+    at[7] = 'X';
+    expect_invalid(b.data, b.size, "needs undefined symbol vprintX; link the cubin (nvlink) first");
+  }
+  free(b.data);
+}
+
+/* The syscalls module nvhcq embeds (src/exec/syscalls.cu, device-linked): each function present
+ * (nvlink may rename it name$N), within the 24 registers a caller reserves, with its frame. */
+static void test_syscalls_module(void) {
+  static const char *const archs[] = {"sm_80", "sm_89", "sm_90", "sm_100"};
+  static const char *const names[] = {"nvhcq_sys_vprintf", "nvhcq_sys___assertfail",
+                                      "nvhcq_sys_malloc", "nvhcq_sys_free"};
+  int found = 0;
+  for (size_t a = 0; a < sizeof archs / sizeof *archs; a++) {
+    char path[1024];
+    blob b;
+    snprintf(path, sizeof path, "%s/syscalls_%s.cubin", NVHCQ_SYSCALLS_DIR, archs[a]);
+    if (!load_file(path, &b)) continue;
+    found++;
+    nvhcq_cubin *c = parse_ok(&b);
+    for (size_t i = 0; c && i < sizeof names / sizeof *names; i++) {
+      const nvhcq_cubin_function *f = nvhcq_cubin_find_function(c, names[i]);
+      TEST_CHECK_MSG(f != NULL, "%s: no %s", archs[a], names[i]);
+      if (f)
+        TEST_CHECK_MSG(f->registers > 0 && f->registers <= 24 && f->frame_size <= 256,
+                       "%s: %s has %u registers, a %u-byte frame", archs[a], names[i], f->registers,
+                       f->frame_size);
+    }
+    const nvhcq_cubin_global *g = c ? nvhcq_cubin_find_global(c, "nvhcq_sys") : NULL;
+    TEST_CHECK(g && g->size >= sizeof(nvhcq_sys_state));
+    TEST_CHECK(c && c->import_count == 0 && !nvhcq_cubin_find_function(c, "nvhcq_sys_vprint"));
+    nvhcq_cubin_free(c);
+    free(b.data);
+  }
+  if (!found) TEST_SKIP("no syscalls cubin in the build (nvcc was not found at build time)");
+}
+
 int main(int argc, char **argv) {
   static const test_case tests[] = {
       TEST(test_kernels_listed),
@@ -769,6 +877,9 @@ int main(int argc, char **argv) {
       TEST(test_every_truncation),
       TEST(test_random_corruption),
       TEST(test_names_outlive_the_file),
+      TEST(test_syscall_imports),
+      TEST(test_other_undefined_refused),
+      TEST(test_syscalls_module),
   };
   cubin_dir = getenv("NVHCQ_TEST_CUBIN_DIR");
   if (argc > 1 && is_directory(argv[1])) { /* then an optional test-name filter */
