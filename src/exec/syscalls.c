@@ -42,8 +42,7 @@ typedef struct nvhcq_syscalls {
   char text[SCRATCH_BYTES];
 } nvhcq_syscalls;
 
-static const char *const import_names[NVHCQ_CUBIN_MAX_IMPORTS] = {"vprintf", "__assertfail",
-                                                                  "malloc", "free"};
+#define import_names nvhcq_cubin_syscall_names
 
 /* The device's part, made on first use (limits may be set before any module needs it). */
 static nvhcq_syscalls *get(nvhcq_device *dev) {

@@ -242,9 +242,47 @@ extern "C" __device__ __noinline__ void nvhcq_sys_free(void *p) {
   push(st, c, block);
 }
 
+// ---- cooperative_groups' grid sync as libcudadevrt calls it ----
+// cudaCGGetIntrinsicHandle(cudaCGScopeGrid = 1) and cudaCGSynchronize(handle, flags) (what -rdc
+// code and numba's this_grid().sync() call) end in these two (their SASS, nvcc 13: the scope in
+// R4, the 64-bit handle in R4:R5, nonzero returned means failure). The handle is the grid
+// workspace a cooperative launch puts in %envreg1:%envreg2 (0 otherwise); the barrier is the one
+// cooperative_groups' own grid.sync() counts in (the workspace's second word: the first block
+// adds 0x80000000 - (blocks - 1), every other block 1, and each waits for the top bit to flip).
+extern "C" __device__ __noinline__ unsigned long long
+nvhcq_sys___cuda_syscall_CGS_get_intrinsic_handle(int scope) {
+  if (scope != 1) return 0;
+  unsigned hi, lo;
+  asm volatile("mov.u32 %0, %%envreg1;" : "=r"(hi));
+  asm volatile("mov.u32 %0, %%envreg2;" : "=r"(lo));
+  return (unsigned long long)hi << 32 | lo;
+}
+
+extern "C" __device__ __noinline__ unsigned int
+nvhcq_sys___cuda_syscall_CGS_sync(unsigned long long handle, unsigned int flags) {
+  (void)flags;
+  if (!handle) return 1;
+  unsigned int *arrived = (unsigned int *)handle + 1;
+  __syncthreads();
+  if (threadIdx.x + threadIdx.y + threadIdx.z == 0) {
+    unsigned int blocks = gridDim.x * gridDim.y * gridDim.z, old, now;
+    unsigned int add = blockIdx.x + blockIdx.y + blockIdx.z == 0 ? 0x80000000u - (blocks - 1) : 1;
+    asm volatile("atom.add.release.gpu.u32 %0, [%1], %2;"
+                 : "=r"(old)
+                 : "l"(arrived), "r"(add)
+                 : "memory");
+    do {
+      asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(now) : "l"(arrived) : "memory");
+    } while (((old ^ now) & 0x80000000u) == 0);
+  }
+  __syncthreads();
+  return 0;
+}
+
 // Never launched: it calls every syscall, so that the device link keeps them all.
 extern "C" __global__ void nvhcq_sys_keep(const char *s, void *p, size_t n) {
   nvhcq_sys_vprintf(s, p);
   nvhcq_sys_free(nvhcq_sys_malloc(n));
   nvhcq_sys___assertfail(s, s, 0, s, 1);
+  nvhcq_sys___cuda_syscall_CGS_sync(nvhcq_sys___cuda_syscall_CGS_get_intrinsic_handle((int)n), 0);
 }

@@ -199,11 +199,17 @@ static nvhcq_status nvhcq_rel_target(const nvhcq_elf *e, const nvhcq_elf_section
   return NVHCQ_SUCCESS;
 }
 
+const char *const nvhcq_cubin_syscall_names[NVHCQ_CUBIN_MAX_IMPORTS] = {
+    "vprintf",
+    "__assertfail",
+    "malloc",
+    "free",
+    "__cuda_syscall_CGS_get_intrinsic_handle",
+    "__cuda_syscall_CGS_sync"};
+
 bool nvhcq_cubin_is_syscall(const char *name) {
-  static const char *const names[NVHCQ_CUBIN_MAX_IMPORTS] = {"vprintf", "__assertfail", "malloc",
-                                                             "free"};
   for (int i = 0; i < NVHCQ_CUBIN_MAX_IMPORTS; i++)
-    if (name && !strcmp(name, names[i])) return true;
+    if (name && !strcmp(name, nvhcq_cubin_syscall_names[i])) return true;
   return false;
 }
 

@@ -46,8 +46,11 @@ enum {
 };
 
 /* Undefined functions a cubin may call that the CUDA driver provides at load time (printf,
- * assert, malloc and free compile to calls of these); any other undefined symbol is refused. */
-#define NVHCQ_CUBIN_MAX_IMPORTS 4
+ * assert, malloc and free compile to calls of these, and libcudadevrt's cooperative_groups grid
+ * sync to the two __cuda_syscall_CGS_*); any other undefined symbol is refused. */
+#define NVHCQ_CUBIN_MAX_IMPORTS 6
+/* Their names, in the order of nvhcq's own implementations (src/exec/syscalls.cu). */
+extern const char *const nvhcq_cubin_syscall_names[NVHCQ_CUBIN_MAX_IMPORTS];
 bool nvhcq_cubin_is_syscall(const char *name);
 
 typedef struct nvhcq_cubin_cbank {

@@ -521,6 +521,52 @@ done:
   TEST_CHECK(nvhcq_module_unload(m) == NVHCQ_SUCCESS);
 }
 
+/* The same grid barrier through libcudadevrt's cudaCGSynchronize, which calls the
+ * driver-provided __cuda_syscall_CGS_sync that nvhcq's syscalls module implements. */
+static void t_devrt_grid_sync(void) {
+  NEED_GPU();
+  if (on_mock()) TEST_SKIP("the mock runs blocks one after another; grid.sync() needs a GPU");
+  if (!is_sm90()) TEST_SKIP("the cooperative kernels are built for sm_90");
+  nvhcq_module *m = load_sm90_module("coop_rdc_sm_90.cubin");
+  nvhcq_kernel *k = NULL;
+  if (!m) return;
+  TEST_CHECK(nvhcq_module_get_kernel(m, "devrt_grid_rounds", &k) == NVHCQ_SUCCESS);
+  nvhcq_occupancy occ = {.struct_size = sizeof occ};
+  TEST_CHECK(k && nvhcq_kernel_query_occupancy(k, DIM(128, 1, 1), 0, &occ) == NVHCQ_SUCCESS);
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
+  uint32_t blocks = occ.blocks_per_sm * info.sm_count;
+  int n = (int)blocks * 128, rounds = 50;
+  nvhcq_buffer *buf = alloc(2ull * n * 4), *out = alloc((size_t)n * 4);
+  nvhcq_queue *q = NULL;
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  struct {
+    uint64_t buf, out;
+    int n, rounds;
+  } args = {buf ? nvhcq_buffer_gpu_address(buf) : 0, out ? nvhcq_buffer_gpu_address(out) : 0, n,
+            rounds};
+  nvhcq_launch_config c = {.struct_size = sizeof c,
+                           .grid = DIM(blocks, 1, 1),
+                           .block = DIM(128, 1, 1),
+                           .flags = NVHCQ_LAUNCH_COOPERATIVE};
+  if (k && buf && out && q && blocks) {
+    TEST_CHECK_MSG(nvhcq_queue_launch_ex(q, k, &c, &args, sizeof args) == NVHCQ_SUCCESS, "%s",
+                   nvhcq_last_error());
+    TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+    TEST_CHECK_MSG(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    int *h = malloc((size_t)n * 4), wrong = 0;
+    if (h && nvhcq_buffer_read(h, out, 0, (size_t)n * 4) == NVHCQ_SUCCESS)
+      for (int i = 0; i < n; i++) wrong += h[i] != i + rounds;
+    TEST_CHECK_MSG(h && wrong == 0, "%d of %d threads wrong (-1: cudaCGSynchronize failed)", wrong,
+                   n);
+    free(h);
+  }
+  nvhcq_queue_destroy(q);
+  nvhcq_buffer_destroy(buf);
+  nvhcq_buffer_destroy(out);
+  TEST_CHECK(nvhcq_module_unload(m) == NVHCQ_SUCCESS);
+}
+
 /* -rdc=true code calls functions in .text sections of their own. rdc_sm_90.cubin is relocatable
  * (nvcc -rdc=true -cubin): the load links it through nvJitLink first, and the loader writes each
  * call's target (R_CUDA_ABS55_16_34); a wrong field would jump elsewhere and fault. */
@@ -560,4 +606,5 @@ TEST_MAIN(TEST(t_list_kernels), TEST(t_occupancy_and_carveout), TEST(t_vector_ad
           TEST(t_atomic_100k), TEST(t_dynamic_shared_over_48k), TEST(t_local_16k), TEST(t_3d),
           TEST(t_globals), TEST(t_struct_args), TEST(t_chain_order),
           TEST(t_compute_and_copy_together), TEST(t_launch_checks), TEST(t_wrong_arch),
-          TEST(t_call_across_sections), TEST(t_cooperative_grid_sync), TEST(t_teardown))
+          TEST(t_call_across_sections), TEST(t_cooperative_grid_sync), TEST(t_devrt_grid_sync),
+          TEST(t_teardown))
