@@ -42,7 +42,8 @@ typedef struct nvhcq_syscalls {
   char text[SCRATCH_BYTES];
 } nvhcq_syscalls;
 
-#define import_names nvhcq_cubin_syscall_names
+#define import_names  nvhcq_cubin_syscall_names
+#define SYSCALL_STACK 1024u /* bytes of stack a kernel calling syscalls gets at least */
 
 /* The device's part, made on first use (limits may be set before any module needs it). */
 static nvhcq_syscalls *get(nvhcq_device *dev) {
@@ -173,6 +174,12 @@ static void raise_kernels(const nvhcq_syscalls *s, nvhcq_cubin *c, const int *wh
       if (s->frame[f] > frame) frame = s->frame[f];
     }
     kn->min_stack_size += frame;
+    /* The frames EIATTR_FRAME_SIZE gives leave out what the syscalls' own callees take (on the
+     * H200 a printf kernel given its own frame plus vprintf's faulted 32 bytes below its stack:
+     * "invalid address space" on a generic load of its arguments). A caller gets at least the
+     * 1 KiB stack libcuda gives every kernel (CU_LIMIT_STACK_SIZE's default; its QMDs' local
+     * high size is 0x640: the stack and the 0x240 above its top). */
+    if (frame && kn->min_stack_size < SYSCALL_STACK) kn->min_stack_size = SYSCALL_STACK;
   }
 }
 

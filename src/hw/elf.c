@@ -122,6 +122,10 @@ static const reloc_layout reloc_layouts[] = {
     ONE(NVHCQ_R_CUDA_64, 0, 64, 0),
     ONE(NVHCQ_R_CUDA_G32, 0, 32, 0),
     ONE(NVHCQ_R_CUDA_G64, 0, 64, 0),
+    /* Function pointers in initialised data (libcudadevrt's tables): Volta and later call a
+     * function by its code address, so its descriptor is that address. */
+    ONE(NVHCQ_R_CUDA_FUNC_DESC_32, 0, 32, 0),
+    ONE(NVHCQ_R_CUDA_FUNC_DESC_64, 0, 64, 0),
     ONE(NVHCQ_R_CUDA_ABS32_32, 32, 32, 0),
     ONE(NVHCQ_R_CUDA_ABS32_LO_32, 32, 32, 0),
     ONE(NVHCQ_R_CUDA_ABS32_HI_32, 32, 32, 32),
@@ -265,10 +269,11 @@ static nvhcq_status nvhcq_reloc_read(const nvhcq_elf *e, nvhcq_cubin *c, const n
   *r = (nvhcq_cubin_reloc){0};
   if (type == 0) return NVHCQ_SUCCESS;
   if (!nvhcq_reloc_layout(type, &l))
-    return NVHCQ_BAD("relocation type 0x%x in %s is not supported (nvhcq applies R_CUDA_32, 64, "
-                     "G32, G64, 32_LO/HI, ABS32_32, ABS32_LO/HI_32, ABS47_34, ABS55_16_34, "
-                     "ABS56_16_34 and the byte lanes 8_N and G8_N)",
-                     type, s->name);
+    return NVHCQ_BAD(
+        "relocation type 0x%x in %s is not supported (nvhcq applies R_CUDA_32, 64, "
+        "G32, G64, FUNC_DESC_32/64, 32_LO/HI, ABS32_32, ABS32_LO/HI_32, ABS47_34, ABS55_16_34, "
+        "ABS56_16_34 and the byte lanes 8_N and G8_N)",
+        type, s->name);
   if (!nvhcq_in_range(off, reloc_span(&l), t->size))
     return NVHCQ_BAD("%s: relocation %llu writes at 0x%llx, past the end of %s (0x%llx bytes)",
                      s->name, (nvhcq_ull)j, (nvhcq_ull)off, t->name, (nvhcq_ull)t->size);

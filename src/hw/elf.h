@@ -29,20 +29,22 @@
  * writes the symbol's address (shifted right, masked) into one or two bit fields at r_offset;
  * elf.c's table has the fields. */
 enum {
-  NVHCQ_R_CUDA_32 = 1,             /* 32-bit address at +0 */
-  NVHCQ_R_CUDA_64 = 2,             /* 64-bit address at +0 */
-  NVHCQ_R_CUDA_G32 = 3,            /* 32-bit global address at +0 */
-  NVHCQ_R_CUDA_G64 = 4,            /* 64-bit global address at +0 (pointer initialisers) */
-  NVHCQ_R_CUDA_ABS32_32 = 0x37,    /* 32-bit address into instruction bits 32..63 */
-  NVHCQ_R_CUDA_ABS32_LO_32 = 0x38, /* low 32 bits into instruction bytes +4..+8 */
-  NVHCQ_R_CUDA_ABS32_HI_32 = 0x39, /* high 32 bits into instruction bytes +4..+8 */
-  NVHCQ_R_CUDA_32_LO = 0x46,       /* low 32 bits at +0 */
-  NVHCQ_R_CUDA_32_HI = 0x47,       /* high 32 bits at +0 */
-  NVHCQ_R_CUDA_ABS47_34 = 0x3a,    /* call target before Hopper (sm_7x/8x): 47 bits at bit 34 */
-  NVHCQ_R_CUDA_ABS55_16_34 = 0x4b, /* call target: bits 2..9 at bit 16, bits 10..56 at bit 34 */
-  NVHCQ_R_CUDA_8_0 = 0x4c,         /* 0x4c..0x53: byte N/8 of the address at +0 (R_CUDA_8_N) */
-  NVHCQ_R_CUDA_G8_0 = 0x54,        /* 0x54..0x5b: the same for global addresses (R_CUDA_G8_N) */
-  NVHCQ_R_CUDA_ABS56_16_34 = 0x72, /* as ABS55_16_34 with 48 bits at bit 34 */
+  NVHCQ_R_CUDA_32 = 1,              /* 32-bit address at +0 */
+  NVHCQ_R_CUDA_64 = 2,              /* 64-bit address at +0 */
+  NVHCQ_R_CUDA_G32 = 3,             /* 32-bit global address at +0 */
+  NVHCQ_R_CUDA_G64 = 4,             /* 64-bit global address at +0 (pointer initialisers) */
+  NVHCQ_R_CUDA_FUNC_DESC_32 = 0x22, /* a function's 32-bit address at +0 */
+  NVHCQ_R_CUDA_FUNC_DESC_64 = 0x23, /* a function's 64-bit address at +0 (function pointers) */
+  NVHCQ_R_CUDA_ABS32_32 = 0x37,     /* 32-bit address into instruction bits 32..63 */
+  NVHCQ_R_CUDA_ABS32_LO_32 = 0x38,  /* low 32 bits into instruction bytes +4..+8 */
+  NVHCQ_R_CUDA_ABS32_HI_32 = 0x39,  /* high 32 bits into instruction bytes +4..+8 */
+  NVHCQ_R_CUDA_32_LO = 0x46,        /* low 32 bits at +0 */
+  NVHCQ_R_CUDA_32_HI = 0x47,        /* high 32 bits at +0 */
+  NVHCQ_R_CUDA_ABS47_34 = 0x3a,     /* call target before Hopper (sm_7x/8x): 47 bits at bit 34 */
+  NVHCQ_R_CUDA_ABS55_16_34 = 0x4b,  /* call target: bits 2..9 at bit 16, bits 10..56 at bit 34 */
+  NVHCQ_R_CUDA_8_0 = 0x4c,          /* 0x4c..0x53: byte N/8 of the address at +0 (R_CUDA_8_N) */
+  NVHCQ_R_CUDA_G8_0 = 0x54,         /* 0x54..0x5b: the same for global addresses (R_CUDA_G8_N) */
+  NVHCQ_R_CUDA_ABS56_16_34 = 0x72,  /* as ABS55_16_34 with 48 bits at bit 34 */
 };
 
 /* Undefined functions a cubin may call that the CUDA driver provides at load time (printf,
