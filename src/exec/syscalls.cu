@@ -57,22 +57,55 @@ __device__ static uint8_t *reserve(uint32_t size) {
   return ring + ((t + skip) & (cap - 1));
 }
 
+// printf's argument buffer (and a %s string kept in an array on the stack) lies in the caller's
+// stack: a generic address in the local window. On the H200 a generic load there faulted
+// ("invalid address space", Xid 13) while the caller's local stores to the same bytes had worked,
+// so such addresses are read through local loads at their offset in the window.
+__device__ static uint64_t local_window(void) {
+  uint64_t base;
+  asm("{ .reg .u64 z; mov.u64 z, 0; cvta.local.u64 %0, z; }" : "=l"(base));
+  return base;
+}
+
+__device__ static int in_local(const void *p) {
+  return (uint64_t)p - local_window() < (16ull << 20);
+}
+
+__device__ static uint64_t load(const void *p, uint32_t bytes) {
+  if (!in_local(p))
+    return bytes == 8   ? *(const uint64_t *)p
+           : bytes == 4 ? *(const uint32_t *)p
+                        : *(const uint8_t *)p;
+  uint64_t at = (uint64_t)p - local_window(), v = 0;
+  uint32_t w = 0;
+  if (bytes == 8) {
+    asm volatile("ld.local.u64 %0, [%1];" : "=l"(v) : "l"(at));
+    return v;
+  }
+  if (bytes == 4) {
+    asm volatile("ld.local.u32 %0, [%1];" : "=r"(w) : "l"(at));
+    return w;
+  }
+  asm volatile("ld.local.u8 %0, [%1];" : "=r"(w) : "l"(at));
+  return w & 0xff;
+}
+
 __device__ static uint32_t bounded_len(const char *s, uint32_t max) {
   uint32_t n = 0;
-  while (n < max && s[n]) n++;
+  while (n < max && load(s + n, 1)) n++;
   return n;
 }
 
 __device__ static uint32_t copy_string(uint8_t *dst, const char *s, uint32_t max) {
   uint32_t n = 0;
-  for (; n < max && s[n]; n++) dst[n] = (uint8_t)s[n];
+  for (uint8_t c; n < max && (c = (uint8_t)load(s + n, 1)); n++) dst[n] = c;
   dst[n] = 0;
   return n + 1;
 }
 
 __device__ static uint64_t take(const uint8_t *args, uint32_t *off, uint32_t bytes) {
   *off = (*off + bytes - 1) & ~(bytes - 1);
-  uint64_t v = bytes == 4 ? *(const uint32_t *)(args + *off) : *(const uint64_t *)(args + *off);
+  uint64_t v = load(args + *off, bytes);
   *off += bytes;
   return v;
 }
