@@ -8,42 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cuda_api.h"
-#include "test.h"
-
-static CUresult init_result = (CUresult)-1;
-
-static int on_mock(void) {
-  const char *m = getenv("NVHCQ_MOCK");
-  return m && *m && strcmp(m, "0") != 0;
-}
-
-static int asan_build(void) {
-#ifdef NO_DEVICE_ADDRESS_SPACE
-  return 1;
-#else
-  return 0;
-#endif
-}
-
-/* A device with the primary context current, or a skip. */
-#define NEED_DEVICE()                                                                              \
-  do {                                                                                             \
-    if (init_result == (CUresult)-1) init_result = cuInit(0);                                      \
-    if (init_result != CUDA_SUCCESS) TEST_SKIP("needs a GPU or NVHCQ_MOCK=1");                     \
-    if (on_mock() && asan_build()) TEST_SKIP("the mock's device memory does not fit under ASan");  \
-    CUcontext ctx_;                                                                                \
-    TEST_CHECK(cuDevicePrimaryCtxRetain(&ctx_, 0) == CUDA_SUCCESS);                                \
-    TEST_CHECK(cuCtxSetCurrent(ctx_) == CUDA_SUCCESS);                                             \
-  } while (0)
-
-#define NEED_KERNELS()                                                                             \
-  do {                                                                                             \
-    NEED_DEVICE();                                                                                 \
-    if (on_mock()) TEST_SKIP("needs a GPU (the mock runs no kernels)");                            \
-  } while (0)
-
-#define OK(x) TEST_CHECK_MSG((x) == CUDA_SUCCESS, "%s", #x)
+#include "cuda_test.h"
 
 static CUDA_MEMCPY3D copy_1d(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   CUDA_MEMCPY3D c;
@@ -66,10 +31,6 @@ static uint32_t read_u32(CUdeviceptr d, size_t index) {
 }
 
 /* ---- without a device ---- */
-
-static void *own(const char *name) {
-  return dlsym(RTLD_DEFAULT, name);
-}
 
 /* The new calls answer cuGetProcAddress as driver 580 does: the version picks the symbol. */
 static void test_proc_address(void) {

@@ -9,45 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "cuda_api.h"
-#include "test.h"
-
-static CUresult init_result = (CUresult)-1;
-
-static int on_mock(void) {
-  const char *m = getenv("NVHCQ_MOCK");
-  return m && *m && strcmp(m, "0") != 0;
-}
-
-static int asan_build(void) {
-#ifdef NO_DEVICE_ADDRESS_SPACE
-  return 1;
-#else
-  return 0;
-#endif
-}
-
-static CUresult init_once(void) {
-  if (init_result == (CUresult)-1) init_result = cuInit(0);
-  return init_result;
-}
-
-#define NEED_DEVICE()                                                                              \
-  do {                                                                                             \
-    if (init_once() != CUDA_SUCCESS) TEST_SKIP("needs a GPU or NVHCQ_MOCK=1");                     \
-    if (on_mock() && asan_build()) TEST_SKIP("the mock's device memory does not fit under ASan");  \
-    CUcontext ctx_;                                                                                \
-    TEST_CHECK(cuDevicePrimaryCtxRetain(&ctx_, 0) == CUDA_SUCCESS);                                \
-    TEST_CHECK(cuCtxSetCurrent(ctx_) == CUDA_SUCCESS);                                             \
-  } while (0)
-
-#define NEED_KERNELS()                                                                             \
-  do {                                                                                             \
-    NEED_DEVICE();                                                                                 \
-    if (on_mock()) TEST_SKIP("needs a GPU");                                                       \
-  } while (0)
-
-#define OK(x) TEST_CHECK_MSG((x) == CUDA_SUCCESS, "%s", #x)
+#include "cuda_test.h"
 #define IS(x, code)                                                                                \
   do {                                                                                             \
     CUresult r_ = (x);                                                                             \
@@ -57,10 +19,6 @@ static CUresult init_once(void) {
 #define PTR(p) ((CUdeviceptr)(uintptr_t)(p))
 
 /* ---- without a device ---- */
-
-static void *own(const char *name) {
-  return dlsym(RTLD_DEFAULT, name);
-}
 
 /* Each name resolves, at the version and stream flavour driver 580 answers, to the symbol that
  * implements it here (not a stub). */

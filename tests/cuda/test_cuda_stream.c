@@ -8,46 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_api.h"
-#include "test.h"
-
-static CUresult init_result = (CUresult)-1;
-
-static int on_mock(void) {
-  const char *m = getenv("NVHCQ_MOCK");
-  return m && *m && strcmp(m, "0") != 0;
-}
-
-static int asan_build(void) {
-#ifdef NO_DEVICE_ADDRESS_SPACE
-  return 1;
-#else
-  return 0;
-#endif
-}
-
-/* A device with the primary context current, or a skip. */
-#define NEED_DEVICE()                                                                              \
-  do {                                                                                             \
-    if (init_result == (CUresult)-1) init_result = cuInit(0);                                      \
-    if (init_result != CUDA_SUCCESS) TEST_SKIP("needs a GPU or NVHCQ_MOCK=1");                     \
-    if (on_mock() && asan_build()) TEST_SKIP("the mock's device memory does not fit under ASan");  \
-    CUcontext ctx_;                                                                                \
-    TEST_CHECK(cuDevicePrimaryCtxRetain(&ctx_, 0) == CUDA_SUCCESS);                                \
-    TEST_CHECK(cuCtxSetCurrent(ctx_) == CUDA_SUCCESS);                                             \
-  } while (0)
-
-#define NEED_KERNELS()                                                                             \
-  do {                                                                                             \
-    NEED_DEVICE();                                                                                 \
-    if (on_mock()) TEST_SKIP("needs a GPU (the mock runs no kernels of libcuda's)");               \
-  } while (0)
-
-#define OK(x) TEST_CHECK_MSG((x) == CUDA_SUCCESS, "%s", #x)
-
-static void *own(const char *name) {
-  return dlsym(RTLD_DEFAULT, name);
-}
+#include "cuda_test.h"
 
 /* The CPU's store of a value a stream waits for. */
 static void store32(void *p, uint32_t v) {
