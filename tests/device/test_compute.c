@@ -455,27 +455,20 @@ static int is_sm90(void) {
   return nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS && !strcmp(info.arch, "sm_90");
 }
 
-/* A cooperative grid as large as the GPU holds synchronises 100 times through
- * cooperative_groups' grid barrier, and every value read after each sync is the round's; a grid
- * one block larger is refused; this_grid() is valid in a cooperative launch only. */
-static void t_cooperative_grid_sync(void) {
-  NEED_GPU();
-  if (on_mock()) TEST_SKIP("the mock runs blocks one after another; grid.sync() needs a GPU");
-  if (!is_sm90()) TEST_SKIP("the cooperative kernels are built for sm_90");
-  nvhcq_module *m = load_sm90_module("coop_sm_90.cubin");
-  nvhcq_kernel *k = NULL, *kv = NULL;
-  if (!m) return;
-  TEST_CHECK(nvhcq_module_get_kernel(m, "grid_rounds", &k) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_module_get_kernel(m, "grid_valid", &kv) == NVHCQ_SUCCESS);
+/* A "rounds" kernel (coop.cu's grid_rounds, coop_rdc.cu's devrt_grid_rounds) over the largest
+ * grid the GPU holds at once, launched cooperatively: every value read after each grid sync must
+ * be the round's, so thread i ends with i + rounds. With `refuse_larger`, one block more is
+ * refused first. */
+static void run_rounds(nvhcq_queue *q, nvhcq_kernel *k, uint32_t threads, int rounds,
+                       int refuse_larger) {
   nvhcq_occupancy occ = {.struct_size = sizeof occ};
-  TEST_CHECK(k && nvhcq_kernel_query_occupancy(k, DIM(256, 1, 1), 0, &occ) == NVHCQ_SUCCESS);
   nvhcq_device_info info = {.struct_size = sizeof info};
+  TEST_CHECK(nvhcq_kernel_query_occupancy(k, DIM(threads, 1, 1), 0, &occ) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
   uint32_t blocks = occ.blocks_per_sm * info.sm_count;
-  int n = (int)blocks * 256, rounds = 100;
+  int n = (int)(blocks * threads);
   nvhcq_buffer *buf = alloc(2ull * n * 4), *out = alloc((size_t)n * 4);
-  nvhcq_queue *q = NULL;
-  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  int *h = malloc((size_t)n * 4 + 4), wrong = 0;
   struct {
     uint64_t buf, out;
     int n, rounds;
@@ -483,23 +476,32 @@ static void t_cooperative_grid_sync(void) {
             rounds};
   nvhcq_launch_config c = {.struct_size = sizeof c,
                            .grid = DIM(blocks + 1, 1, 1),
-                           .block = DIM(256, 1, 1),
+                           .block = DIM(threads, 1, 1),
                            .flags = NVHCQ_LAUNCH_COOPERATIVE};
-  if (!k || !buf || !out || !q || !blocks) goto done;
-  TEST_CHECK(nvhcq_queue_launch_ex(q, k, &c, &args, sizeof args) == NVHCQ_ERROR_LAUNCH_CHECK);
-  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "cooperative") != NULL, "%s", nvhcq_last_error());
-  c.grid.x = blocks;
-  TEST_CHECK_MSG(nvhcq_queue_launch_ex(q, k, &c, &args, sizeof args) == NVHCQ_SUCCESS, "%s",
-                 nvhcq_last_error());
-  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
-  TEST_CHECK_MSG(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  int *h = malloc((size_t)n * 4), wrong = 0;
-  if (h && nvhcq_buffer_read(h, out, 0, (size_t)n * 4) == NVHCQ_SUCCESS)
-    for (int i = 0; i < n; i++) wrong += h[i] != i + rounds;
-  TEST_CHECK_MSG(h && wrong == 0, "%d of %d threads read another round's value (%u blocks)", wrong,
-                 n, blocks);
+  if (buf && out && h && blocks) {
+    if (refuse_larger) {
+      TEST_CHECK(nvhcq_queue_launch_ex(q, k, &c, &args, sizeof args) == NVHCQ_ERROR_LAUNCH_CHECK);
+      TEST_CHECK_MSG(strstr(nvhcq_last_error(), "cooperative") != NULL, "%s", nvhcq_last_error());
+    }
+    c.grid.x = blocks;
+    TEST_CHECK_MSG(nvhcq_queue_launch_ex(q, k, &c, &args, sizeof args) == NVHCQ_SUCCESS, "%s",
+                   nvhcq_last_error());
+    TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+    TEST_CHECK_MSG(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    if (nvhcq_buffer_read(h, out, 0, (size_t)n * 4) == NVHCQ_SUCCESS)
+      for (int i = 0; i < n; i++) wrong += h[i] != i + rounds;
+    TEST_CHECK_MSG(wrong == 0, "%d of %d threads read another round's value (%u blocks)", wrong, n,
+                   blocks);
+  }
   free(h);
-  for (int coop = 0; coop < 2 && kv; coop++) {
+  nvhcq_buffer_destroy(buf);
+  nvhcq_buffer_destroy(out);
+}
+
+/* this_grid() is valid in a cooperative launch only. */
+static void check_grid_valid(nvhcq_queue *q, nvhcq_kernel *kv) {
+  nvhcq_buffer *out = alloc(4);
+  for (int coop = 0; coop < 2 && out; coop++) {
     int valid = -1;
     nvhcq_launch_config v = {.struct_size = sizeof v,
                              .grid = DIM(2, 1, 1),
@@ -514,56 +516,44 @@ static void t_cooperative_grid_sync(void) {
     TEST_CHECK_MSG(valid == coop, "this_grid().is_valid() is %d in a %s launch", valid,
                    coop ? "cooperative" : "plain");
   }
-done:
-  nvhcq_queue_destroy(q);
-  nvhcq_buffer_destroy(buf);
   nvhcq_buffer_destroy(out);
+}
+
+#define NEED_SM90_COOPERATIVE()                                                                    \
+  do {                                                                                             \
+    NEED_GPU();                                                                                    \
+    if (on_mock()) TEST_SKIP("the mock runs blocks one after another; grid.sync() needs a GPU");   \
+    if (!is_sm90()) TEST_SKIP("the cooperative kernels are built for sm_90");                      \
+  } while (0)
+
+/* cooperative_groups' own grid.sync() (coop.cu), 100 rounds; this_grid().is_valid(). */
+static void t_cooperative_grid_sync(void) {
+  NEED_SM90_COOPERATIVE();
+  nvhcq_module *m = load_sm90_module("coop_sm_90.cubin");
+  nvhcq_kernel *k = NULL, *kv = NULL;
+  nvhcq_queue *q = NULL;
+  if (!m) return;
+  TEST_CHECK(nvhcq_module_get_kernel(m, "grid_rounds", &k) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_module_get_kernel(m, "grid_valid", &kv) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  if (k && q) run_rounds(q, k, 256, 100, 1);
+  if (kv && q) check_grid_valid(q, kv);
+  nvhcq_queue_destroy(q);
   TEST_CHECK(nvhcq_module_unload(m) == NVHCQ_SUCCESS);
 }
 
-/* The same grid barrier through libcudadevrt's cudaCGSynchronize, which calls the
+/* The same barrier through libcudadevrt's cudaCGSynchronize (coop_rdc.cu), which calls the
  * driver-provided __cuda_syscall_CGS_sync that nvhcq's syscalls module implements. */
 static void t_devrt_grid_sync(void) {
-  NEED_GPU();
-  if (on_mock()) TEST_SKIP("the mock runs blocks one after another; grid.sync() needs a GPU");
-  if (!is_sm90()) TEST_SKIP("the cooperative kernels are built for sm_90");
+  NEED_SM90_COOPERATIVE();
   nvhcq_module *m = load_sm90_module("coop_rdc_sm_90.cubin");
   nvhcq_kernel *k = NULL;
+  nvhcq_queue *q = NULL;
   if (!m) return;
   TEST_CHECK(nvhcq_module_get_kernel(m, "devrt_grid_rounds", &k) == NVHCQ_SUCCESS);
-  nvhcq_occupancy occ = {.struct_size = sizeof occ};
-  TEST_CHECK(k && nvhcq_kernel_query_occupancy(k, DIM(128, 1, 1), 0, &occ) == NVHCQ_SUCCESS);
-  nvhcq_device_info info = {.struct_size = sizeof info};
-  TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
-  uint32_t blocks = occ.blocks_per_sm * info.sm_count;
-  int n = (int)blocks * 128, rounds = 50;
-  nvhcq_buffer *buf = alloc(2ull * n * 4), *out = alloc((size_t)n * 4);
-  nvhcq_queue *q = NULL;
   TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
-  struct {
-    uint64_t buf, out;
-    int n, rounds;
-  } args = {buf ? nvhcq_buffer_gpu_address(buf) : 0, out ? nvhcq_buffer_gpu_address(out) : 0, n,
-            rounds};
-  nvhcq_launch_config c = {.struct_size = sizeof c,
-                           .grid = DIM(blocks, 1, 1),
-                           .block = DIM(128, 1, 1),
-                           .flags = NVHCQ_LAUNCH_COOPERATIVE};
-  if (k && buf && out && q && blocks) {
-    TEST_CHECK_MSG(nvhcq_queue_launch_ex(q, k, &c, &args, sizeof args) == NVHCQ_SUCCESS, "%s",
-                   nvhcq_last_error());
-    TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
-    TEST_CHECK_MSG(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-    int *h = malloc((size_t)n * 4), wrong = 0;
-    if (h && nvhcq_buffer_read(h, out, 0, (size_t)n * 4) == NVHCQ_SUCCESS)
-      for (int i = 0; i < n; i++) wrong += h[i] != i + rounds;
-    TEST_CHECK_MSG(h && wrong == 0, "%d of %d threads wrong (-1: cudaCGSynchronize failed)", wrong,
-                   n);
-    free(h);
-  }
+  if (k && q) run_rounds(q, k, 128, 50, 0);
   nvhcq_queue_destroy(q);
-  nvhcq_buffer_destroy(buf);
-  nvhcq_buffer_destroy(out);
   TEST_CHECK(nvhcq_module_unload(m) == NVHCQ_SUCCESS);
 }
 
