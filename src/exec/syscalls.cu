@@ -245,7 +245,8 @@ __device__ static uint8_t *carve(nvhcq_sys_state *st, uint64_t bytes) {
   unsigned long long *top = (unsigned long long *)&st->heap_top;
   uint64_t old = *(volatile unsigned long long *)top;
   for (;;) {
-    uint64_t start = (old + bytes - 1) & ~(bytes < 4096 ? bytes - 1 : 4095ull);
+    uint64_t align = bytes < 4096 ? bytes : 4096; /* a block's own size, at most a page */
+    uint64_t start = (old + align - 1) & ~(align - 1);
     if (start + bytes > st->heap_size || start + bytes < start) return NULL;
     uint64_t seen = atomicCAS(top, old, start + bytes);
     if (seen == old) return (uint8_t *)st->heap + start;
