@@ -572,6 +572,7 @@ nvhcq_status nvhcq_device_recover(nvhcq_device *dev) {
   nvhcq_reclaim_all(dev); /* the old channels, the only users of what was destroyed, are gone */
   nvhcq_fault_reset(dev);
   nvhcq_syscalls_reset(dev); /* records the stopped kernels left unfinished are skipped */
+  nvhcq_compute_reset_grid_workspace(dev); /* a stopped cooperative grid's partial count */
   nvhcq_timeline_skip(dev);
   dev->generation++;
   dev->broken = 1; /* until the new channels answer */

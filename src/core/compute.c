@@ -127,10 +127,12 @@ nvhcq_status nvhcq_compute_ensure_local_memory(nvhcq_device *dev, uint32_t bytes
   return nvhcq_device_wait_timeline(dev, 0, v);
 }
 
-/* cooperative_groups' grid_workspace: its size, then the barrier word grid.sync() counts on (it
- * adds 0x80000000 over one sync of all blocks and waits for the top bit to flip, so any start
- * value works). Every compute grid of a device runs on its one compute channel, in order, so
- * one workspace serves them all. */
+/* cooperative_groups' grid_workspace: its size, then the barrier word grid.sync() counts in. One
+ * sync of all blocks adds 0x80000000 (the first block 0x80000000 - (blocks - 1), every other 1)
+ * and each waits for the top bit to flip, which happens at the last arrival only when the low 31
+ * bits start at 0: a complete sync leaves them so, a grid stopped in the middle does not
+ * (nvhcq_compute_reset_grid_workspace). Every compute grid of a device runs on its one compute
+ * channel, in order, so one workspace serves them all. */
 nvhcq_status nvhcq_compute_grid_workspace(nvhcq_device *dev, uint64_t *gpu) {
   nvhcq_compute_state *cs = &dev->compute_state;
   if (!cs->grid_workspace) {
@@ -142,6 +144,11 @@ nvhcq_status nvhcq_compute_grid_workspace(nvhcq_device *dev, uint64_t *gpu) {
   }
   *gpu = cs->grid_workspace->gpu_address;
   return NVHCQ_SUCCESS;
+}
+
+void nvhcq_compute_reset_grid_workspace(nvhcq_device *dev) {
+  nvhcq_buffer *ws = dev->compute_state.grid_workspace;
+  if (ws) ((volatile uint32_t *)ws->host_pointer)[1] = 0;
 }
 
 /* A chunk of the argument ring. Reusing a lap's space waits for the compute channel: the ring is

@@ -78,6 +78,8 @@ void nvhcq_compute_push_state(nvhcq_device *dev, nvhcq_push *p);
 nvhcq_status nvhcq_compute_ensure_local_memory(nvhcq_device *dev, uint32_t bytes) NVHCQ_MUST_CHECK;
 /* The GPU address of the workspace cooperative grids synchronise through, made on first use. */
 nvhcq_status nvhcq_compute_grid_workspace(nvhcq_device *dev, uint64_t *gpu) NVHCQ_MUST_CHECK;
+/* Zeroes the workspace's barrier count (after a recovery: a stopped grid may have left one). */
+void nvhcq_compute_reset_grid_workspace(nvhcq_device *dev);
 /* `bytes` of the argument ring at monotonic position *pos, CPU and GPU addresses. */
 nvhcq_status nvhcq_compute_args_alloc(nvhcq_device *dev, uint32_t bytes, uint64_t *pos,
                                       uint8_t **cpu, uint64_t *gpu) NVHCQ_MUST_CHECK;

@@ -310,8 +310,15 @@ static nvhcq_status check_cluster_fits(const nvhcq_device *dev, const nvhcq_kern
 }
 
 /* A cooperative grid's blocks must all be resident at once: grid.sync() waits for every one. */
-static nvhcq_status check_cooperative_fits(const nvhcq_device *dev, const nvhcq_kernel *k,
+static nvhcq_status check_cooperative_fits(nvhcq_device *dev, const nvhcq_kernel *k,
                                            const launch_req *r) {
+  if (dev->info.sm_version >> 8 != 9)
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
+                      "kernel %s: cooperative launches are established on sm_90 only (where the "
+                      "grid workspace's bank-0 words were read back); %s is %s",
+                      k->cubin->name, dev->info.name, dev->info.arch);
+  uint64_t unused;
+  NVHCQ_TRY(nvhcq_compute_grid_workspace(dev, &unused)); /* made now, before anything is recorded */
   uint64_t blocks = (uint64_t)r->grid.x * r->grid.y * r->grid.z;
   uint32_t per_sm = blocks_per_sm(&dev->compute_state, k, r->block, r->dynamic_shared);
   uint64_t most = (uint64_t)per_sm * dev->info.sm_count;
@@ -400,9 +407,10 @@ static nvhcq_status profile_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 g
  * (high half) and %envreg2, which sm_90 code reads from bank 0 at 0x44 and 0x48 (%envreg<n> is
  * bank 0 word 16 + n in nvcc 13's SASS; libcuda fills both for cuLaunchCooperativeKernel only,
  * read back on the H200 by a kernel storing its %envreg values). Zero elsewhere: this_grid() is
- * then not valid, as CUDA has it. */
+ * then not valid, as CUDA has it. Other architectures' bank 0 is left as it was. */
 static nvhcq_status write_grid_workspace(nvhcq_device *dev, uint8_t *cbank, int cooperative) {
-  uint64_t at = 0;
+  if (dev->info.sm_version >> 8 != 9) return NVHCQ_SUCCESS; /* only sm_90's words are known */
+  uint64_t at = 0; /* check_launch made the workspace of a cooperative launch */
   if (cooperative) NVHCQ_TRY(nvhcq_compute_grid_workspace(dev, &at));
   uint32_t w[2] = {(uint32_t)(at >> 32), (uint32_t)at};
   memcpy(cbank + 0x44, w, sizeof w);

@@ -68,11 +68,13 @@ int nvhcq_print_record_ok(const uint8_t *rec, uint32_t size) {
 
 /* The conversion's text for snprintf: flags, width and precision kept, the length modifier
  * replaced by the one of the C type passed ("ll" for 64-bit integers, none for the rest but
- * int's own hh and h). 0 when a width or precision is out of bounds. */
+ * int's own hh and h). 0 when a width or precision is out of bounds, or the conversion does not
+ * fit `cap` (a cut one could drop a '*' that the arguments still pass). */
 static int rebuild_spec(const char *f, const nvhcq_sys_conv *c, char *spec, size_t cap) {
   size_t n = 0;
   unsigned long field = 0;
-  for (uint32_t i = 0; i + 1 < c->length && n + 4 < cap; i++) {
+  for (uint32_t i = 0; i + 1 < c->length; i++) {
+    if (n + 4 >= cap) return 0;
     char ch = f[i];
     field = ch >= '0' && ch <= '9' ? field * 10 + (unsigned long)(ch - '0') : 0;
     if (field > MAX_FIELD) return 0;

@@ -111,9 +111,10 @@ __device__ static uint64_t take(const uint8_t *args, uint32_t *off, uint32_t byt
 }
 
 // One pass over the format: counts the slots and string bytes (rec NULL), or writes them into
-// rec. Both passes take the same arguments, in the order nvhcq_sys_parse finds them.
+// rec, whose `end` no string may pass (one the caller changed between the passes may have grown).
+// Both passes take the same arguments, in the order nvhcq_sys_parse finds them.
 __device__ static uint32_t walk(const char *fmt, uint32_t flen, const uint8_t *args, uint8_t *rec,
-                                uint32_t *strings_at) {
+                                uint32_t *strings_at, uint32_t end) {
   uint32_t slots = 0, off = 0;
   uint64_t *slot = rec ? (uint64_t *)(rec + sizeof(nvhcq_sys_record)) : NULL;
   for (uint32_t i = 0; i < flen;) {
@@ -132,9 +133,13 @@ __device__ static uint32_t walk(const char *fmt, uint32_t flen, const uint8_t *a
       uint64_t v = take(args, &off, nvhcq_sys_arg_bytes(c.arg));
       if (c.arg == NVHCQ_SYS_ARG_STRING && v) {
         const char *s = (const char *)v;
-        if (rec) {
+        if (rec && *strings_at >= end) {
+          v = 0; /* no room left: printed as (null) */
+        } else if (rec) {
+          uint32_t room = end - *strings_at - 1;
           v = *strings_at;
-          *strings_at += copy_string(rec + *strings_at, s, NVHCQ_SYS_MAX_STRING);
+          *strings_at += copy_string(rec + *strings_at, s,
+                                     room < NVHCQ_SYS_MAX_STRING ? room : NVHCQ_SYS_MAX_STRING);
         } else {
           *strings_at += bounded_len(s, NVHCQ_SYS_MAX_STRING) + 1;
         }
@@ -152,7 +157,7 @@ __device__ static uint32_t walk(const char *fmt, uint32_t flen, const uint8_t *a
 extern "C" __device__ __noinline__ int nvhcq_sys_vprintf(const char *fmt, const void *args) {
   if (!fmt) return -1;
   uint32_t flen = bounded_len(fmt, NVHCQ_SYS_MAX_FORMAT), strings = 0;
-  uint32_t slots = walk(fmt, flen, (const uint8_t *)args, NULL, &strings);
+  uint32_t slots = walk(fmt, flen, (const uint8_t *)args, NULL, &strings, 0);
   uint32_t head = sizeof(nvhcq_sys_record) + 8 * slots + flen + 1;
   uint32_t size = (head + strings + NVHCQ_SYS_ALIGN - 1) & ~(NVHCQ_SYS_ALIGN - 1);
   uint8_t *rec = reserve(size);
@@ -165,7 +170,7 @@ extern "C" __device__ __noinline__ int nvhcq_sys_vprintf(const char *fmt, const 
   for (uint32_t i = 0; i < flen; i++) text[i] = (uint8_t)fmt[i];
   text[flen] = 0;
   strings = head;
-  walk(fmt, flen, (const uint8_t *)args, rec, &strings);
+  walk(fmt, flen, (const uint8_t *)args, rec, &strings, size);
   publish(rec, size);
   return (int)slots;
 }

@@ -128,6 +128,14 @@ static void test_malformed_formats(void) {
   arg star[] = {{100000, 0, 0}, {1, 0, 0}};
   build(&r, "[%*d]", star, 2);
   expect(&r, "[%*d]");
+  /* more flags than a conversion's text holds: printed as it is, its '*' not dropped (the
+   * string's slot was once taken for the width's int) */
+  char many[128] = "%";
+  memset(many + 1, '-', 70);
+  strcpy(many + 71, "*s");
+  arg wide[] = {{5, 0, 0}, {0, "hi", 0}};
+  build(&r, many, wide, 2);
+  expect(&r, many);
 }
 
 /* A %s slot that points outside the record, or at bytes without a NUL, prints literally. */
