@@ -511,7 +511,9 @@ CUresult cuGraphExecGetFlags(CUgraphExec hGraphExec, cuuint64_t *flags) {
 static CUresult order_before(nvcu_device *d, int e) {
   if (d->submitted[!e] <= d->seen[e]) return CUDA_SUCCESS;
   nvhcq_queue *q = nvcu_engine_begin(d, e);
-  return nvcu_status(nvhcq_queue_submit(q), "cuGraphLaunch");
+  CUresult r = nvcu_status(nvhcq_queue_submit(q), "cuGraphLaunch");
+  if (!r) nvcu_engine_waited(d, e);
+  return r;
 }
 
 static CUresult launch_gpu(nvcu_device *d, nvcu_step *s, struct CUstream_st *st) {

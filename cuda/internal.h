@@ -32,6 +32,7 @@ typedef struct nvcu_device {
   nvhcq_signal *timeline[2];
   uint64_t submitted[2]; /* the timeline value of each engine's latest operation */
   uint64_t seen[2];      /* the other engine's value this engine last waited for */
+  uint64_t waiting[2];   /* the value the operation being recorded waits for (0: none) */
   struct CUctx_st primary;
   int primary_refs;
   nvhcq_buffer *pattern; /* pinned staging for memsets */
@@ -86,7 +87,6 @@ struct nvcu_graph_node;
 struct CUstream_st {
   uint32_t magic;
   int device;
-  int vmm; /* a mapping of cuMemCreate's memory (vmm.c): cuMemUnmap's to free */
   unsigned int flags;
   int priority;
   uint64_t need[2]; /* timeline values its last operation completes with */
@@ -104,7 +104,6 @@ struct CUstream_st {
 struct CUevent_st {
   uint32_t magic;
   int device;
-  int vmm; /* a mapping of cuMemCreate's memory (vmm.c): cuMemUnmap's to free */
   unsigned int flags;
   nvhcq_signal *sig;
   uint64_t value;
@@ -250,6 +249,8 @@ CUresult nvcu_stream_op(CUstream s, const nvcu_op *op);
 /* Makes engine e's queue wait for the other engine, ready for one operation. */
 nvhcq_queue *nvcu_engine_begin(nvcu_device *d, int e);
 CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st);
+/* After a submission of engine e's queue: the wait nvcu_engine_begin recorded is done. */
+void nvcu_engine_waited(nvcu_device *d, int e);
 
 /* Another exported name of the same function (_ptsz forms, older versions). */
 #define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));

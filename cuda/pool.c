@@ -143,13 +143,15 @@ CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream) {
   return r;
 }
 
-/* Device memory of any origin may be freed here, as with cuMemFree. */
+/* Device memory of any origin cuMemFree takes may be freed here (not cuMemMap's mappings, which
+ * cuMemUnmap frees). */
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   NVCU_LOCK();
   struct CUstream_st *st;
   CUresult r = nvcu_stream_get(hStream, &st);
   nvcu_alloc *a = r ? NULL : nvcu_alloc_find(dptr);
-  if (!r && (!a || a->host || a->base != dptr)) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r && (!a || a->host || a->vmm || a->registered || a->base != dptr))
+    r = CUDA_ERROR_INVALID_VALUE;
   if (!r && st->capture) r = nvcu_unsupported("stream-ordered free in a captured stream");
   if (!r) r = nvcu_alloc_release(a);
   NVCU_UNLOCK();

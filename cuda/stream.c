@@ -45,15 +45,24 @@ CUresult nvcu_signal_wait(nvhcq_signal *sig, uint64_t value, const char *what) {
   return nvcu_status(nvhcq_signal_cpu_wait(sig, value, 0), what);
 }
 
+/* The engine's queue, reset, first waiting for the other engine's latest work unless an earlier
+ * submission of this engine already did. That wait counts as done only once submitted
+ * (nvcu_engine_end): an operation whose recording fails leaves it to the next one. */
 nvhcq_queue *nvcu_engine_begin(nvcu_device *d, int e) {
   nvhcq_queue *q = d->queue[e];
   nvhcq_queue_reset(q);
   int o = !e;
+  d->waiting[e] = 0;
   if (d->submitted[o] > d->seen[e]) {
     nvhcq_queue_gpu_wait(q, d->timeline[o], d->submitted[o]);
-    d->seen[e] = d->submitted[o];
+    d->waiting[e] = d->submitted[o];
   }
   return q;
+}
+
+void nvcu_engine_waited(nvcu_device *d, int e) {
+  if (d->waiting[e]) d->seen[e] = d->waiting[e];
+  d->waiting[e] = 0;
 }
 
 CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st) {
@@ -61,6 +70,7 @@ CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st) {
   nvhcq_status s = nvhcq_queue_signal(q, d->timeline[e], d->submitted[e] + 1);
   if (!s) s = nvhcq_queue_submit(q);
   if (s) return nvcu_status(s, e ? "submitting a copy" : "submitting a launch");
+  nvcu_engine_waited(d, e);
   d->submitted[e]++;
   d->last_engine = e;
   if (st) {
@@ -496,7 +506,7 @@ CUresult nvcu_event_record(nvcu_device *d, struct CUevent_st *ev) {
   nvhcq_status s = nvhcq_queue_signal(q, ev->sig, ev->value + 1);
   if (!s) s = nvhcq_queue_submit(q);
   CUresult r = nvcu_status(s, "cuEventRecord");
-  if (!r) ev->value++;
+  if (!r) ev->value++, nvcu_engine_waited(d, e);
   return r;
 }
 
