@@ -222,7 +222,14 @@ static nvhcq_status load_linked(nvhcq_device *dev, const void *data, size_t size
   nvhcq_linker *l = NULL;
   const void *cubin = NULL;
   size_t cubin_size = 0;
-  nvhcq_status s = nvhcq_linker_create(dev->info.arch, NULL, 0, &l);
+  unsigned sm;
+  bool specific;
+  NVHCQ_TRY(nvhcq_cubin_arch(data, size, &sm, &specific));
+  /* Linked for the SM it was built for (sm_80 code on an sm_86, sm_90a's wgmma on sm_90); the
+   * load then checks that the GPU runs it. */
+  char arch[16];
+  snprintf(arch, sizeof arch, "sm_%u%s", sm, specific ? "a" : "");
+  nvhcq_status s = nvhcq_linker_create(arch, NULL, 0, &l);
   if (!s) s = nvhcq_linker_add(l, NVHCQ_LINK_CUBIN, data, size, "relocatable.cubin");
   if (!s) s = nvhcq_linker_complete(l, &cubin, &cubin_size);
   if (!s)

@@ -153,6 +153,13 @@ static nvhcq_status ensure(nvhcq_device *dev, nvhcq_syscalls *s, const nvhcq_cub
     s->load_status = load_module(dev, s, c->imports[0]);
     if (!s->load_status) s->load_status = make_fifo(dev, s);
     snprintf(s->load_error, sizeof s->load_error, "%s", nvhcq_last_error());
+    /* Only a build without the syscalls stays refused; anything else (memory) is tried again. */
+    if (s->load_status && s->load_status != NVHCQ_ERROR_UNSUPPORTED) {
+      if (s->module) (void)nvhcq_module_unload(s->module);
+      s->module = NULL;
+      s->tried = 0;
+      return nvhcq_fail(s->load_status, "%s", s->load_error);
+    }
   }
   if (s->load_status) return nvhcq_fail(s->load_status, "%s", s->load_error);
   for (uint32_t i = 0; i < c->import_count && !s->heap; i++)
@@ -308,8 +315,10 @@ uint8_t *nvhcq_syscalls_test_fifo(nvhcq_device *dev, uint64_t *capacity, nvhcq_s
 void nvhcq_syscalls_close(nvhcq_device *dev) {
   nvhcq_syscalls *s = dev->syscalls;
   if (!s) return;
+  pthread_mutex_lock(&s->lock); /* a drain of another thread's wait finishes first */
   if (s->fifo && !dev->broken) drain_locked(s);
   __atomic_store_n(&dev->syscalls, NULL, __ATOMIC_RELEASE); /* no drain looks at it any more */
+  pthread_mutex_unlock(&s->lock);
   if (s->module) (void)nvhcq_module_unload(s->module);
   nvhcq_memory_drop(&s->fifo);
   nvhcq_memory_drop(&s->heap);

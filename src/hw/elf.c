@@ -757,6 +757,20 @@ static nvhcq_status nvhcq_cubin_build(nvhcq_elf *e, nvhcq_cubin *c) {
   return nvhcq_cubin_read_globals(e, c);
 }
 
+nvhcq_status nvhcq_cubin_arch(const void *data, size_t size, unsigned *sm, bool *specific) {
+  if (!data || !sm || !specific)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_arch: NULL argument");
+  nvhcq_elf e = {.data = data, .size = size};
+  nvhcq_cubin c = {0};
+  nvhcq_status s = nvhcq_elf_read_header(&e);
+  if (!s) s = nvhcq_elf_read_sections(&e);
+  if (!s) s = nvhcq_cubin_read_arch(&e, &c);
+  free(e.sections);
+  free(e.strings[0]);
+  *sm = c.sm, *specific = c.arch_specific;
+  return s;
+}
+
 nvhcq_status nvhcq_cubin_parse(const void *data, size_t size, nvhcq_cubin **out) {
   if (!out || (!data && size))
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_cubin_parse: %s is NULL",

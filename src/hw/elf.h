@@ -173,6 +173,10 @@ typedef struct nvhcq_cubin {
 /* Parses a cubin. Every offset and size is checked against the buffer: a truncated or malformed
  * file is NVHCQ_ERROR_INVALID_IMAGE with a message that names the part at fault. */
 NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_parse(const void *data, size_t size, nvhcq_cubin **out);
+/* The target SM of a cubin (relocatable ones too) and whether it is arch-specific ("a"), from its
+ * header and .nv.compat alone. */
+NVHCQ_MUST_CHECK nvhcq_status nvhcq_cubin_arch(const void *data, size_t size, unsigned *sm,
+                                               bool *specific);
 void nvhcq_cubin_free(nvhcq_cubin *c); /* NULL is fine */
 
 /* NULL when absent; then nvhcq_last_error() names the kernels the cubin does have. */

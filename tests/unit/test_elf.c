@@ -630,6 +630,22 @@ static void test_call_across_sections(void) {
   free(b.data);
 }
 
+/* The arch of a relocatable cubin (what its device link targets) and of an arch-specific one. */
+static void test_arch_peek(void) {
+  blob b;
+  if (!load_cubin("rdc_sm_90.cubin", &b)) TEST_SKIP(skip_message);
+  unsigned sm = 0;
+  bool specific = true;
+  TEST_CHECK(nvhcq_cubin_arch(b.data, b.size, &sm, &specific) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(sm == 90 && !specific, "sm_%u%s", sm, specific ? "a" : "");
+  free(b.data);
+  if (!load_arch("sm_90a", &b)) return; /* older nvcc: no sm_90a cubin */
+  TEST_CHECK(nvhcq_cubin_arch(b.data, b.size, &sm, &specific) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(sm == 90 && specific, "sm_%u%s", sm, specific ? "a" : "");
+  TEST_CHECK(nvhcq_cubin_arch(b.data, 40, &sm, &specific) == NVHCQ_ERROR_INVALID_IMAGE);
+  free(b.data);
+}
+
 static void test_info_without_bytes(void) {
   blob b;
   LOAD_OR_SKIP("sm_90", &b);
@@ -874,6 +890,7 @@ int main(int argc, char **argv) {
       TEST(test_malformed_basics),
       TEST(test_info_without_bytes),
       TEST(test_call_across_sections),
+      TEST(test_arch_peek),
       TEST(test_every_truncation),
       TEST(test_random_corruption),
       TEST(test_names_outlive_the_file),
