@@ -268,7 +268,7 @@ CUresult cuLinkComplete(CUlinkState state, void **cubinOut, size_t *sizeOut) {
 CUresult cuLinkDestroy(CUlinkState state) {
   if (link_check(state)) return CUDA_ERROR_INVALID_HANDLE;
   state->magic = 0;
-  nvhcq_linker_destroy(state->l);
+  (void)nvhcq_linker_destroy(state->l); /* checked: state held a live one */
   free(state);
   return CUDA_SUCCESS;
 }

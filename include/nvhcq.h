@@ -6,8 +6,8 @@
  * handle and set that message.
  *
  * Names (0.2): every function is nvhcq_<kind>_<verb>, its first word the kind of object it acts
- * on (device, buffer, signal, queue, module, kernel, graph, binary, source, linker, status,
- * version).
+ * on (device, buffer, physical, reservation, signal, queue, module, kernel, graph, binary,
+ * source, linker, status, version).
  * Each kind that is made and released has one verb pair for it: devices are opened and closed
  * (nvhcq_device_open/_close), modules loaded and unloaded (nvhcq_module_load, _load_file,
  * _load_any / nvhcq_module_unload), binaries compiled and destroyed (nvhcq_binary_compile /
@@ -732,8 +732,8 @@ NVHCQ_API nvhcq_status nvhcq_linker_complete(nvhcq_linker *l, const void **cubin
  * linker and valid until its next call. */
 NVHCQ_API const char *nvhcq_linker_error_log(const nvhcq_linker *l);
 NVHCQ_API const char *nvhcq_linker_info_log(const nvhcq_linker *l);
-/* NULL is fine. */
-NVHCQ_API void nvhcq_linker_destroy(nvhcq_linker *l);
+/* NULL is fine; a handle that is not a live linker is refused. */
+NVHCQ_API nvhcq_status nvhcq_linker_destroy(nvhcq_linker *l);
 
 /* ---- the timeline profiler ------------------------------------------------------------
  *

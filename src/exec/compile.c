@@ -585,6 +585,7 @@ struct nvhcq_linker {
   void *cubin;
   size_t cubin_size;
   int completed;
+  int failed; /* nvJitLink's error from a failed nvhcq_linker_complete, 0 if none */
 };
 
 static nvhcq_status linker_check(const nvhcq_linker *l, const char *what) {
@@ -666,16 +667,22 @@ nvhcq_status nvhcq_linker_complete(nvhcq_linker *l, const void **cubin, size_t *
   NVHCQ_TRY(linker_check(l, "nvhcq_linker_complete"));
   if (!cubin)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_linker_complete: cubin is NULL");
+  if (l->failed) /* nvJitLink is not asked twice: the first answer stands */
+    return nvhcq_fail(NVHCQ_ERROR_COMPILE, "the link for %s failed (nvJitLink %s, error %d):\n%s",
+                      l->arch, nvjitlink.version, l->failed,
+                      l->error_log && *l->error_log ? l->error_log : "(no log)");
   if (!l->completed) {
     pthread_mutex_lock(&compile_lock);
     stats.compiles++;
     pthread_mutex_unlock(&compile_lock);
     int r = nvjitlink.f[JIT_COMPLETE](l->h);
     linker_take_logs(l);
-    if (r)
+    if (r) {
+      l->failed = r;
       return nvhcq_fail(NVHCQ_ERROR_COMPILE, "the link for %s failed (nvJitLink %s, error %d):\n%s",
                         l->arch, nvjitlink.version, r,
                         l->error_log && *l->error_log ? l->error_log : "(no log)");
+    }
     NVHCQ_TRY(take_cubin(nvjitlink.f[JIT_CUBINSIZE], nvjitlink.f[JIT_CUBIN], l->h, &l->cubin,
                          &l->cubin_size));
     l->completed = 1;
@@ -695,14 +702,16 @@ const char *nvhcq_linker_info_log(const nvhcq_linker *l) {
   return l->info_log ? l->info_log : "";
 }
 
-void nvhcq_linker_destroy(nvhcq_linker *l) {
-  if (!l || l->magic != LINKER_MAGIC) return;
+nvhcq_status nvhcq_linker_destroy(nvhcq_linker *l) {
+  if (!l) return NVHCQ_SUCCESS;
+  NVHCQ_TRY(linker_check(l, "nvhcq_linker_destroy"));
   l->magic = 0;
   if (l->h) nvjitlink.f[JIT_DESTROY](&l->h);
   free(l->error_log);
   free(l->info_log);
   free(l->cubin);
   free(l);
+  return NVHCQ_SUCCESS;
 }
 
 /* The 0.1 names (nvhcq.h declares them deprecated). */

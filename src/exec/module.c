@@ -237,7 +237,7 @@ static nvhcq_status load_linked(nvhcq_device *dev, const void *data, size_t size
   else
     s = nvhcq_fail_context(s, "the cubin is relocatable device code (nvcc -rdc=true) and must be "
                               "device-linked before it loads (nvcc -dlink -cubin, or nvJitLink)");
-  nvhcq_linker_destroy(l);
+  if (l) (void)nvhcq_linker_destroy(l); /* the one made above */
   return s;
 }
 
