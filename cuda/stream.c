@@ -298,6 +298,13 @@ CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId) {
   return r;
 }
 
+/* The per-thread-stream form: there, the NULL stream is the per-thread one. (cuda.h declares it
+ * only under CUDA_API_PER_THREAD_DEFAULT_STREAM, so it is declared here.) */
+CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId);
+CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId) {
+  return cuStreamGetId(hStream ? hStream : CU_STREAM_PER_THREAD, streamId);
+}
+
 /* Stream attributes are kept and read back: accepted hints for nvhcq, whose streams all run in
  * one order on the same channels (the access-policy window sets aside no L2). */
 CUresult cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr,
@@ -697,7 +704,6 @@ NVCU_ALIAS(cuStreamBeginCapture_ptsz, cuStreamBeginCapture)
 NVCU_ALIAS(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2)
 NVCU_ALIAS(cuStreamEndCapture_ptsz, cuStreamEndCapture)
 NVCU_ALIAS(cuStreamIsCapturing_ptsz, cuStreamIsCapturing)
-NVCU_ALIAS(cuStreamGetId_ptsz, cuStreamGetId)
 NVCU_ALIAS(cuStreamGetAttribute_ptsz, cuStreamGetAttribute)
 NVCU_ALIAS(cuStreamSetAttribute_ptsz, cuStreamSetAttribute)
 NVCU_ALIAS(cuStreamGetCaptureInfo_ptsz, cuStreamGetCaptureInfo)

@@ -327,6 +327,11 @@ static void test_ids_and_attributes(void) {
   OK(cuStreamGetId(CU_STREAM_LEGACY, &il));
   OK(cuStreamGetId(CU_STREAM_PER_THREAD, &ip));
   TEST_CHECK(ia && ib && ia != ib && ia == ia2 && in == il && il != ip && ia != il && ia != ip);
+  /* the per-thread form: its NULL stream is the per-thread stream */
+  CUresult (*get_id_ptsz)(CUstream, unsigned long long *) =
+      (CUresult(*)(CUstream, unsigned long long *))own("cuStreamGetId_ptsz");
+  unsigned long long pn = 0;
+  TEST_CHECK(get_id_ptsz && get_id_ptsz(NULL, &pn) == CUDA_SUCCESS && pn == ip);
   TEST_CHECK(cuStreamGetId(a, NULL) == CUDA_ERROR_INVALID_VALUE);
   unsigned long long c1 = 0, c2 = 0, c3 = 0;
   CUcontext cur, other;
