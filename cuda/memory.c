@@ -631,6 +631,18 @@ static CUresult copy_shape(const shape *c, CUstream stream, int sync) {
   return r;
 }
 
+/* Whether one side of a copy, from `base` at (x, y, z) with `pitch`-byte rows and `rows`-row
+ * slices, over width x height x depth, stays inside the 64-bit address space: sizes that wrap
+ * would copy somewhere else than asked. */
+static int side_fits(uint64_t base, size_t x, size_t y, size_t z, size_t pitch, size_t rows,
+                     size_t width, size_t height, size_t depth) {
+  unsigned __int128 slice = (unsigned __int128)pitch * rows;
+  unsigned __int128 start = (unsigned __int128)base + x + (unsigned __int128)y * pitch + z * slice;
+  unsigned __int128 end = start + (depth - 1) * slice + (unsigned __int128)(height - 1) * pitch +
+                          width; /* width, height and depth are not 0 here */
+  return end <= ((unsigned __int128)1 << 64) && slice < ((unsigned __int128)1 << 64);
+}
+
 /* A 2D copy, row by row (one copy when both sides are contiguous). */
 static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, int sync) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
@@ -641,6 +653,10 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, int sync) {
   size_t spitch = p->srcPitch ? p->srcPitch : p->WidthInBytes;
   size_t dpitch = p->dstPitch ? p->dstPitch : p->WidthInBytes;
   if (spitch < p->WidthInBytes || dpitch < p->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
+  if (!p->WidthInBytes || !p->Height) return CUDA_SUCCESS;
+  if (!side_fits(dst, p->dstXInBytes, p->dstY, 0, dpitch, 1, p->WidthInBytes, p->Height, 1) ||
+      !side_fits(src, p->srcXInBytes, p->srcY, 0, spitch, 1, p->WidthInBytes, p->Height, 1))
+    return CUDA_ERROR_INVALID_VALUE;
   shape c = {.dst = dst + p->dstXInBytes + p->dstY * dpitch,
              .src = src + p->srcXInBytes + p->srcY * spitch,
              .dpitch = dpitch,
@@ -669,6 +685,12 @@ static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream stream, int sync) {
   size_t dheight = p->dstHeight ? p->dstHeight : p->Height;
   if (spitch < p->WidthInBytes || dpitch < p->WidthInBytes) return CUDA_ERROR_INVALID_VALUE;
   if (p->Depth > 1 && (sheight < p->Height || dheight < p->Height)) return CUDA_ERROR_INVALID_VALUE;
+  if (!p->WidthInBytes || !p->Height || !p->Depth) return CUDA_SUCCESS;
+  if (!side_fits(dst, p->dstXInBytes, p->dstY, p->dstZ, dpitch, dheight, p->WidthInBytes, p->Height,
+                 p->Depth) ||
+      !side_fits(src, p->srcXInBytes, p->srcY, p->srcZ, spitch, sheight, p->WidthInBytes, p->Height,
+                 p->Depth))
+    return CUDA_ERROR_INVALID_VALUE;
   shape c = {.dst = dst + p->dstXInBytes + (p->dstY + p->dstZ * dheight) * dpitch,
              .src = src + p->srcXInBytes + (p->srcY + p->srcZ * sheight) * spitch,
              .dpitch = dpitch,
@@ -698,6 +720,10 @@ CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream) {
 static CUresult memset_2d(CUdeviceptr dst, size_t pitch, uint32_t value, uint32_t size,
                           size_t width, size_t height, CUstream stream, int sync) {
   if (!width || !height) return CUDA_SUCCESS;
+  size_t row;
+  if (__builtin_mul_overflow(width, (size_t)size, &row) ||
+      !side_fits(dst, 0, 0, 0, pitch, 1, row, height, 1))
+    return CUDA_ERROR_INVALID_VALUE;
   if (height > 1 && pitch < width * size) return CUDA_ERROR_INVALID_VALUE;
   if (height == 1 || pitch == width * size)
     return memset_any(dst, value, size, width * height, stream, sync);

@@ -538,6 +538,14 @@ static void test_copy_3d(void) {
   IS(cuMemcpy3D_v2(&e), CUDA_ERROR_INVALID_VALUE);
   e = c, e.dstHeight = 2;
   IS(cuMemcpy3D_v2(&e), CUDA_ERROR_INVALID_VALUE);
+  /* offsets and extents whose address would wrap the 64-bit space, refused before anything
+   * moves (they used to wrap into a copy elsewhere) */
+  e = c, e.dstZ = (size_t)1 << 62;
+  IS(cuMemcpy3D_v2(&e), CUDA_ERROR_INVALID_VALUE);
+  e = c, e.srcY = SIZE_MAX / 2;
+  IS(cuMemcpy3D_v2(&e), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemsetD2D32_v2(d, SIZE_MAX / 2, 1, 4, 3), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemsetD2D32_v2(d, 16, 1, SIZE_MAX / 2, 1), CUDA_ERROR_INVALID_VALUE);
   IS(cuMemcpy3D_v2(NULL), CUDA_ERROR_INVALID_VALUE);
   OK(cuStreamDestroy_v2(s));
   OK(cuMemFree_v2(d));
