@@ -56,4 +56,25 @@ static inline void *own(const char *name) {
   return dlsym(RTLD_DEFAULT, name);
 }
 
+/* One cuGetProcAddress_v2 lookup the test expects to succeed with the symbol named. */
+typedef struct nvcu_proc_case {
+  const char *name;
+  int version, flags; /* flags: 0 default, 1 legacy stream, 2 per-thread stream */
+  const char *symbol;
+} nvcu_proc_case;
+
+/* Each name resolves, at its version and stream flavour, to this library's own symbol. */
+static inline void check_proc_cases(const nvcu_proc_case *cases, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    CUresult r =
+        cuGetProcAddress_v2(cases[i].name, &fn, cases[i].version, (uint64_t)cases[i].flags, &st);
+    TEST_CHECK_MSG(r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS && fn &&
+                       fn == own(cases[i].symbol),
+                   "%s at %d/%d: %d, want %s", cases[i].name, cases[i].version, cases[i].flags,
+                   (int)r, cases[i].symbol);
+  }
+}
+
 #endif

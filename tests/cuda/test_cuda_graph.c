@@ -34,11 +34,7 @@ static uint32_t read_u32(CUdeviceptr d, size_t index) {
 
 /* The new calls answer cuGetProcAddress as driver 580 does: the version picks the symbol. */
 static void test_proc_address(void) {
-  static const struct {
-    const char *name;
-    int version, flags;
-    const char *symbol;
-  } cases[] = {
+  static const nvcu_proc_case cases[] = {
       {"cuGraphAddDependencies", 12000, 0, "cuGraphAddDependencies"},
       {"cuGraphAddDependencies", 12030, 0, "cuGraphAddDependencies_v2"},
       {"cuGraphGetEdges", 12030, 0, "cuGraphGetEdges_v2"},
@@ -61,14 +57,7 @@ static void test_proc_address(void) {
       {"cuGraphAddEventRecordNode", 11010, 0, "cuGraphAddEventRecordNode"},
       {"cuGraphChildGraphNodeGetGraph", 10000, 0, "cuGraphChildGraphNodeGetGraph"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    void *fn = NULL;
-    CUdriverProcAddressQueryResult st;
-    CUresult r =
-        cuGetProcAddress_v2(cases[i].name, &fn, cases[i].version, (uint64_t)cases[i].flags, &st);
-    TEST_CHECK_MSG(r == CUDA_SUCCESS && fn && fn == own(cases[i].symbol), "%s at %d: %d %p",
-                   cases[i].name, cases[i].version, (int)r, fn);
-  }
+  check_proc_cases(cases, sizeof cases / sizeof *cases);
 }
 
 /* ---- topology ---- */

@@ -23,11 +23,7 @@
 /* Each name resolves, at the version and stream flavour driver 580 answers, to the symbol that
  * implements it here (not a stub). */
 static void test_proc_address(void) {
-  static const struct {
-    const char *name;
-    int version, flags;
-    const char *symbol;
-  } cases[] = {
+  static const nvcu_proc_case cases[] = {
       {"cuMemHostRegister", 12000, 0, "cuMemHostRegister_v2"},
       {"cuMemHostRegister", 6000, 0, "cuMemHostRegister"},
       {"cuMemHostUnregister", 12000, 2, "cuMemHostUnregister"},
@@ -65,15 +61,7 @@ static void test_proc_address(void) {
       {"cuMemcpyPeer", 12000, 2, "cuMemcpyPeer_ptds"},
       {"cuMemcpyPeerAsync", 12000, 2, "cuMemcpyPeerAsync_ptsz"},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    void *fn = NULL;
-    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
-    CUresult r = cuGetProcAddress_v2(cases[i].name, &fn, cases[i].version, cases[i].flags, &st);
-    TEST_CHECK_MSG(r == CUDA_SUCCESS && st == CU_GET_PROC_ADDRESS_SUCCESS && fn &&
-                       fn == own(cases[i].symbol),
-                   "%s at %d/%d: %d, want %s", cases[i].name, cases[i].version, cases[i].flags,
-                   (int)r, cases[i].symbol);
-  }
+  check_proc_cases(cases, sizeof cases / sizeof *cases);
   /* implemented, not the weak stubs */
   TEST_CHECK(own("cuMemHostRegister_v2") == (void *)(uintptr_t)&cuMemHostRegister_v2);
   TEST_CHECK(own("cuMemAllocAsync_ptsz") != NULL &&

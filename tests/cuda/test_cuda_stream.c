@@ -37,11 +37,7 @@ static int still_waiting(CUstream s) {
 
 /* cuGetProcAddress answers the names and versions driver 580 does; none of them is a stub. */
 static void test_names(void) {
-  static const struct {
-    const char *name;
-    int version, flags;
-    const char *symbol;
-  } names[] = {
+  static const nvcu_proc_case names[] = {
       {"cuStreamWaitValue32", 12000, 0, "cuStreamWaitValue32_v2"},
       {"cuStreamWaitValue32", 8000, 0, "cuStreamWaitValue32"},
       {"cuStreamWaitValue32", 12000, 2, "cuStreamWaitValue32_v2_ptsz"},
@@ -63,14 +59,7 @@ static void test_names(void) {
       {"cuThreadExchangeStreamCaptureMode", 12000, 0, "cuThreadExchangeStreamCaptureMode"},
       {"cuDeviceGetByPCIBusId", 12000, 0, "cuDeviceGetByPCIBusId"},
   };
-  for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
-    void *fn = NULL;
-    CUdriverProcAddressQueryResult st;
-    CUresult r =
-        cuGetProcAddress_v2(names[i].name, &fn, names[i].version, (uint64_t)names[i].flags, &st);
-    TEST_CHECK_MSG(r == CUDA_SUCCESS && fn && fn == own(names[i].symbol), "%s at %d: %s",
-                   names[i].name, names[i].version, names[i].symbol);
-  }
+  check_proc_cases(names, sizeof names / sizeof *names);
   /* implemented, not stubs: before cuInit they say so */
   TEST_CHECK(cuStreamWaitValue32_v2(NULL, 4096, 1, 0) == CUDA_ERROR_NOT_INITIALIZED);
   TEST_CHECK(cuStreamWriteValue64_v2(NULL, 4096, 1, 0) == CUDA_ERROR_NOT_INITIALIZED);
