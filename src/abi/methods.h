@@ -78,6 +78,7 @@ enum { NVHCQ_SUBC_HOST = 0, NVHCQ_SUBC_COMPUTE = 1, NVHCQ_SUBC_COPY = 4 };
 #define NVC6C0_INVALIDATE_INSTRUCTION                   (1u << 0)
 #define NVC6C0_INVALIDATE_DATA                          (1u << 4)
 #define NVC6C0_INVALIDATE_CONSTANT                      (1u << 12)
+#define NVC6C0_SEND_SIGNALING_PCAS2_B_PREFETCH          8u
 #define NVC6C0_SEND_SIGNALING_PCAS2_B_PREFETCH_SCHEDULE 9u
 
 #endif

@@ -3,6 +3,7 @@
  * seems not to have heard it. */
 #include "core/channel.h"
 #include "util/clock.h"
+#include "util/fence.h"
 
 #include <string.h>
 #include <time.h>
@@ -95,9 +96,9 @@ static void ring_doorbell(nvhcq_channel *ch, uint64_t gpu_address, uint32_t n, u
   ch->submitted++;
   /* Commands and the entry must be visible before GP_PUT, and GP_PUT before the doorbell. Both are
    * plain stores (atomic only for waiters on other threads that read GP_PUT and ring again). */
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  nvhcq_store_fence();
   __atomic_store_n(ch->gp_put, (uint32_t)(ch->submitted % ch->entries), __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  nvhcq_store_fence();
   __atomic_store_n(ch->doorbell, ch->token, __ATOMIC_RELAXED);
 }
 

@@ -30,9 +30,10 @@ enum {
  * every QMD that gets a chained successor ('c'). */
 /* NVHCQ_DEBUG_CBANK_INVALIDATE values: which launches invalidate bank 0 in the constant cache. */
 enum {
-  NVHCQ_DEBUG_CBANK_INVALIDATE_OFF,     /* every launch: the rule */
+  NVHCQ_DEBUG_CBANK_INVALIDATE_OFF,     /* all but chained grids with their predecessor's bank 0 */
   NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED, /* all but chained grids: wrong (launch.c says why) */
   NVHCQ_DEBUG_CBANK_INVALIDATE_NEVER,   /* none: wrong on purpose, for the stress test */
+  NVHCQ_DEBUG_CBANK_INVALIDATE_ALWAYS,  /* every launch (the rule before 0.2.x's equal banks) */
 };
 
 typedef struct nvhcq_qmd_poke {
@@ -48,7 +49,7 @@ typedef struct nvhcq_compute_state {
   nvhcq_sm_limits sm_limits;    /* per-SM occupancy limits and shared-memory configurations */
   int debug_fence;              /* NVHCQ_DEBUG_FENCE_*: weaker or older ordering, for tests */
   int debug_one_block_carveout; /* NVHCQ_DEBUG_CARVEOUT=one-block */
-  int debug_no_prefetch;        /* NVHCQ_DEBUG_NO_PREFETCH: chained grids do not prefetch */
+  int debug_no_prefetch;        /* NVHCQ_DEBUG_NO_PREFETCH: no prefetch of what comes next */
   int debug_no_bank0_prefetch;  /* NVHCQ_DEBUG_NO_BANK0_PREFETCH: bank 0 fetched on first use */
   int debug_cbank_invalidate;   /* NVHCQ_DEBUG_CBANK_INVALIDATE_* */
   nvhcq_qmd_poke debug_qmd[8];  /* NVHCQ_DEBUG_QMD: raw bit ranges written over QMDs */

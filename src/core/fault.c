@@ -37,8 +37,19 @@ void nvhcq_fault_fini(nvhcq_device *dev) {
   pthread_mutex_destroy(&dev->fault.lock);
 }
 
+/* Every submission names its last kernel; copying the name each time cost about as much as the
+ * rest of the submission's bookkeeping, so only a different name is copied (module unloads
+ * forget the source, whose memory may then hold another name). */
 void nvhcq_fault_note_kernel(nvhcq_device *dev, const char *kernel) {
-  snprintf(dev->fault.last_kernel, sizeof dev->fault.last_kernel, "%s", kernel);
+  if (kernel == dev->fault.last_kernel_from) return;
+  size_t n = strnlen(kernel, sizeof dev->fault.last_kernel - 1);
+  memcpy(dev->fault.last_kernel, kernel, n);
+  dev->fault.last_kernel[n] = '\0';
+  dev->fault.last_kernel_from = kernel;
+}
+
+void nvhcq_fault_forget_kernel_names(nvhcq_device *dev) {
+  dev->fault.last_kernel_from = NULL;
 }
 
 void nvhcq_fault_reset(nvhcq_device *dev) {

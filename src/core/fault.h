@@ -19,9 +19,10 @@ typedef struct nvhcq_fault_state {
   int tools_fd;
   uint8_t *tools_ring;
   volatile UVM_TOOLS_EVENT_CONTROL *tools_ctl;
-  uint8_t last_client;      /* client type of the last GPU fault event */
-  uint64_t events_after_ns; /* events before this time belong to channels already gone */
-  char last_kernel[64];     /* the kernel most recently submitted on the compute channel */
+  uint8_t last_client;          /* client type of the last GPU fault event */
+  uint64_t events_after_ns;     /* events before this time belong to channels already gone */
+  char last_kernel[64];         /* the kernel most recently submitted on the compute channel */
+  const char *last_kernel_from; /* the name it was copied from: not copied again */
   /* Names the kernel whose code holds GPU address `pc` and the offset into it (1), or says there
    * is none (0); the modules know, and the top of the library sets it. NULL: none is named. */
   int (*name_pc)(const nvhcq_device *dev, uint64_t pc, const char **kernel, uint64_t *offset);
@@ -38,6 +39,8 @@ void nvhcq_fault_fini(nvhcq_device *dev);
 nvhcq_status nvhcq_device_check_faults(nvhcq_device *dev) NVHCQ_MUST_CHECK;
 /* Names `kernel` as the one most recently submitted, for the reports. */
 void nvhcq_fault_note_kernel(nvhcq_device *dev, const char *kernel);
+/* Names noted earlier may be freed now: the next note copies its name even from the same place. */
+void nvhcq_fault_forget_kernel_names(nvhcq_device *dev);
 /* After a recovery: forgets the report and the events of the channels it replaced. */
 void nvhcq_fault_reset(nvhcq_device *dev);
 /* "; last kernel submitted: ..., internal progress: compute N of M, copy N of M" for messages. */

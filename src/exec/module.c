@@ -355,6 +355,7 @@ nvhcq_status nvhcq_module_unload(nvhcq_module *m) {
   /* The mock forgets the module's kernels now; a grid of them still queued there would fault
    * (the real GPU keeps the code until the reclaim releases it). */
   if (nvhcq_door->module_unloaded) nvhcq_door->module_unloaded(m->image.gpu_address);
+  nvhcq_fault_forget_kernel_names(m->dev);
   nvhcq_cubin_free(m->cubin);
   nvhcq_retire(m->kernels); /* kernel handles point into it */
   nvhcq_retire(m);

@@ -27,6 +27,15 @@ struct nvhcq_kernel {
   int cluster_words;        /* launches write the cluster's shape into bank 0 (launch.c) */
   uint32_t args_max;        /* the largest args_size taken: a C struct's trailing padding */
   const char *profile_name; /* the profiler's copy of its name, made at its first profiled launch */
+  /* The QMD of its last launch shape (launch.c): a launch of the same shape copies it and writes
+   * its own bank 0 address instead of building every field again. */
+  struct nvhcq_launch_shape {
+    uint32_t grid[3], block[3], cluster[3];
+    uint32_t shared, local_high;
+    int32_t load_balancing, carveout_preference;
+  } shape;
+  int shape_valid;
+  uint32_t shape_qmd[NVHCQ_QMD_MAX_WORDS];
 };
 
 struct nvhcq_module {

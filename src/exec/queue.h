@@ -23,6 +23,12 @@ struct nvhcq_queue {
   int launch_pending;
   uint64_t args_first; /* first argument-ring position this recording uses, ~0 if none */
   const nvhcq_kernel *last_kernel; /* the last kernel recorded, named in fault reports */
+  /* Bank 0 of the last launch and of the one being built, as written (launch.c: a chained grid
+   * whose bank 0 equals its predecessor's skips the constant-cache invalidation). */
+  uint8_t *bank0[2];
+  uint32_t bank0_capacity, bank0_last_len;
+  int bank0_last_patched; /* variables rewrite the last launch's bank 0: never equal */
+  int bank0_last_skipped; /* the last launch skipped the invalidation */
 
   /* Recorded queues: arguments and QMDs in arena chunks of their own, commands uploaded at
    * finish, variables and the places they patch, and a counter of completed replays. */

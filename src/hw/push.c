@@ -46,10 +46,6 @@ void nvhcq_push_method(nvhcq_push *p, unsigned subc, unsigned method, const uint
   memcpy(w + 1, data, n * sizeof *data);
 }
 
-void nvhcq_push_method1(nvhcq_push *p, unsigned subc, unsigned method, uint32_t value) {
-  nvhcq_push_method(p, subc, method, &value, 1);
-}
-
 /* ---- encoders ---- */
 
 static void push_host_semaphore(nvhcq_push *p, uint64_t address, uint64_t value, uint32_t execute) {

@@ -29,7 +29,17 @@ uint32_t *nvhcq_push_space(nvhcq_push *p, uint32_t n);
 /* One incrementing method with `n` data words. */
 void nvhcq_push_method(nvhcq_push *p, unsigned subc, unsigned method, const uint32_t *data,
                        unsigned n);
-void nvhcq_push_method1(nvhcq_push *p, unsigned subc, unsigned method, uint32_t value);
+/* One method with one data word: inline, as every launch pushes a few. */
+static inline void nvhcq_push_method1(nvhcq_push *p, unsigned subc, unsigned method,
+                                      uint32_t value) {
+  if (p->len + 2 <= p->capacity && !p->error) {
+    p->words[p->len] = nvhcq_method_header(NVHCQ_SEC_OP_INC_METHOD, subc, method, 1);
+    p->words[p->len + 1] = value;
+    p->len += 2;
+    return;
+  }
+  nvhcq_push_method(p, subc, method, &value, 1);
+}
 
 /* Host semaphores: wait until the 64-bit value at `address` is >= `value` (circular); release
  * `value` there after the work before it, with a GPU timestamp at address + 8. */

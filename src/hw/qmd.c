@@ -398,6 +398,13 @@ static void put(uint32_t *qmd, nvhcq_qmd_bits b, uint64_t value) {
   nvhcq_qmd_write_bits(qmd, b.hi, b.lo, value);
 }
 
+void nvhcq_qmd_write_cbank0_address(const nvhcq_qmd_launch_layout *l, uint32_t *qmd,
+                                    uint64_t address) {
+  uint64_t stored = address >> l->cbank_shift;
+  put(qmd, l->cbank_lower, stored & 0xffffffffu);
+  put(qmd, l->cbank_upper, stored >> 32);
+}
+
 void nvhcq_qmd_write_launch(const nvhcq_qmd_launch_layout *l, uint32_t *qmd,
                             const nvhcq_qmd_launch *launch) {
   for (int d = 0; d < 3; d++) {
@@ -408,9 +415,7 @@ void nvhcq_qmd_write_launch(const nvhcq_qmd_launch_layout *l, uint32_t *qmd,
   put(qmd, l->shared, round_up_pow2(launch->shared_bytes, l->shared_shift) >> l->shared_shift);
   put(qmd, l->local_high,
       round_up_pow2(launch->local_high_bytes, l->local_shift) >> l->local_shift);
-  uint64_t stored = launch->cbank0_address >> l->cbank_shift;
-  put(qmd, l->cbank_lower, stored & 0xffffffffu);
-  put(qmd, l->cbank_upper, stored >> 32);
+  nvhcq_qmd_write_cbank0_address(l, qmd, launch->cbank0_address);
   put(qmd, l->cbank_size, round_up_pow2(launch->cbank0_bytes, 4) >> 4);
   put(qmd, l->cbank_valid, 1);
 }

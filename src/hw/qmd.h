@@ -96,6 +96,9 @@ int nvhcq_qmd_launch_layout_for(nvhcq_qmd_version v, nvhcq_qmd_launch_layout *ou
 /* Writes one launch's fields; the same bits the checked setters above write for these values. */
 void nvhcq_qmd_write_launch(const nvhcq_qmd_launch_layout *l, uint32_t *qmd,
                             const nvhcq_qmd_launch *launch);
+/* Writes bank 0's address alone (aligned to the version's unit), as nvhcq_qmd_write_launch does. */
+void nvhcq_qmd_write_cbank0_address(const nvhcq_qmd_launch_layout *l, uint32_t *qmd,
+                                    uint64_t address);
 
 /* The fence a grid runs when it completes (CWD_MEMBAR_TYPE, and on V04/V05 whether the next
  * grid may start while it drains: CWD_MEMBAR_TASK_CHASING_ENABLE). */

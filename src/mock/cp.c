@@ -422,6 +422,12 @@ static int launch(mock_channel *ch, uint32_t hclass) {
   return fault(ch, MOCK_XID_GR, at, "dependent QMD chain longer than %u", MAX_CHAIN, 0);
 }
 
+/* PCAS actions that schedule the QMD: SCHEDULE (2), INVALIDATE_COPY_SCHEDULE (3) and the
+ * prefetching forms 9-11; PREFETCH (8) alone only reads it, INVALIDATE (1) and NOP (0) neither. */
+static int pcas_schedules(uint32_t action) {
+  return action == 2 || action == 3 || (action >= 9 && action <= 11);
+}
+
 /* ---- dispatch ---- */
 
 static int is_compute(uint32_t c) {
@@ -437,7 +443,8 @@ static int engine_method(mock_channel *ch, unsigned subc, unsigned method, uint3
     return fault(ch, compute ? MOCK_XID_GR : MOCK_XID_PBDMA, 0,
                  "unknown method 0x%03x on subchannel %u", method, subc);
   (compute ? ch->compute : ch->copy)[method / 4] = value;
-  if (compute && method == NVC6C0_SEND_SIGNALING_PCAS2_B) return launch(ch, hclass);
+  if (compute && method == NVC6C0_SEND_SIGNALING_PCAS2_B)
+    return pcas_schedules(value) ? launch(ch, hclass) : 0;
   if (!compute && method == NVC6B5_LAUNCH_DMA) return launch_dma(ch, value);
   return 0;
 }

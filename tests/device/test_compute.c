@@ -223,6 +223,40 @@ static void t_3d(void) {
   nvhcq_buffer_destroy(d), free(out);
 }
 
+/* Launches of one kernel in one queue whose shapes alternate (a launch repeating the last shape
+ * reuses its QMD, launch.c): each grid writes what its own grid and block are. */
+static void t_alternating_shapes(void) {
+  NEED_GPU();
+  static const nvhcq_dim3 grids[5] = {DIM(5, 3, 2), DIM(5, 3, 2), DIM(2, 7, 1), DIM(5, 3, 2),
+                                      DIM(3, 1, 4)};
+  static const nvhcq_dim3 blocks[5] = {DIM(8, 4, 2), DIM(8, 4, 2), DIM(32, 1, 3), DIM(8, 4, 2),
+                                       DIM(8, 4, 2)};
+  nvhcq_buffer *d[5];
+  nvhcq_queue *q;
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  for (int i = 0; i < 5; i++) {
+    d[i] = alloc(30 * 96 * 4);
+    uint64_t addr = nvhcq_buffer_gpu_address(d[i]);
+    TEST_CHECK_MSG(nvhcq_queue_launch(q, kernel("index_3d"), grids[i], blocks[i], 0, &addr, 8) ==
+                       NVHCQ_SUCCESS,
+                   "%s", nvhcq_last_error());
+  }
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_queue_cpu_wait_idle(q, 10000) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  uint32_t out[30 * 96];
+  for (int i = 0; i < 5; i++) {
+    uint32_t nb = grids[i].x * grids[i].y * grids[i].z;
+    uint32_t nt = blocks[i].x * blocks[i].y * blocks[i].z;
+    nvhcq_buffer_read(out, d[i], 0, nb * nt * 4);
+    int bad = 0;
+    for (uint32_t blk = 0; blk < nb; blk++)
+      for (uint32_t t = 0; t < nt; t++) bad += out[blk * nt + t] != blk * 1000 + t;
+    TEST_CHECK_MSG(bad == 0, "launch %d: %d of %u words wrong", i, bad, nb * nt);
+    nvhcq_buffer_destroy(d[i]);
+  }
+  nvhcq_queue_destroy(q);
+}
+
 static void t_globals(void) {
   NEED_GPU();
   uint64_t bias_addr, hits_addr;
@@ -594,7 +628,7 @@ static void t_teardown(void) {
 
 TEST_MAIN(TEST(t_list_kernels), TEST(t_occupancy_and_carveout), TEST(t_vector_add),
           TEST(t_atomic_100k), TEST(t_dynamic_shared_over_48k), TEST(t_local_16k), TEST(t_3d),
-          TEST(t_globals), TEST(t_struct_args), TEST(t_chain_order),
+          TEST(t_alternating_shapes), TEST(t_globals), TEST(t_struct_args), TEST(t_chain_order),
           TEST(t_compute_and_copy_together), TEST(t_launch_checks), TEST(t_wrong_arch),
           TEST(t_call_across_sections), TEST(t_cooperative_grid_sync), TEST(t_devrt_grid_sync),
           TEST(t_teardown))
