@@ -187,13 +187,20 @@ static void fence_before_successor(const nvhcq_compute_state *cs, uint32_t *qmd,
  * libcuda does the same on the H200: its graph of 200 identical ew_add launches carries no
  * constant-cache invalidation on any node, while its chain of launches whose grids (and so
  * bank 0) differ carries INVALIDATE_SHADER_CONSTANT_CACHE on each (bench/qmd_probe.c --real,
- * --chain). Launches whose bank 0 variables rewrite are never taken as equal (launch_vars).
+ * --chain). Where variables rewrite bank 0, record.c applies the rule again once they have
+ * their values (at finish and at each change).
  * NVHCQ_DEBUG_CBANK_INVALIDATE=chained skips it on every chained grid (wrong on purpose),
  * =always on none. */
-static int skip_constant_invalidate(const nvhcq_compute_state *cs, uint32_t *qmd_cpu,
-                                    uint32_t *shadow, int same_bank0) {
+int nvhcq_launch_bank0_skips(const nvhcq_compute_state *cs, const uint8_t *prev, uint32_t prev_len,
+                             const uint8_t *bank0, uint32_t len) {
   if (cs->debug_cbank_invalidate == NVHCQ_DEBUG_CBANK_INVALIDATE_ALWAYS) return 0;
-  if (!same_bank0 && cs->debug_cbank_invalidate != NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED) return 0;
+  if (cs->debug_cbank_invalidate == NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED) return 1;
+  return prev && prev_len == len && !memcmp(prev, bank0, len);
+}
+
+static int skip_constant_invalidate(const nvhcq_compute_state *cs, uint32_t *qmd_cpu,
+                                    uint32_t *shadow, int skips) {
+  if (!skips) return 0;
   nvhcq_qmd_version v = cs->qmd_version;
   if (nvhcq_qmd_set(v, shadow, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0, 0)) {
     nvhcq_clear_error(); /* a layout without the field invalidates as built */
@@ -238,7 +245,7 @@ static void order_after_idle(nvhcq_queue *q, uint64_t next_qmd) {
  * own. The previous QMD sits in GPU-visible memory the GPU has not read yet: only the dwords
  * chaining changes are written again. */
 static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, uint32_t *next,
-                        int same_bank0) {
+                        int bank0_skips) {
   const nvhcq_compute_state *cs = &q->dev->compute_state;
   nvhcq_qmd_version v = cs->qmd_version;
   int unordered = cs->debug_fence == NVHCQ_DEBUG_FENCE_UNORDERED;
@@ -249,10 +256,11 @@ static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, uin
     if (!cs->debug_no_prefetch)
       nvhcq_qmd_prefetch_successor(v, q->last_qmd_shadow, next, NVHCQ_QMD_SUCCESSOR_BANK);
     nvhcq_qmd_copy_chain_words(v, q->last_qmd, q->last_qmd_shadow);
-    q->bank0_last_skipped = skip_constant_invalidate(cs, qmd_cpu, next, same_bank0);
+    q->bank0_last_skipped = skip_constant_invalidate(cs, qmd_cpu, next, bank0_skips);
+    q->last_chained = 1;
     if (cs->debug_qmd_count) poke_qmd(cs, q->last_qmd_shadow, 'c'), poke_qmd(cs, q->last_qmd, 'c');
   } else {
-    q->bank0_last_skipped = 0;
+    q->bank0_last_skipped = q->last_chained = 0;
     if (q->launch_pending && !unordered) order_after_idle(q, qmd_gpu);
     nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_PCAS_A, (uint32_t)(qmd_gpu >> 8));
     nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_SIGNALING_PCAS2_B,
@@ -478,11 +486,25 @@ static nvhcq_status write_grid_workspace(nvhcq_device *dev, uint8_t *cbank, int 
   return NVHCQ_SUCCESS;
 }
 
+/* sm_90 code reaches a __grid_constant__ parameter (a TMA map) through the parameters' generic
+ * address, which it loads from bank 0 at 0x198 (nvcc 13's SASS of tests/device/hopper_gemm.cu).
+ * It is the one word of bank 0 that differs between launches of equal parameters, and it is left
+ * out of the comparison that lets a chained grid keep its predecessor's bank 0 in the constant
+ * cache (skip_constant_invalidate): a grid that reads its predecessor's address there reads the
+ * predecessor's parameters, which are its own bytes, and which stay in memory until the
+ * submission (or the recorded queue) that holds both is done. */
+static void write_params_address(const nvhcq_kernel *k, uint8_t *cbank, uint64_t gpu) {
+  if (!k->cluster_words) return;
+  uint64_t params = gpu + k->cubin->param_offset;
+  memcpy(cbank + 0x198, &params, sizeof params);
+}
+
 /* Bank 0 of a launch, built whole in the queue's spare buffer (bank0[1]) so that it can be compared
  * with the last launch's: driver words (block and grid sizes, windows), the grid workspace, the
- * cluster words, then the parameters; every other byte zero. */
+ * cluster words, then the parameters; every other byte zero. The parameters' own address is
+ * written apart (write_params_address). */
 static nvhcq_status build_bank0(nvhcq_queue *q, const nvhcq_kernel *k, const launch_req *r,
-                                uint64_t gpu, uint8_t **out) {
+                                uint8_t **out) {
   uint32_t n = k->cbank0_bytes;
   if (n > q->bank0_capacity) {
     for (int i = 0; i < 2; i++) {
@@ -501,14 +523,7 @@ static nvhcq_status build_bank0(nvhcq_queue *q, const nvhcq_kernel *k, const lau
   words[3] = r->grid.x, words[4] = r->grid.y, words[5] = r->grid.z;
   memcpy(b, words, sizeof words);
   NVHCQ_TRY(write_grid_workspace(q->dev, b, r->cooperative));
-  if (k->cluster_words) {
-    write_cluster_words(b, r);
-    /* sm_90 code reaches a __grid_constant__ parameter (a TMA map) through the parameters'
-     * generic address, which it loads from bank 0 at 0x198 (nvcc 13's SASS of
-     * tests/device/hopper_gemm.cu). */
-    uint64_t params = gpu + k->cubin->param_offset;
-    memcpy(b + 0x198, &params, sizeof params);
-  }
+  if (k->cluster_words) write_cluster_words(b, r);
   write_params(b, k, r);
   *out = b;
   return NVHCQ_SUCCESS;
@@ -532,15 +547,18 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r
   NVHCQ_TRY(q->ops->launch_memory(q, bytes, &cpu, &gpu));
   NVHCQ_TRY(fill_qmd(cs, k, qmd, r, shared, gpu));
   uint8_t *b0 = NULL;
-  NVHCQ_TRY(build_bank0(q, k, r, gpu, &b0));
+  NVHCQ_TRY(build_bank0(q, k, r, &b0));
   memcpy(cpu, b0, k->cbank0_bytes);
+  write_params_address(k, cpu, gpu);
   memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
-  int same = !q->bank0_last_patched && q->bank0_last_len == k->cbank0_bytes &&
-             !memcmp(q->bank0[0], b0, k->cbank0_bytes);
-  push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd, same);
+  int skips = nvhcq_launch_bank0_skips(cs, q->bank0[0], q->bank0_last_len, b0, k->cbank0_bytes);
+  uint32_t *qmd_cpu = (uint32_t *)(cpu + k->cbank0_bytes);
+  push_launch(q, qmd_cpu, gpu + k->cbank0_bytes, qmd, skips);
+  if (nvhcq_queue_is_recorded(q))
+    NVHCQ_TRY(nvhcq_queue_note_bank0(q, cpu, b0, k->cbank0_bytes, qmd_cpu, q->last_chained,
+                                     q->bank0_last_skipped));
   q->bank0[1] = q->bank0[0], q->bank0[0] = b0; /* this launch's is the last one now */
   q->bank0_last_len = k->cbank0_bytes;
-  q->bank0_last_patched = 0;
   q->last_qmd_shadow = qmd;
   q->last_kernel = k;
   *cbank = cpu;
@@ -645,18 +663,6 @@ static nvhcq_status patch_qmd_field(nvhcq_queue *q, nvhcq_var var, uint8_t *qmd,
   return nvhcq_queue_add_patch(q, var, kind, 0, 0, qmd + lo / 8, 0);
 }
 
-/* Variables rewrite this launch's bank 0 at replays: it is not the same as its neighbours' even
- * where it was when recorded, so it and its successor invalidate the constant cache. */
-static void keep_constant_invalidate(nvhcq_queue *q) {
-  q->bank0_last_patched = 1;
-  if (!q->bank0_last_skipped) return;
-  nvhcq_qmd_version v = q->dev->compute_state.qmd_version;
-  if (!nvhcq_qmd_set(v, q->last_qmd_shadow, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0, 1))
-    nvhcq_qmd_copy_field(v, q->last_qmd, q->last_qmd_shadow,
-                         NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0);
-  q->bank0_last_skipped = 0;
-}
-
 nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
                                      nvhcq_dim3 block, uint32_t dynamic_shared, const void *args,
                                      size_t args_size, const nvhcq_launch_vars *vars) {
@@ -683,10 +689,6 @@ nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3
   uint8_t *cbank, *qmd;
   launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL, 0};
   NVHCQ_TRY(record_launch(q, k, &r, NULL, &cbank, &qmd));
-  int uses = vars->arg_count != 0;
-  for (int d = 0; d < 3; d++)
-    uses |= vars->grid[d] != NVHCQ_NO_VAR || vars->block[d] != NVHCQ_NO_VAR;
-  if (uses) keep_constant_invalidate(q);
   static const nvhcq_qmd_field grid_f[3] = {NVHCQ_QMD_GRID_WIDTH, NVHCQ_QMD_GRID_HEIGHT,
                                             NVHCQ_QMD_GRID_DEPTH};
   static const nvhcq_qmd_field block_f[3] = {NVHCQ_QMD_CTA_THREAD_DIMENSION0,
