@@ -3,6 +3,10 @@
 #ifndef NVHCQ_MOCK_TEST_H
 #define NVHCQ_MOCK_TEST_H
 
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "mock/mock.h"
 #include "nvhcq.h"
 #include "test.h"
@@ -14,6 +18,23 @@
   TEST_SKIP("AddressSanitizer's shadow memory leaves no addresses below 2^40 for device memory")
 #else
 #define SKIP_WITHOUT_DEVICE_ADDRESS_SPACE() (void)0
+#endif
+
+#ifdef NVHCQ_TEST_CUBIN_DEFAULT
+/* Kernel `name` of the device tests' sm_90 cubin (NVHCQ_TEST_CUBIN_DIR, else the build's), loaded
+ * into *mod; NULL when nvcc did not build the cubin (the caller skips). */
+static inline nvhcq_kernel *load_test_kernel(nvhcq_device *dev, const char *name,
+                                             nvhcq_module **mod) {
+  const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
+  char path[600];
+  snprintf(path, sizeof path, "%s/device_kernels_sm_90.cubin",
+           dir ? dir : NVHCQ_TEST_CUBIN_DEFAULT);
+  nvhcq_kernel *k = NULL;
+  if (access(path, R_OK) != 0) return NULL;
+  TEST_CHECK_MSG(nvhcq_module_load_file(dev, path, mod) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  if (*mod) TEST_CHECK(nvhcq_module_get_kernel(*mod, name, &k) == NVHCQ_SUCCESS);
+  return k;
+}
 #endif
 
 /* Declares `dev`, the mock's device 0, or ends the calling test (skipped or failed). */

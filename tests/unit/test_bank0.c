@@ -1,10 +1,8 @@
 /* The constant-cache rule on the mock GPU: which grids' QMDs ask for bank 0 to be invalidated.
  * A chained grid whose bank 0 equals its predecessor's skips it; any difference (arguments,
  * grid, a variable's value at replay) keeps it (exec/launch.c, skip_constant_invalidate). */
-#include <stdio.h>
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "hw/qmd.h"
 #include "mock/mock.h"
@@ -27,23 +25,42 @@ static int note_grid(const nvhcq_mock_grid *g) {
   return 0;
 }
 
-static nvhcq_kernel *affine_kernel(nvhcq_device *dev, nvhcq_module **mod) {
-  const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
-  char path[600];
-  snprintf(path, sizeof path, "%s/device_kernels_sm_90.cubin",
-           dir ? dir : NVHCQ_TEST_CUBIN_DEFAULT);
-  nvhcq_kernel *k = NULL;
-  if (access(path, R_OK) != 0) return NULL;
-  TEST_CHECK_MSG(nvhcq_module_load_file(dev, path, mod) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  if (*mod) TEST_CHECK(nvhcq_module_get_kernel(*mod, "affine", &k) == NVHCQ_SUCCESS);
-  return k;
-}
-
 /* affine(int *x, int a, int b, int n) */
 typedef struct affine_args {
   uint64_t x;
   int32_t a, b, n;
 } affine_args;
+
+/* The mock's device with affine loaded and a buffer for it; 0 when the cubin is missing. */
+typedef struct rig {
+  nvhcq_device *dev;
+  nvhcq_module *mod;
+  nvhcq_kernel *k;
+  nvhcq_buffer *x;
+} rig;
+
+static int rig_open(rig *r, nvhcq_device *dev) {
+  *r = (rig){.dev = dev};
+  r->k = load_test_kernel(dev, "affine", &r->mod);
+  if (!r->k) return 0;
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE, &r->x) == NVHCQ_SUCCESS);
+  return 1;
+}
+
+static void rig_close(rig *r) {
+  nvhcq_buffer_destroy(r->x);
+  nvhcq_module_unload(r->mod);
+  close_mock(r->dev);
+}
+
+/* Declares `r`, or ends the calling test (skipped without the cubin). */
+#define NEED_RIG(r)                                                                                \
+  NEED_MOCK_DEVICE(dev);                                                                           \
+  rig r;                                                                                           \
+  if (!rig_open(&r, dev)) {                                                                        \
+    close_mock(dev);                                                                               \
+    TEST_SKIP("no device_kernels_sm_90.cubin (nvcc did not build the test cubins)");               \
+  }
 
 /* Runs the queue with the grid runner above; the grids' invalidate bits must be `want`. */
 static void expect(nvhcq_queue *q, const int *want, int n, const char *what) {
@@ -60,16 +77,9 @@ static void expect(nvhcq_queue *q, const int *want, int n, const char *what) {
 }
 
 static void t_eager(void) {
-  NEED_MOCK_DEVICE(dev);
-  nvhcq_module *mod = NULL;
-  nvhcq_kernel *k = affine_kernel(dev, &mod);
-  if (!k) {
-    close_mock(dev);
-    TEST_SKIP("no device_kernels_sm_90.cubin (nvcc did not build the test cubins)");
-  }
-  nvhcq_buffer *x;
-  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE, &x) == NVHCQ_SUCCESS);
-  affine_args same = {nvhcq_buffer_gpu_address(x), 1, 2, 32}, other = same;
+  NEED_RIG(r);
+  nvhcq_kernel *k = r.k;
+  affine_args same = {nvhcq_buffer_gpu_address(r.x), 1, 2, 32}, other = same;
   other.a = 3;
   nvhcq_dim3 one = {1, 1, 1}, warp = {32, 1, 1}, two = {2, 1, 1};
   nvhcq_queue *q;
@@ -92,24 +102,15 @@ static void t_eager(void) {
   static const int again[2] = {1, 0};
   expect(q, again, 2, "eager, second submission");
   nvhcq_queue_destroy(q);
-  nvhcq_buffer_destroy(x);
-  nvhcq_module_unload(mod);
-  close_mock(dev);
+  rig_close(&r);
 }
 
 /* Variables decide at finish and at each change: a launch whose argument is a variable equal to
  * its neighbours' arguments skips, and stops skipping once the variable differs. */
 static void t_recorded_variables(void) {
-  NEED_MOCK_DEVICE(dev);
-  nvhcq_module *mod = NULL;
-  nvhcq_kernel *k = affine_kernel(dev, &mod);
-  if (!k) {
-    close_mock(dev);
-    TEST_SKIP("no device_kernels_sm_90.cubin (nvcc did not build the test cubins)");
-  }
-  nvhcq_buffer *x;
-  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE, &x) == NVHCQ_SUCCESS);
-  affine_args args = {nvhcq_buffer_gpu_address(x), 1, 2, 32};
+  NEED_RIG(r);
+  nvhcq_kernel *k = r.k;
+  affine_args args = {nvhcq_buffer_gpu_address(r.x), 1, 2, 32};
   nvhcq_dim3 one = {1, 1, 1}, warp = {32, 1, 1};
   nvhcq_queue *q;
   nvhcq_var a;
@@ -137,9 +138,7 @@ static void t_recorded_variables(void) {
   TEST_CHECK(nvhcq_queue_set_var(q, a, 1) == NVHCQ_SUCCESS);
   expect(q, equal, 3, "a = 1 again");
   nvhcq_queue_destroy(q);
-  nvhcq_buffer_destroy(x);
-  nvhcq_module_unload(mod);
-  close_mock(dev);
+  rig_close(&r);
 }
 
 TEST_MAIN({"eager", t_eager}, {"recorded_variables", t_recorded_variables})

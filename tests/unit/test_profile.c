@@ -199,18 +199,6 @@ static int kernel_slices(const char *path, double *ts, double *dur, int most) {
   return n;
 }
 
-static nvhcq_kernel *empty_kernel(nvhcq_device *dev, nvhcq_module **mod) {
-  const char *dir = getenv("NVHCQ_TEST_CUBIN_DIR");
-  char path[600];
-  snprintf(path, sizeof path, "%s/device_kernels_sm_90.cubin",
-           dir ? dir : NVHCQ_TEST_CUBIN_DEFAULT);
-  nvhcq_kernel *k = NULL;
-  if (access(path, R_OK) != 0) return NULL;
-  TEST_CHECK_MSG(nvhcq_module_load_file(dev, path, mod) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  if (*mod) TEST_CHECK(nvhcq_module_get_kernel(*mod, "empty", &k) == NVHCQ_SUCCESS);
-  return k;
-}
-
 /* The same launches unprofiled and profiled get the same fences: chained grids the device-scope
  * membar with task chasing, a grid whose QMD releases a signal (or ends the chain) the system
  * scope. Profiled, each grid's QMD carries one more release (its end); its start is the end of
@@ -218,7 +206,7 @@ static nvhcq_kernel *empty_kernel(nvhcq_device *dev, nvhcq_module **mod) {
 static void t_launch_fences(void) {
   NEED_MOCK_DEVICE(dev);
   nvhcq_module *mod = NULL;
-  nvhcq_kernel *k = empty_kernel(dev, &mod);
+  nvhcq_kernel *k = load_test_kernel(dev, "empty", &mod);
   if (!k) {
     close_mock(dev);
     TEST_SKIP("no device_kernels_sm_90.cubin (nvcc did not build the test cubins)");
