@@ -25,8 +25,7 @@
  * purpose: test_order shows it). NVHCQ_DEBUG_CARVEOUT=one-block: the
  * smallest configuration that holds one block (the policy before occupancy-driven carveouts).
  * NVHCQ_DEBUG_CBANK_INVALIDATE=chained|never: chained launches, or no launch, leave bank 0 in
- * the constant cache (both wrong; launch.c's skip_constant_invalidate says what they showed);
- * "always": every launch invalidates it, also a chained one with its predecessor's bank 0. */
+ * the constant cache (both wrong; launch.c's skip_constant_invalidate says what they showed). */
 static void read_qmd_pokes(nvhcq_compute_state *cs, const char *spec) {
   while (spec && *spec && cs->debug_qmd_count < sizeof cs->debug_qmd / sizeof cs->debug_qmd[0]) {
     char where;
@@ -61,7 +60,6 @@ static void read_debug_knobs(nvhcq_compute_state *cs) {
   cs->debug_cbank_invalidate = !ci                      ? NVHCQ_DEBUG_CBANK_INVALIDATE_OFF
                                : !strcmp(ci, "chained") ? NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED
                                : !strcmp(ci, "never")   ? NVHCQ_DEBUG_CBANK_INVALIDATE_NEVER
-                               : !strcmp(ci, "always")  ? NVHCQ_DEBUG_CBANK_INVALIDATE_ALWAYS
                                                         : NVHCQ_DEBUG_CBANK_INVALIDATE_OFF;
 }
 

@@ -30,10 +30,9 @@ enum {
  * every QMD that gets a chained successor ('c'). */
 /* NVHCQ_DEBUG_CBANK_INVALIDATE values: which launches invalidate bank 0 in the constant cache. */
 enum {
-  NVHCQ_DEBUG_CBANK_INVALIDATE_OFF,     /* all but chained grids with their predecessor's bank 0 */
+  NVHCQ_DEBUG_CBANK_INVALIDATE_OFF,     /* every launch: the rule */
   NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED, /* all but chained grids: wrong (launch.c says why) */
   NVHCQ_DEBUG_CBANK_INVALIDATE_NEVER,   /* none: wrong on purpose, for the stress test */
-  NVHCQ_DEBUG_CBANK_INVALIDATE_ALWAYS,  /* every launch (the rule before 0.2.x's equal banks) */
 };
 
 typedef struct nvhcq_qmd_poke {

@@ -177,37 +177,21 @@ static void fence_before_successor(const nvhcq_compute_state *cs, uint32_t *qmd,
     nvhcq_clear_error(); /* V04 has the field, the other layouts are not known to */
 }
 
-/* A chained grid whose bank 0 is byte for byte its predecessor's does not invalidate bank 0 in
- * the constant cache (every QMD is built asking for it, CONSTANT_BUFFER_INVALIDATE(0)). The
- * invalidation costs about 0.1 us per chained grid on the H200, and it is needed: without it a
- * chained grid reads its predecessor's arguments even though each launch's bank 0 has an address
- * of its own, because the cache keeps bank 0's lines by bank, not by address (test_order's
- * t_stale_arguments_are_caught, NVHCQ_DEBUG_CBANK_INVALIDATE=chained|never). Lines of an equal
- * bank 0 are the right lines, though: every grid since the last invalidation had this content.
- * libcuda does the same on the H200: its graph of 200 identical ew_add launches carries no
- * constant-cache invalidation on any node, while its chain of launches whose grids (and so
- * bank 0) differ carries INVALIDATE_SHADER_CONSTANT_CACHE on each (bench/qmd_probe.c --real,
- * --chain). Where variables rewrite bank 0, record.c applies the rule again once they have
- * their values (at finish and at each change).
- * NVHCQ_DEBUG_CBANK_INVALIDATE=chained skips it on every chained grid (wrong on purpose),
- * =always on none. */
-int nvhcq_launch_bank0_skips(const nvhcq_compute_state *cs, const uint8_t *prev, uint32_t prev_len,
-                             const uint8_t *bank0, uint32_t len) {
-  if (cs->debug_cbank_invalidate == NVHCQ_DEBUG_CBANK_INVALIDATE_ALWAYS) return 0;
-  if (cs->debug_cbank_invalidate == NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED) return 1;
-  return prev && prev_len == len && !memcmp(prev, bank0, len);
-}
-
-static int skip_constant_invalidate(const nvhcq_compute_state *cs, uint32_t *qmd_cpu,
-                                    uint32_t *shadow, int skips) {
-  if (!skips) return 0;
+/* NVHCQ_DEBUG_CBANK_INVALIDATE=chained: a chained grid does not invalidate bank 0 in the
+ * constant cache (every QMD is built asking for it, CONSTANT_BUFFER_INVALIDATE(0)). It is wrong,
+ * and kept to show why: the invalidation costs 0.10 us per chained grid on the H200 (empty
+ * kernels replayed, 0.606 -> 0.505 us), but without it chained grids read their predecessor's
+ * arguments (test_order's chain and host cases and t_arguments_never_stale fail; bench_real
+ * faults), though each launch's bank 0 has an address of its own: the cache keeps bank 0's lines
+ * across grids by bank, not by address. libcuda pays the same: its graph nodes carry
+ * INVALIDATE_SHADER_CONSTANT_CACHE instead, which costs the same here (bench/qmd_probe.c
+ * --chain; NVHCQ_DEBUG_QMD=a:419:419=0,a:607:607=1 measured 0.606 us). */
+static void skip_constant_invalidate(const nvhcq_compute_state *cs, uint32_t *qmd_cpu,
+                                     uint32_t *shadow) {
+  if (cs->debug_cbank_invalidate != NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED) return;
   nvhcq_qmd_version v = cs->qmd_version;
-  if (nvhcq_qmd_set(v, shadow, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0, 0)) {
-    nvhcq_clear_error(); /* a layout without the field invalidates as built */
-    return 0;
-  }
+  if (nvhcq_qmd_set(v, shadow, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0, 0)) return;
   nvhcq_qmd_copy_field(v, qmd_cpu, shadow, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0);
-  return 1;
 }
 
 /* Grids sent one by one may overlap: the next one waits until the compute engine is idle. The
@@ -244,8 +228,7 @@ static void order_after_idle(nvhcq_queue *q, uint64_t next_qmd) {
  * dependent (it schedules this one when it completes), else a wait for idle and a PCAS of its
  * own. The previous QMD sits in GPU-visible memory the GPU has not read yet: only the dwords
  * chaining changes are written again. */
-static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, uint32_t *next,
-                        int bank0_skips) {
+static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, uint32_t *next) {
   const nvhcq_compute_state *cs = &q->dev->compute_state;
   nvhcq_qmd_version v = cs->qmd_version;
   int unordered = cs->debug_fence == NVHCQ_DEBUG_FENCE_UNORDERED;
@@ -256,11 +239,9 @@ static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, uin
     if (!cs->debug_no_prefetch)
       nvhcq_qmd_prefetch_successor(v, q->last_qmd_shadow, next, NVHCQ_QMD_SUCCESSOR_BANK);
     nvhcq_qmd_copy_chain_words(v, q->last_qmd, q->last_qmd_shadow);
-    q->bank0_last_skipped = skip_constant_invalidate(cs, qmd_cpu, next, bank0_skips);
-    q->last_chained = 1;
+    skip_constant_invalidate(cs, qmd_cpu, next);
     if (cs->debug_qmd_count) poke_qmd(cs, q->last_qmd_shadow, 'c'), poke_qmd(cs, q->last_qmd, 'c');
   } else {
-    q->bank0_last_skipped = q->last_chained = 0;
     if (q->launch_pending && !unordered) order_after_idle(q, qmd_gpu);
     nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_PCAS_A, (uint32_t)(qmd_gpu >> 8));
     nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_SEND_SIGNALING_PCAS2_B,
@@ -486,49 +467,6 @@ static nvhcq_status write_grid_workspace(nvhcq_device *dev, uint8_t *cbank, int 
   return NVHCQ_SUCCESS;
 }
 
-/* sm_90 code reaches a __grid_constant__ parameter (a TMA map) through the parameters' generic
- * address, which it loads from bank 0 at 0x198 (nvcc 13's SASS of tests/device/hopper_gemm.cu).
- * It is the one word of bank 0 that differs between launches of equal parameters, and it is left
- * out of the comparison that lets a chained grid keep its predecessor's bank 0 in the constant
- * cache (skip_constant_invalidate): a grid that reads its predecessor's address there reads the
- * predecessor's parameters, which are its own bytes, and which stay in memory until the
- * submission (or the recorded queue) that holds both is done. */
-static void write_params_address(const nvhcq_kernel *k, uint8_t *cbank, uint64_t gpu) {
-  if (!k->cluster_words) return;
-  uint64_t params = gpu + k->cubin->param_offset;
-  memcpy(cbank + 0x198, &params, sizeof params);
-}
-
-/* Bank 0 of a launch, built whole in the queue's spare buffer (bank0[1]) so that it can be compared
- * with the last launch's: driver words (block and grid sizes, windows), the grid workspace, the
- * cluster words, then the parameters; every other byte zero. The parameters' own address is
- * written apart (write_params_address). */
-static nvhcq_status build_bank0(nvhcq_queue *q, const nvhcq_kernel *k, const launch_req *r,
-                                uint8_t **out) {
-  uint32_t n = k->cbank0_bytes;
-  if (n > q->bank0_capacity) {
-    for (int i = 0; i < 2; i++) {
-      uint8_t *grown = realloc(q->bank0[i], n);
-      if (!grown) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
-      q->bank0[i] = grown;
-    }
-    q->bank0_capacity = n;
-  }
-  uint8_t *b = q->bank0[1];
-  const nvhcq_compute_state *cs = &q->dev->compute_state;
-  memset(b, 0, n);
-  uint32_t words[12];
-  memcpy(words, cs->cbank0_prefix, sizeof words);
-  words[0] = r->block.x, words[1] = r->block.y, words[2] = r->block.z;
-  words[3] = r->grid.x, words[4] = r->grid.y, words[5] = r->grid.z;
-  memcpy(b, words, sizeof words);
-  NVHCQ_TRY(write_grid_workspace(q->dev, b, r->cooperative));
-  if (k->cluster_words) write_cluster_words(b, r);
-  write_params(b, k, r);
-  *out = b;
-  return NVHCQ_SUCCESS;
-}
-
 static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r,
                                   const nvhcq_dim3 *cluster, uint8_t **cbank, uint8_t **qmd_at) {
   NVHCQ_TRY(check_launch(q, k, r, cluster));
@@ -546,19 +484,24 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r
   uint64_t gpu;
   NVHCQ_TRY(q->ops->launch_memory(q, bytes, &cpu, &gpu));
   NVHCQ_TRY(fill_qmd(cs, k, qmd, r, shared, gpu));
-  uint8_t *b0 = NULL;
-  NVHCQ_TRY(build_bank0(q, k, r, &b0));
-  memcpy(cpu, b0, k->cbank0_bytes);
-  write_params_address(k, cpu, gpu);
+  /* Bank 0: driver words (block and grid sizes, windows), then the parameters. */
+  uint32_t words[12];
+  memcpy(words, cs->cbank0_prefix, sizeof words);
+  words[0] = r->block.x, words[1] = r->block.y, words[2] = r->block.z;
+  words[3] = r->grid.x, words[4] = r->grid.y, words[5] = r->grid.z;
+  memcpy(cpu, words, sizeof words);
+  NVHCQ_TRY(write_grid_workspace(dev, cpu, r->cooperative));
+  if (k->cluster_words) {
+    write_cluster_words(cpu, r);
+    /* sm_90 code reaches a __grid_constant__ parameter (a TMA map) through the parameters'
+     * generic address, which it loads from bank 0 at 0x198 (nvcc 13's SASS of
+     * tests/device/hopper_gemm.cu). */
+    uint64_t params = gpu + k->cubin->param_offset;
+    memcpy(cpu + 0x198, &params, sizeof params);
+  }
+  write_params(cpu, k, r);
   memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
-  int skips = nvhcq_launch_bank0_skips(cs, q->bank0[0], q->bank0_last_len, b0, k->cbank0_bytes);
-  uint32_t *qmd_cpu = (uint32_t *)(cpu + k->cbank0_bytes);
-  push_launch(q, qmd_cpu, gpu + k->cbank0_bytes, qmd, skips);
-  if (nvhcq_queue_is_recorded(q))
-    NVHCQ_TRY(nvhcq_queue_note_bank0(q, cpu, b0, k->cbank0_bytes, qmd_cpu, q->last_chained,
-                                     q->bank0_last_skipped));
-  q->bank0[1] = q->bank0[0], q->bank0[0] = b0; /* this launch's is the last one now */
-  q->bank0_last_len = k->cbank0_bytes;
+  push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd);
   q->last_qmd_shadow = qmd;
   q->last_kernel = k;
   *cbank = cpu;

@@ -57,7 +57,6 @@ nvhcq_status nvhcq_queue_destroy(nvhcq_queue *q) {
   NVHCQ_TRY(q->ops->drop(q));
   nvhcq_profile_forget(q);
   nvhcq_push_finish(&q->push);
-  free(q->bank0[0]), free(q->bank0[1]);
   nvhcq_retire(q);
   return NVHCQ_SUCCESS;
 }

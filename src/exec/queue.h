@@ -23,12 +23,6 @@ struct nvhcq_queue {
   int launch_pending;
   uint64_t args_first; /* first argument-ring position this recording uses, ~0 if none */
   const nvhcq_kernel *last_kernel; /* the last kernel recorded, named in fault reports */
-  /* Bank 0 of the last launch and of the one being built, as written (launch.c: a chained grid
-   * whose bank 0 equals its predecessor's skips the constant-cache invalidation). */
-  uint8_t *bank0[2];
-  uint32_t bank0_capacity, bank0_last_len;
-  int bank0_last_skipped; /* the last launch skipped the invalidation */
-  int last_chained;       /* the last launch is chained to the one before */
 
   /* Recorded queues: arguments and QMDs in arena chunks of their own, commands uploaded at
    * finish, variables and the places they patch, and a counter of completed replays. */
@@ -44,8 +38,6 @@ struct nvhcq_queue {
   uint32_t patch_count, patch_capacity;
   struct nvhcq_var_launch *var_launches; /* launches whose grid or block come from variables */
   uint32_t var_launch_count, var_launch_capacity;
-  struct nvhcq_bank0_rec *bank0_recs; /* recorded launches' bank 0 (record.c) */
-  uint32_t bank0_rec_count, bank0_rec_capacity;
   nvhcq_signal *done;
   uint64_t replays;
   uint32_t generation;                 /* the device's channel generation at the last replay */
@@ -71,18 +63,7 @@ typedef struct nvhcq_patch {
   uint32_t word;
   void *ptr;
   int64_t add;
-  int32_t bank0; /* the launch (bank0_recs) whose bank 0 it rewrites, or -1 */
 } nvhcq_patch;
-
-/* A recorded launch's bank 0 as written (its copy follows the variables), and whether the launch
- * is chained to the one before and skips the constant-cache invalidation (launch.c). */
-typedef struct nvhcq_bank0_rec {
-  uint8_t *gpu_view; /* where it lies in the queue's memory (CPU view) */
-  uint8_t *copy;
-  uint32_t len;
-  uint32_t *qmd; /* the launch's QMD (CPU view) */
-  int chained, skips;
-} nvhcq_bank0_rec;
 
 /* A launch whose grid or block come from variables: checked again whenever one of them changes. */
 typedef struct nvhcq_var_launch {
@@ -97,13 +78,6 @@ typedef struct nvhcq_var_slot {
 } nvhcq_var_slot;
 
 /* Launch-side pieces the recording code shares. */
-/* A recorded launch's bank 0 (record.c keeps a copy, so that the invalidation rule can be applied
- * again once variables have their values). */
-nvhcq_status nvhcq_queue_note_bank0(nvhcq_queue *q, uint8_t *gpu_view, const uint8_t *bank0,
-                                    uint32_t len, uint32_t *qmd, int chained, int skips);
-/* Whether a chained grid with this bank 0 after one with `prev` skips the invalidation. */
-int nvhcq_launch_bank0_skips(const nvhcq_compute_state *cs, const uint8_t *prev, uint32_t prev_len,
-                             const uint8_t *bank0, uint32_t len);
 nvhcq_status nvhcq_queue_check(const nvhcq_queue *q);
 nvhcq_status nvhcq_queue_add_patch(nvhcq_queue *q, nvhcq_var var, nvhcq_patch_kind kind,
                                    int in_commands, uint32_t word, void *ptr, int64_t add);

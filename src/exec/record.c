@@ -53,9 +53,6 @@ static void free_recording(nvhcq_queue *q) {
   free(q->vars);
   free(q->patches);
   free(q->var_launches);
-  for (uint32_t i = 0; i < q->bank0_rec_count; i++) free(q->bank0_recs[i].copy);
-  free(q->bank0_recs);
-  q->bank0_recs = NULL, q->bank0_rec_count = q->bank0_rec_capacity = 0;
   q->arena = NULL, q->cmds = NULL, q->done = NULL, q->vars = NULL, q->patches = NULL;
   q->var_launches = NULL, q->var_launch_count = q->var_launch_capacity = 0;
   q->arena_count = 0, q->arena_used = 0, q->var_count = q->var_capacity = 0;
@@ -100,44 +97,8 @@ nvhcq_status nvhcq_queue_add_patch(nvhcq_queue *q, nvhcq_var var, nvhcq_patch_ki
     if (!grown) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
     q->patches = grown, q->patch_capacity = cap;
   }
-  q->patches[q->patch_count++] = (nvhcq_patch){var, kind, in_commands, word, ptr, add, -1};
-  /* Launches patch their own bank 0 right after recording it, the last one noted. */
-  const nvhcq_bank0_rec *r = q->bank0_rec_count ? &q->bank0_recs[q->bank0_rec_count - 1] : NULL;
-  if (r && !in_commands && (uint8_t *)ptr >= r->gpu_view && (uint8_t *)ptr < r->gpu_view + r->len)
-    q->patches[q->patch_count - 1].bank0 = (int32_t)(q->bank0_rec_count - 1);
+  q->patches[q->patch_count++] = (nvhcq_patch){var, kind, in_commands, word, ptr, add};
   return NVHCQ_SUCCESS;
-}
-
-nvhcq_status nvhcq_queue_note_bank0(nvhcq_queue *q, uint8_t *gpu_view, const uint8_t *bank0,
-                                    uint32_t len, uint32_t *qmd, int chained, int skips) {
-  if (q->bank0_rec_count == q->bank0_rec_capacity) {
-    uint32_t cap = q->bank0_rec_capacity ? 2 * q->bank0_rec_capacity : 64;
-    nvhcq_bank0_rec *grown = realloc(q->bank0_recs, cap * sizeof *grown);
-    if (!grown) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
-    q->bank0_recs = grown, q->bank0_rec_capacity = cap;
-  }
-  uint8_t *copy = malloc(len);
-  if (!copy) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
-  memcpy(copy, bank0, len);
-  q->bank0_recs[q->bank0_rec_count++] = (nvhcq_bank0_rec){gpu_view, copy, len, qmd, chained, skips};
-  return NVHCQ_SUCCESS;
-}
-
-/* The invalidation rule again for launch i (chained to i - 1) with bank 0 as variables left it:
- * its QMD's CONSTANT_BUFFER_INVALIDATE(0) is rewritten where the answer changed. Replays are not
- * running (set_var and finish make sure), so the GPU reads none of these QMDs now. */
-static void settle_invalidate(nvhcq_queue *q, uint32_t i) {
-  if (i == 0 || i >= q->bank0_rec_count || !q->bank0_recs[i].chained) return;
-  nvhcq_bank0_rec *r = &q->bank0_recs[i];
-  const nvhcq_bank0_rec *prev = &q->bank0_recs[i - 1];
-  const nvhcq_compute_state *cs = &q->dev->compute_state;
-  int skips = nvhcq_launch_bank0_skips(cs, prev->copy, prev->len, r->copy, r->len);
-  if (skips == r->skips) return;
-  if (nvhcq_qmd_set(cs->qmd_version, r->qmd, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0, !skips)) {
-    nvhcq_clear_error(); /* no such field: it invalidates as built */
-    return;
-  }
-  r->skips = skips;
 }
 
 nvhcq_status nvhcq_queue_add_var_launch(nvhcq_queue *q, const nvhcq_kernel *k, nvhcq_dim3 grid,
@@ -236,16 +197,10 @@ static nvhcq_status apply_var(nvhcq_queue *q, nvhcq_var var, uint64_t value) {
                         q->vars[var].name, (unsigned long long)value,
                         (unsigned long long)(patch_max[p->kind] - (uint64_t)p->add));
   }
-  for (uint32_t i = 0; i < q->patch_count; i++) {
-    const nvhcq_patch *p = &q->patches[i];
-    if (p->var != var) continue;
-    write_patch(patch_target(q, p), p->kind, value + (uint64_t)p->add);
-    if (p->bank0 < 0) continue;
-    nvhcq_bank0_rec *r = &q->bank0_recs[p->bank0];
-    write_patch(r->copy + ((uint8_t *)p->ptr - r->gpu_view), p->kind, value + (uint64_t)p->add);
-    settle_invalidate(q, (uint32_t)p->bank0);
-    settle_invalidate(q, (uint32_t)p->bank0 + 1);
-  }
+  for (uint32_t i = 0; i < q->patch_count; i++)
+    if (q->patches[i].var == var)
+      write_patch(patch_target(q, &q->patches[i]), q->patches[i].kind,
+                  value + (uint64_t)q->patches[i].add);
   q->vars[var].value = value;
   return NVHCQ_SUCCESS;
 }
