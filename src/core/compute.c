@@ -24,8 +24,9 @@
  * pre-exit (ENABLE_PROGRAM_PRE_EXIT), which starts its successor before its membar (wrong on
  * purpose: test_order shows it). NVHCQ_DEBUG_CARVEOUT=one-block: the
  * smallest configuration that holds one block (the policy before occupancy-driven carveouts).
- * NVHCQ_DEBUG_CBANK_INVALIDATE=chained|never: chained launches, or no launch, leave bank 0 in
- * the constant cache (both wrong; launch.c's skip_constant_invalidate says what they showed). */
+ * NVHCQ_DEBUG_CBANK_INVALIDATE=grid: every grid's QMD invalidates its bank 0 in the constant
+ * cache (the earlier policy); =never: nothing does (wrong; launch.c's fence_constant_cache
+ * says what it showed). */
 static void read_qmd_pokes(nvhcq_compute_state *cs, const char *spec) {
   while (spec && *spec && cs->debug_qmd_count < sizeof cs->debug_qmd / sizeof cs->debug_qmd[0]) {
     char where;
@@ -57,10 +58,15 @@ static void read_debug_knobs(nvhcq_compute_state *cs) {
   cs->debug_no_prefetch = getenv("NVHCQ_DEBUG_NO_PREFETCH") != NULL;
   cs->debug_no_bank0_prefetch = getenv("NVHCQ_DEBUG_NO_BANK0_PREFETCH") != NULL;
   const char *ci = getenv("NVHCQ_DEBUG_CBANK_INVALIDATE");
-  cs->debug_cbank_invalidate = !ci                      ? NVHCQ_DEBUG_CBANK_INVALIDATE_OFF
-                               : !strcmp(ci, "chained") ? NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED
-                               : !strcmp(ci, "never")   ? NVHCQ_DEBUG_CBANK_INVALIDATE_NEVER
-                                                        : NVHCQ_DEBUG_CBANK_INVALIDATE_OFF;
+  cs->debug_cbank_invalidate = !ci                    ? NVHCQ_DEBUG_CBANK_INVALIDATE_OFF
+                               : !strcmp(ci, "grid")  ? NVHCQ_DEBUG_CBANK_INVALIDATE_GRID
+                               : !strcmp(ci, "never") ? NVHCQ_DEBUG_CBANK_INVALIDATE_NEVER
+                                                      : NVHCQ_DEBUG_CBANK_INVALIDATE_OFF;
+  int policy = cs->debug_cbank_invalidate == NVHCQ_DEBUG_CBANK_INVALIDATE_OFF;
+  cs->cbank_fence_commands = policy;
+  cs->cbank_invalidate_each_grid =
+      cs->debug_cbank_invalidate == NVHCQ_DEBUG_CBANK_INVALIDATE_GRID ||
+      (policy && cs->qmd_version != NVHCQ_QMD_V04);
 }
 
 void nvhcq_compute_init(nvhcq_device *dev) {

@@ -26,14 +26,16 @@ enum {
   NVHCQ_DEBUG_FENCE_PREEXIT,
 };
 
+/* NVHCQ_DEBUG_CBANK_INVALIDATE values: how bank-0 lines of earlier launches leave the constant
+ * cache (launch.c, fence_constant_cache, says why). */
+enum {
+  NVHCQ_DEBUG_CBANK_INVALIDATE_OFF,   /* the policy: the commands (and QMDs other than V04) */
+  NVHCQ_DEBUG_CBANK_INVALIDATE_GRID,  /* "grid": every grid's QMD (the earlier policy) */
+  NVHCQ_DEBUG_CBANK_INVALIDATE_NEVER, /* "never": not at all (wrong on purpose, for test_order) */
+};
+
 /* One raw write NVHCQ_DEBUG_QMD asks for: `value` into bits hi:lo of every QMD ('a') or of
  * every QMD that gets a chained successor ('c'). */
-/* NVHCQ_DEBUG_CBANK_INVALIDATE values: which launches invalidate bank 0 in the constant cache. */
-enum {
-  NVHCQ_DEBUG_CBANK_INVALIDATE_OFF,     /* every launch: the rule */
-  NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED, /* all but chained grids: wrong (launch.c says why) */
-  NVHCQ_DEBUG_CBANK_INVALIDATE_NEVER,   /* none: wrong on purpose, for the stress test */
-};
 
 typedef struct nvhcq_qmd_poke {
   char where;
@@ -45,13 +47,15 @@ typedef struct nvhcq_compute_state {
   int qmd_version;                       /* nvhcq_qmd_version for the compute class, 0 if unknown */
   nvhcq_qmd_launch_layout launch_layout; /* where each launch writes its own fields */
   uint32_t max_shared;                   /* bytes of shared memory one block may use */
-  nvhcq_sm_limits sm_limits;    /* per-SM occupancy limits and shared-memory configurations */
-  int debug_fence;              /* NVHCQ_DEBUG_FENCE_*: weaker or older ordering, for tests */
-  int debug_one_block_carveout; /* NVHCQ_DEBUG_CARVEOUT=one-block */
-  int debug_no_prefetch;        /* NVHCQ_DEBUG_NO_PREFETCH: no prefetch of what comes next */
-  int debug_no_bank0_prefetch;  /* NVHCQ_DEBUG_NO_BANK0_PREFETCH: bank 0 fetched on first use */
-  int debug_cbank_invalidate;   /* NVHCQ_DEBUG_CBANK_INVALIDATE_* */
-  nvhcq_qmd_poke debug_qmd[8];  /* NVHCQ_DEBUG_QMD: raw bit ranges written over QMDs */
+  nvhcq_sm_limits sm_limits;      /* per-SM occupancy limits and shared-memory configurations */
+  int debug_fence;                /* NVHCQ_DEBUG_FENCE_*: weaker or older ordering, for tests */
+  int debug_one_block_carveout;   /* NVHCQ_DEBUG_CARVEOUT=one-block */
+  int debug_no_prefetch;          /* NVHCQ_DEBUG_NO_PREFETCH: no prefetch of what comes next */
+  int debug_no_bank0_prefetch;    /* NVHCQ_DEBUG_NO_BANK0_PREFETCH: bank 0 fetched on first use */
+  int debug_cbank_invalidate;     /* NVHCQ_DEBUG_CBANK_INVALIDATE_* */
+  int cbank_fence_commands;       /* queues' commands invalidate the constant cache */
+  int cbank_invalidate_each_grid; /* every QMD invalidates its bank 0 too */
+  nvhcq_qmd_poke debug_qmd[8];    /* NVHCQ_DEBUG_QMD: raw bit ranges written over QMDs */
   unsigned debug_qmd_count;
   uint32_t cbank0_prefix[12];   /* driver words: shared and local windows, stack top */
   nvhcq_buffer *args;           /* ring of kernel arguments and QMDs, CPU-visible */

@@ -105,7 +105,7 @@ static nvhcq_status build_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel 
   carveout_for(cs, k, b, shared, l.config_bytes);
   nvhcq_qmd_write_launch(&cs->launch_layout, qmd, &l);
   if (cs->debug_fence == NVHCQ_DEBUG_FENCE_NOMEMBAR) nvhcq_qmd_set_fence(v, qmd, NVHCQ_FENCE_NONE);
-  if (cs->debug_cbank_invalidate == NVHCQ_DEBUG_CBANK_INVALIDATE_NEVER)
+  if (!cs->cbank_invalidate_each_grid)
     NVHCQ_TRY(nvhcq_qmd_set(v, qmd, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0, 0));
   if (cs->debug_qmd_count) poke_qmd(cs, qmd, 'a');
   if (r->cluster[0])
@@ -177,21 +177,30 @@ static void fence_before_successor(const nvhcq_compute_state *cs, uint32_t *qmd,
     nvhcq_clear_error(); /* V04 has the field, the other layouts are not known to */
 }
 
-/* NVHCQ_DEBUG_CBANK_INVALIDATE=chained: a chained grid does not invalidate bank 0 in the
- * constant cache (every QMD is built asking for it, CONSTANT_BUFFER_INVALIDATE(0)). It is wrong,
- * and kept to show why: the invalidation costs 0.10 us per chained grid on the H200 (empty
- * kernels replayed, 0.606 -> 0.505 us), but without it chained grids read their predecessor's
- * arguments (test_order's chain and host cases and t_arguments_never_stale fail; bench_real
- * faults), though each launch's bank 0 has an address of its own: the cache keeps bank 0's lines
- * across grids by bank, not by address. libcuda pays the same: its graph nodes carry
- * INVALIDATE_SHADER_CONSTANT_CACHE instead, which costs the same here (bench/qmd_probe.c
- * --chain; NVHCQ_DEBUG_QMD=a:419:419=0,a:607:607=1 measured 0.606 us). */
-static void skip_constant_invalidate(const nvhcq_compute_state *cs, uint32_t *qmd_cpu,
-                                     uint32_t *shadow) {
-  if (cs->debug_cbank_invalidate != NVHCQ_DEBUG_CBANK_INVALIDATE_CHAINED) return;
-  nvhcq_qmd_version v = cs->qmd_version;
-  if (nvhcq_qmd_set(v, shadow, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0, 0)) return;
-  nvhcq_qmd_copy_field(v, qmd_cpu, shadow, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0);
+/* The SMs' constant cache must not serve bytes that changed since a line was cached: bank 0 lies
+ * in memory earlier launches read as theirs (a lap of the argument ring ago, a recorded queue's
+ * replay before its variables changed), and a module's __constant__ data (bank 3) may be
+ * rewritten between launches, as cudaMemcpyToSymbol does. A queue's commands therefore begin
+ * with one invalidation of the whole constant cache (INVALIDATE_SHADER_CACHES_NO_WFI, CONSTANT),
+ * again after each wait on a signal or value (what it covers may have rewritten constant memory),
+ * and no QMD asks for its own bank 0 to be invalidated. That holds because every bank 0 of a
+ * queue is written by the CPU before the submission, into memory no grid uses until then (the
+ * ring and the arenas reuse memory only after the grids that read it completed), and the queue's
+ * grids cache only the bytes they read, which stay as they are until the submission (or the
+ * replay) is done. Measured on the H200 (test_order, test_compute's t_constant_rewrite): 0 wrong
+ * arguments in 1.05e5 eager launches over four laps of the ring, 3.9e4 launches mixing kernels
+ * and grids, and 40 replays whose variables rewrite bank 0; with no invalidation at all
+ * (NVHCQ_DEBUG_CBANK_INVALIDATE=never) 56 blocks read another launch's arguments and the mixed
+ * case faulted on an address taken from one. The per-grid bank-0 invalidation, the earlier
+ * policy (=grid), passed the argument cases but left 25280 of 25600 reads of a rewritten
+ * __constant__ table stale. Both cost the same (bench_compute's replay 0.504 and 0.505 us per
+ * empty kernel, ew_add 2.58 and 2.59 us back to back). QMD layouts other than V04 (not measured)
+ * keep the per-grid invalidation as well as the commands'. */
+static void fence_constant_cache(nvhcq_queue *q) {
+  if (!q->dev->compute_state.cbank_fence_commands || q->cbank_fenced) return;
+  nvhcq_push_method1(&q->push, NVHCQ_SUBC_COMPUTE, NVC6C0_INVALIDATE_SHADER_CACHES_NO_WFI,
+                     NVC6C0_INVALIDATE_CONSTANT);
+  q->cbank_fenced = 1;
 }
 
 /* Grids sent one by one may overlap: the next one waits until the compute engine is idle. The
@@ -239,7 +248,6 @@ static void push_launch(nvhcq_queue *q, uint32_t *qmd_cpu, uint64_t qmd_gpu, uin
     if (!cs->debug_no_prefetch)
       nvhcq_qmd_prefetch_successor(v, q->last_qmd_shadow, next, NVHCQ_QMD_SUCCESSOR_BANK);
     nvhcq_qmd_copy_chain_words(v, q->last_qmd, q->last_qmd_shadow);
-    skip_constant_invalidate(cs, qmd_cpu, next);
     if (cs->debug_qmd_count) poke_qmd(cs, q->last_qmd_shadow, 'c'), poke_qmd(cs, q->last_qmd, 'c');
   } else {
     if (q->launch_pending && !unordered) order_after_idle(q, qmd_gpu);
@@ -501,6 +509,7 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r
   }
   write_params(cpu, k, r);
   memcpy(cpu + k->cbank0_bytes, qmd, qmd_size);
+  fence_constant_cache(q);
   push_launch(q, (uint32_t *)(cpu + k->cbank0_bytes), gpu + k->cbank0_bytes, qmd);
   q->last_qmd_shadow = qmd;
   q->last_kernel = k;

@@ -68,6 +68,7 @@ nvhcq_status nvhcq_queue_reset(nvhcq_queue *q) {
   nvhcq_push_reset(&q->push);
   nvhcq_queue_end_chain(q);
   q->launch_pending = 1;
+  q->cbank_fenced = 0;
   q->args_first = ~0ull;
   return NVHCQ_SUCCESS;
 }
@@ -77,6 +78,7 @@ nvhcq_status nvhcq_queue_record_wait(nvhcq_queue *q, nvhcq_signal *sig, uint64_t
   NVHCQ_TRY(check_signal_for(q, sig));
   nvhcq_push_host_wait(&q->push, sig->gpu_address, value);
   nvhcq_queue_end_chain(q);
+  q->cbank_fenced = 0; /* what the wait covers may have rewritten constant memory */
   return q->push.error;
 }
 
@@ -133,6 +135,7 @@ static nvhcq_status record_wait_value(nvhcq_queue *q, uint64_t address, uint64_t
   nvhcq_push_host_acquire(&q->push, address, value, wait_operation[flags & 0xffu],
                           (flags & NVHCQ_VALUE_64BIT) != 0);
   nvhcq_queue_end_chain(q);
+  q->cbank_fenced = 0;
   return q->push.error;
 }
 

@@ -21,6 +21,7 @@ struct nvhcq_queue {
   unsigned last_qmd_stamps; /* its release slots the profiler's stamps hold, a bit each */
   uint32_t qmd_shadows[2][96];
   int launch_pending;
+  int cbank_fenced;    /* the commands invalidate the constant cache before their first launch */
   uint64_t args_first; /* first argument-ring position this recording uses, ~0 if none */
   const nvhcq_kernel *last_kernel; /* the last kernel recorded, named in fault reports */
 

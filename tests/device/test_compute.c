@@ -297,6 +297,64 @@ static void t_globals(void) {
   nvhcq_queue_destroy(q), nvhcq_signal_destroy(s), nvhcq_buffer_destroy(h), nvhcq_buffer_destroy(d);
 }
 
+/* Launches of use_globals over n threads into out, then the table they saw compared with want. */
+static int const_wrong(nvhcq_buffer *out, const int *want, int n) {
+  int got[256], bad = 0;
+  nvhcq_buffer_read(got, out, 0, (size_t)n * 4);
+  for (int i = 0; i < n; i++) bad += got[i] != want[i & 7] + 100;
+  return bad;
+}
+
+/* A __constant__ table rewritten between launches (as cudaMemcpyToSymbol does): each launch must
+ * see the table as it is when it runs, not lines an earlier launch left in the constant cache.
+ * Rewritten by the copy engine between separately submitted launches, then inside one queue,
+ * after a wait on the copy (launch.c, fence_constant_cache). */
+static void t_constant_rewrite(void) {
+  NEED_GPU();
+  uint64_t table_addr;
+  size_t size;
+  TEST_CHECK(nvhcq_module_get_global(mod, "const_table", &table_addr, &size) == NVHCQ_SUCCESS &&
+             size == 32);
+  nvhcq_kernel *k = kernel("use_globals");
+  nvhcq_buffer *out[2] = {alloc(256 * 4), alloc(256 * 4)}, *h;
+  nvhcq_queue *cq, *q;
+  nvhcq_signal *s;
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_HOST, &h) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &cq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &s) == NVHCQ_SUCCESS);
+  int *table = nvhcq_buffer_host_pointer(h), bad = 0, rounds = 50;
+  uint64_t v = 0;
+  for (int r = 0; r < rounds; r++) {
+    int old[8];
+    for (int i = 0; i < 8; i++) old[i] = r == 0 ? (int[]){3, 1, 4, 1, 5, 9, 2, 6}[i] : table[i];
+    for (int i = 0; i < 8; i++) table[i] = r * 8 + i;
+    struct {
+      uint64_t out;
+      int n;
+    } a0 = {nvhcq_buffer_gpu_address(out[0]), 256}, a1 = {nvhcq_buffer_gpu_address(out[1]), 256};
+    /* compute: launch (old table), signal v+1, wait v+2, launch (new table);
+     * copy: wait v+1, new table in, signal v+2. */
+    nvhcq_queue_reset(q), nvhcq_queue_reset(cq);
+    nvhcq_queue_launch(q, k, DIM(1, 1, 1), DIM(256, 1, 1), 0, &a0, 12);
+    nvhcq_queue_signal(q, s, v + 1);
+    nvhcq_queue_gpu_wait(q, s, v + 2);
+    nvhcq_queue_launch(q, k, DIM(1, 1, 1), DIM(256, 1, 1), 0, &a1, 12);
+    nvhcq_queue_signal(q, s, v + 3);
+    nvhcq_queue_gpu_wait(cq, s, v + 1);
+    nvhcq_queue_copy(cq, table_addr, nvhcq_buffer_gpu_address(h), 32);
+    nvhcq_queue_signal(cq, s, v + 2);
+    TEST_CHECK(nvhcq_queue_submit(cq) == NVHCQ_SUCCESS && nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+    v += 3;
+    TEST_CHECK_MSG(nvhcq_signal_cpu_wait(s, v, 5000) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    bad += const_wrong(out[0], old, 256) + const_wrong(out[1], table, 256);
+  }
+  TEST_CHECK_MSG(bad == 0, "%d of %d reads of a rewritten __constant__ table were stale", bad,
+                 rounds * 512);
+  nvhcq_signal_destroy(s), nvhcq_queue_destroy(q), nvhcq_queue_destroy(cq);
+  nvhcq_buffer_destroy(h), nvhcq_buffer_destroy(out[0]), nvhcq_buffer_destroy(out[1]);
+}
+
 static void t_struct_args(void) {
   NEED_GPU();
   struct {
@@ -628,7 +686,7 @@ static void t_teardown(void) {
 
 TEST_MAIN(TEST(t_list_kernels), TEST(t_occupancy_and_carveout), TEST(t_vector_add),
           TEST(t_atomic_100k), TEST(t_dynamic_shared_over_48k), TEST(t_local_16k), TEST(t_3d),
-          TEST(t_alternating_shapes), TEST(t_globals), TEST(t_struct_args), TEST(t_chain_order),
-          TEST(t_compute_and_copy_together), TEST(t_launch_checks), TEST(t_wrong_arch),
-          TEST(t_call_across_sections), TEST(t_cooperative_grid_sync), TEST(t_devrt_grid_sync),
-          TEST(t_teardown))
+          TEST(t_alternating_shapes), TEST(t_globals), TEST(t_constant_rewrite),
+          TEST(t_struct_args), TEST(t_chain_order), TEST(t_compute_and_copy_together),
+          TEST(t_launch_checks), TEST(t_wrong_arch), TEST(t_call_across_sections),
+          TEST(t_cooperative_grid_sync), TEST(t_devrt_grid_sync), TEST(t_teardown))

@@ -63,10 +63,20 @@ static int order_scale(void) {
   return v > 0 ? v : 1;
 }
 
+/* Set while a knob makes nvhcq wrong on purpose: a GPU fault is then what the test is after
+ * (stale arguments can be addresses), counted in `faults`, not a failure. */
+static int faults_expected;
+static uint64_t faults;
+
 /* An nvhcq call that must succeed: otherwise a failed check with its message, and return 1. */
 #define TRY(call)                                                                                  \
   do {                                                                                             \
     nvhcq_status s_ = (call);                                                                      \
+    if (s_ && faults_expected && s_ == NVHCQ_ERROR_GPU_FAULT) {                                    \
+      printf("  GPU fault (counted as stale): %s\n", nvhcq_last_error());                          \
+      faults++;                                                                                    \
+      return 1;                                                                                    \
+    }                                                                                              \
     if (s_) {                                                                                      \
       TEST_CHECK_MSG(0, "%s: %s: %s", #call, nvhcq_status_name(s_), nvhcq_last_error());           \
       return 1;                                                                                    \
@@ -449,6 +459,64 @@ static int eager_arguments(uint32_t launches, uint64_t *wrong) {
   return 0;
 }
 
+#define MIX_REGION 256 /* words of `out` per launch of the mixed case */
+
+/* Launch i of the mixed case: put_value over 8, 64 or 256 blocks (so bank 0's grid words differ
+ * too), and every third launch first an affine over `scratch` on every SM, a kernel with another
+ * bank-0 layout whose lines the constant cache then holds on SMs the next grid may use. */
+static uint32_t mix_grid(uint32_t i) {
+  static const uint32_t grids[3] = {8, 64, 256};
+  return grids[order_mix(i) % 3];
+}
+
+static uint64_t count_mixed_wrong(nvhcq_buffer *out, uint32_t launches) {
+  size_t words = (size_t)launches * MIX_REGION;
+  uint32_t *got = malloc(words * 4);
+  if (!got || nvhcq_buffer_read(got, out, 0, words * 4)) return free(got), words;
+  uint64_t bad = 0;
+  for (uint32_t i = 0; i < launches; i++)
+    for (uint32_t b = 0; b < MIX_REGION; b++)
+      bad += got[(size_t)i * MIX_REGION + b] != (b < mix_grid(i) ? arg_value(i, 7) : 0);
+  free(got);
+  return bad;
+}
+
+static int mixed_arguments(uint32_t launches, uint64_t *wrong) {
+  nvhcq_kernel *put = kernel("put_value"), *aff = kernel("affine");
+  nvhcq_buffer *out = NULL, *scratch = NULL;
+  nvhcq_queue *q = NULL;
+  TEST_CHECK_MSG(put && aff, "no put_value or affine kernel in the test cubin");
+  if (!put || !aff) return 1;
+  TRY(nvhcq_buffer_create(dev, (size_t)launches * MIX_REGION * 4, NVHCQ_MEMORY_DEVICE, &out));
+  TRY(nvhcq_buffer_create(dev, 1u << 20, NVHCQ_MEMORY_DEVICE, &scratch));
+  TRY(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q));
+  struct {
+    uint64_t x;
+    int32_t a, b, n;
+  } aa = {gpu(scratch), 1, 0, on_mock() ? 1024 : 1 << 18};
+  uint32_t aff_blocks = (uint32_t)aa.n / 256; /* every SM on the GPU, four blocks on the mock */
+  for (uint32_t i = 0; i < launches; i++) {
+    uint32_t g = mix_grid(i);
+    if (i % 3 == 0) {
+      aa.b = (int32_t)i;
+      TRY(nvhcq_queue_launch(q, aff, (nvhcq_dim3){aff_blocks, 1, 1}, (nvhcq_dim3){256, 1, 1}, 0,
+                             &aa, sizeof aa));
+    }
+    put_args a = {gpu(out), i * (MIX_REGION / g), arg_value(i, 7)};
+    TRY(nvhcq_queue_launch(q, put, (nvhcq_dim3){g, 1, 1}, (nvhcq_dim3){32, 1, 1}, 0, &a, sizeof a));
+    if ((i + 1) % ARG_PER_SUBMIT == 0 || i + 1 == launches) {
+      TRY(nvhcq_queue_submit(q));
+      TRY(nvhcq_queue_reset(q));
+    }
+  }
+  TRY(nvhcq_device_cpu_wait_idle(dev));
+  *wrong += count_mixed_wrong(out, launches);
+  CHECK_OK(nvhcq_queue_destroy(q));
+  CHECK_OK(nvhcq_buffer_destroy(scratch));
+  CHECK_OK(nvhcq_buffer_destroy(out));
+  return 0;
+}
+
 /* A recorded queue whose launches take their value from a variable, replayed with a new value
  * each time: the same bank-0 places, rewritten by the CPU between replays. */
 static int recorded_arguments(uint32_t replays, uint64_t *wrong) {
@@ -487,9 +555,10 @@ static int recorded_arguments(uint32_t replays, uint64_t *wrong) {
   return 0;
 }
 
-/* Chained grids skip the constant-cache invalidation (launch.c, skip_constant_invalidate): four
- * laps of the argument ring in chains of ARG_PER_SUBMIT, then 40 replays of a recorded queue
- * whose arguments change between replays, every block's view of its arguments checked. */
+/* No QMD invalidates its bank 0 in the constant cache; a queue's commands invalidate the whole
+ * cache once (launch.c, fence_constant_cache). Four laps of the argument ring in chains of
+ * ARG_PER_SUBMIT, two laps of mixed kernels and grids, then 40 replays of a recorded queue whose
+ * arguments change between replays, every block's view of its arguments checked. */
 static void argument_cases(const char *mode, uint64_t *wrong) {
   /* A put_value launch takes 1280 bytes of the 32 MiB ring: 26 214 launches a lap. */
   uint32_t launches = on_mock() ? 2 * ARG_PER_SUBMIT + 17 : 4 * 26214 + 17;
@@ -497,6 +566,13 @@ static void argument_cases(const char *mode, uint64_t *wrong) {
   if (eager_arguments(launches, wrong)) return;
   printf("  %seager: %u launches of %u blocks, %llu blocks saw wrong arguments\n", mode, launches,
          ARG_BLOCKS, (ull)(*wrong - before));
+  before = *wrong;
+  /* A mixed launch takes 1280 bytes (put_value) plus 1280 every third one (affine). */
+  uint32_t mixed = on_mock() ? 60 : 2 * 19660 + 9;
+  if (mixed_arguments(mixed, wrong)) return;
+  printf("  %smixed: %u launches of 8-256 blocks after affine grids, %llu blocks saw wrong "
+         "arguments\n",
+         mode, mixed, (ull)(*wrong - before));
   before = *wrong;
   uint32_t replays = on_mock() ? 3 : ARG_REPLAYS;
   if (recorded_arguments(replays, wrong)) return;
@@ -541,18 +617,24 @@ static void with_cbank_knob(const char *value, uint64_t *wrong) {
   teardown();
 }
 
-/* Without the constant-cache invalidation (on no launch, or only on chained ones), launches
- * must read other launches' arguments; if none does, the knob is missing or the test too weak. */
+/* Without any constant-cache invalidation launches must read other launches' arguments; if none
+ * does, the knob is missing or the test too weak. The per-grid invalidation (the earlier
+ * policy) is run too, for comparison. */
 static void t_stale_arguments_are_caught(void) {
   ORDER_NOT_ON_MOCK();
   SKIP_WITHOUT_GPU();
-  uint64_t never = 0, chained = 0;
+  uint64_t never = 0, grid = 0;
+  faults_expected = 1, faults = 0;
   with_cbank_knob("never", &never);
-  with_cbank_knob("chained", &chained);
-  printf("  wrong arguments: %llu with no invalidation, %llu without it on chained grids\n",
-         (ull)never, (ull)chained);
-  TEST_CHECK_MSG(never > 0, "no launch read stale arguments without the invalidation: either "
-                            "nvhcq lacks NVHCQ_DEBUG_CBANK_INVALIDATE or this test cannot see it");
+  faults_expected = 0;
+  with_cbank_knob("grid", &grid);
+  printf("  wrong arguments: %llu and %llu GPU faults with no invalidation, %llu with one in "
+         "every QMD\n",
+         (ull)never, (ull)faults, (ull)grid);
+  TEST_CHECK_MSG(grid == 0, "%llu wrong arguments with every QMD invalidating", (ull)grid);
+  TEST_CHECK_MSG(never + faults > 0,
+                 "no launch read stale arguments without the invalidation: either "
+                 "nvhcq lacks NVHCQ_DEBUG_CBANK_INVALIDATE or this test cannot see it");
 }
 
 static void broken_chain(const char *mode, uint64_t *stale) {
