@@ -62,19 +62,22 @@ static void t_atomic_100k(void) {
   TEST_CHECK(nvhcq_signal_create(dev, 0, &done) == NVHCQ_SUCCESS);
   uint64_t addr = nvhcq_buffer_gpu_address(counter);
   nvhcq_kernel *k = kernel("atomic_increment");
-  for (int batch = 0; batch < 100; batch++) {
+  int failed = 0;
+  for (int batch = 0; batch < 100 && !failed; batch++) {
     nvhcq_queue_reset(q);
-    for (int i = 0; i < 1000; i++)
+    for (int i = 0; i < 1000 && !failed; i++)
       if (nvhcq_queue_launch(q, k, DIM(1, 1, 1), DIM(32, 1, 1), 0, &addr, 8)) {
         TEST_CHECK_MSG(0, "%s", nvhcq_last_error());
-        return;
+        failed = 1; /* what was made is still destroyed below */
       }
     if (batch == 99) nvhcq_queue_signal(q, done, 1);
-    TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+    if (!failed) TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
   }
-  TEST_CHECK(nvhcq_signal_cpu_wait(done, 1, 20000) == NVHCQ_SUCCESS);
-  nvhcq_buffer_read(&got, counter, 0, 8);
-  TEST_CHECK_MSG(got == 100000, "counted %llu", (unsigned long long)got);
+  if (!failed) {
+    TEST_CHECK(nvhcq_signal_cpu_wait(done, 1, 20000) == NVHCQ_SUCCESS);
+    nvhcq_buffer_read(&got, counter, 0, 8);
+    TEST_CHECK_MSG(got == 100000, "counted %llu", (unsigned long long)got);
+  }
   nvhcq_queue_destroy(q);
   nvhcq_signal_destroy(done);
   nvhcq_buffer_destroy(counter);
