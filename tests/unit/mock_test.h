@@ -1,12 +1,14 @@
 /* What the unit tests that run on the mock GPU share: opening its device 0, and closing it with
- * a check that the mock holds nothing afterwards. */
+ * a check that the mock holds nothing afterwards, and keeping the QMDs of the grids it runs. */
 #ifndef NVHCQ_MOCK_TEST_H
 #define NVHCQ_MOCK_TEST_H
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "hw/qmd.h"
 #include "mock/mock.h"
 #include "nvhcq.h"
 #include "test.h"
@@ -36,6 +38,54 @@ static inline nvhcq_kernel *load_test_kernel(nvhcq_device *dev, const char *name
   return k;
 }
 #endif
+
+/* The QMDs of the grids the mock GPU ran while mock_grids_start's hook was installed: the first
+ * MOCK_GRIDS_KEPT copied as each grid started (their memory may be reused later), and how many
+ * ran. The channel's thread writes them; a test reads them after it waited for the work. */
+#define MOCK_GRIDS_KEPT 16
+typedef struct mock_grids {
+  uint32_t qmd[MOCK_GRIDS_KEPT][128];
+  nvhcq_qmd_version version;
+  int count;
+} mock_grids;
+
+static inline mock_grids *mock_grids_kept(void) {
+  static mock_grids kept;
+  return &kept;
+}
+
+static inline int mock_keep_grid(const nvhcq_mock_grid *g) {
+  mock_grids *k = mock_grids_kept();
+  nvhcq_qmd_version v = (nvhcq_qmd_version)g->qmd_version;
+  size_t size = nvhcq_qmd_size(v);
+  const uint32_t *qmd = nvhcq_mock_gpu_pointer(g->qmd_address, size);
+  int n = __atomic_load_n(&k->count, __ATOMIC_RELAXED);
+  if (n < MOCK_GRIDS_KEPT) {
+    memset(k->qmd[n], 0, sizeof k->qmd[n]);
+    if (qmd && size <= sizeof k->qmd[n]) memcpy(k->qmd[n], qmd, size);
+  }
+  k->version = v;
+  __atomic_store_n(&k->count, n + 1, __ATOMIC_RELEASE);
+  return 0;
+}
+
+/* Keeps the grids the mock runs from now on, none so far; mock_grids_stop stops it and says how
+ * many ran. */
+static inline void mock_grids_start(void) {
+  __atomic_store_n(&mock_grids_kept()->count, 0, __ATOMIC_RELAXED);
+  nvhcq_mock_set_grid_hook(mock_keep_grid);
+}
+
+static inline int mock_grids_stop(void) {
+  nvhcq_mock_set_grid_hook(NULL);
+  return __atomic_load_n(&mock_grids_kept()->count, __ATOMIC_ACQUIRE);
+}
+
+/* Field f of kept grid i's QMD. */
+static inline uint64_t mock_grid_field(int i, nvhcq_qmd_field f) {
+  const mock_grids *k = mock_grids_kept();
+  return i < MOCK_GRIDS_KEPT ? nvhcq_qmd_get(k->version, k->qmd[i], f) : 0;
+}
 
 /* Declares `dev`, the mock's device 0, or ends the calling test (skipped or failed). */
 #define NEED_MOCK_DEVICE(dev)                                                                      \

@@ -10,21 +10,6 @@
 #include "hw/qmd.h"
 #include "mock_test.h"
 
-#define MAX_GRIDS 16
-
-static int invalidates[MAX_GRIDS];
-static int grid_count; /* the channel's thread writes, the test reads after a wait */
-
-static int note_grid(const nvhcq_mock_grid *g) {
-  nvhcq_qmd_version v = (nvhcq_qmd_version)g->qmd_version;
-  const uint32_t *qmd = nvhcq_mock_gpu_pointer(g->qmd_address, nvhcq_qmd_size(v));
-  int n = __atomic_load_n(&grid_count, __ATOMIC_RELAXED);
-  if (qmd && n < MAX_GRIDS)
-    invalidates[n] = (int)nvhcq_qmd_get(v, qmd, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0);
-  __atomic_store_n(&grid_count, n + 1, __ATOMIC_RELEASE);
-  return 0;
-}
-
 /* Constant-cache invalidations in the queue's commands, and how many come before its first
  * SEND_PCAS_A (-1 in *before when there is no launch). */
 static int count_fences(const nvhcq_queue *q, int *before) {
@@ -45,16 +30,15 @@ static int count_fences(const nvhcq_queue *q, int *before) {
 
 /* Runs the queue; each grid's QMD must ask for the invalidation as `want` says. */
 static void expect_grids(nvhcq_queue *q, int n, int want, const char *what) {
-  __atomic_store_n(&grid_count, 0, __ATOMIC_RELAXED);
-  nvhcq_mock_set_grid_hook(note_grid);
+  mock_grids_start();
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(nvhcq_queue_cpu_wait_idle(q, 10000) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  nvhcq_mock_set_grid_hook(NULL);
-  int got = __atomic_load_n(&grid_count, __ATOMIC_ACQUIRE);
+  int got = mock_grids_stop();
   TEST_CHECK_MSG(got == n, "%s: %d grids ran, %d recorded", what, got, n);
-  for (int i = 0; i < got && i < MAX_GRIDS; i++)
-    TEST_CHECK_MSG(invalidates[i] == want, "%s, grid %d: CONSTANT_BUFFER_INVALIDATE(0) is %d", what,
-                   i, invalidates[i]);
+  for (int i = 0; i < got && i < MOCK_GRIDS_KEPT; i++) {
+    int inv = (int)mock_grid_field(i, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0);
+    TEST_CHECK_MSG(inv == want, "%s, grid %d: CONSTANT_BUFFER_INVALIDATE(0) is %d", what, i, inv);
+  }
 }
 
 /* affine(int *x, int a, int b, int n) */

@@ -132,33 +132,22 @@ static void t_off_adds_nothing(void) {
 
 /* ---- launches: a grid runner that notes each grid's fence and releases ---- */
 
-#define MAX_GRIDS 16
-
+/* The fence of kept grid i (mock_test.h): its membar, task chasing, and releases. */
 typedef struct grid_fence {
   uint64_t membar, chasing;
   int releases;
 } grid_fence;
 
-static grid_fence fences[MAX_GRIDS];
-static int grid_count; /* the channel's thread writes, the test reads after a signal */
-
-static int note_grid(const nvhcq_mock_grid *g) {
-  nvhcq_qmd_version v = (nvhcq_qmd_version)g->qmd_version;
-  const uint32_t *qmd = nvhcq_mock_gpu_pointer(g->qmd_address, nvhcq_qmd_size(v));
-  int n = __atomic_load_n(&grid_count, __ATOMIC_RELAXED);
-  if (qmd && n < MAX_GRIDS) {
-    fences[n].membar = nvhcq_qmd_get(v, qmd, NVHCQ_QMD_CWD_MEMBAR_TYPE);
-    fences[n].chasing = nvhcq_qmd_get(v, qmd, NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE);
-    fences[n].releases = 0;
-    for (unsigned s = 0; s < NVHCQ_QMD_RELEASES; s++)
-      fences[n].releases += (int)nvhcq_qmd_get(v, qmd, NVHCQ_QMD_RELEASE0_ENABLE + s);
-  }
-  __atomic_store_n(&grid_count, n + 1, __ATOMIC_RELEASE);
-  return 0;
+static grid_fence fence_of(int i) {
+  grid_fence f = {mock_grid_field(i, NVHCQ_QMD_CWD_MEMBAR_TYPE),
+                  mock_grid_field(i, NVHCQ_QMD_CWD_MEMBAR_TASK_CHASING_ENABLE), 0};
+  for (unsigned s = 0; s < NVHCQ_QMD_RELEASES; s++)
+    f.releases += (int)mock_grid_field(i, NVHCQ_QMD_RELEASE0_ENABLE + s);
+  return f;
 }
 
 /* Three chained launches of `k` between two signals, then a launch, a signal and a launch; run
- * with the grid runner above. */
+ * with the grids kept (mock_test.h). */
 static void run_launches(nvhcq_device *dev, nvhcq_kernel *k) {
   nvhcq_queue *q = NULL;
   nvhcq_signal *a = NULL, *b = NULL;
@@ -174,12 +163,10 @@ static void run_launches(nvhcq_device *dev, nvhcq_kernel *k) {
   TEST_CHECK(nvhcq_queue_signal(q, b, 2) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_launch(q, k, one, (nvhcq_dim3){64, 1, 1}, 0, NULL, 0) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_signal(q, b, 3) == NVHCQ_SUCCESS);
-  __atomic_store_n(&grid_count, 0, __ATOMIC_RELAXED);
-  nvhcq_mock_set_grid_hook(note_grid);
+  mock_grids_start();
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(nvhcq_signal_cpu_wait(b, 3, 0) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
-  nvhcq_mock_set_grid_hook(NULL);
-  TEST_CHECK(__atomic_load_n(&grid_count, __ATOMIC_ACQUIRE) == 5);
+  TEST_CHECK(mock_grids_stop() == 5);
   TEST_CHECK(nvhcq_queue_destroy(q) == NVHCQ_SUCCESS);
   nvhcq_signal_destroy(a);
   nvhcq_signal_destroy(b);
@@ -223,6 +210,8 @@ static void t_launch_fences(void) {
     if (profiled) TEST_CHECK(nvhcq_profile_start(path) == NVHCQ_SUCCESS);
     run_launches(dev, k);
     if (profiled) TEST_CHECK_MSG(nvhcq_profile_stop() == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    grid_fence fences[5];
+    for (int i = 0; i < 5; i++) fences[i] = fence_of(i);
     for (int i = 0; i < 5; i++) {
       TEST_CHECK_MSG(fences[i].membar == want_membar[i] &&
                          fences[i].chasing == (want_membar[i] == dev_scope),
