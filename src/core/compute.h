@@ -36,7 +36,6 @@ enum {
 
 /* One raw write NVHCQ_DEBUG_QMD asks for: `value` into bits hi:lo of every QMD ('a') or of
  * every QMD that gets a chained successor ('c'). */
-
 typedef struct nvhcq_qmd_poke {
   char where;
   uint16_t hi, lo;
