@@ -4,6 +4,7 @@
  * number of threads; assertions reach the fault report and a recovery skips what stopped kernels
  * left unfinished. The mock runs no syscalls itself, so this is the test of the drain. */
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -194,10 +195,16 @@ static fifo_view *shared_view;
 static nvhcq_device *shared_dev;
 static int writers_done;
 
+/* The writers and drainers yield when they find nothing to do: four spinning threads on two
+ * cores (or under valgrind, which runs one thread at a time) otherwise starve the one that
+ * would make progress, and the case took from seconds to half an hour under CI's valgrind. */
 static void *writer(void *arg) {
   int w = (int)(intptr_t)arg;
   for (int seq = 0; seq < PER_WRITER;)
-    if (write_record(shared_view, w, seq, "", 1)) seq++;
+    if (write_record(shared_view, w, seq, "", 1))
+      seq++;
+    else
+      sched_yield(); /* the ring is full */
   __atomic_fetch_add(&writers_done, 1, __ATOMIC_RELEASE);
   return NULL;
 }
@@ -205,8 +212,10 @@ static void *writer(void *arg) {
 static void *drainer(void *arg) {
   (void)arg;
   while (__atomic_load_n(&writers_done, __ATOMIC_ACQUIRE) < 2 ||
-         __atomic_load_n(&got_count, __ATOMIC_ACQUIRE) < 2 * PER_WRITER)
+         __atomic_load_n(&got_count, __ATOMIC_ACQUIRE) < 2 * PER_WRITER) {
     if (nvhcq_device_print_flush(shared_dev, NULL)) break;
+    sched_yield();
+  }
   return NULL;
 }
 
