@@ -1,7 +1,8 @@
 /* Realistic-kernel benchmark: an elementwise add, a row softmax and an fp16 tensor-core matmul,
  * GPU-timed in nvhcq queues, nvhcq recorded queues and libcuda graphs in one run, outputs checked.
  * usage: nvhcq_bench_real build/bench/real_kernels_sm_90.cubin [KERNEL]
- * (NVHCQ_BENCH_REAL_REPS sets the repeats each figure is the median of) */
+ * (NVHCQ_BENCH_REAL_REPS sets the repeats each figure is the median of; NVHCQ_BENCH_REAL_PLACEMENTS
+ * how many placements of the buffers the second table is the median over, 0 for none) */
 #define _GNU_SOURCE /* clock_gettime in bench_util.h */
 #include <math.h>
 #include <stdint.h>
@@ -16,6 +17,21 @@
 #define WARMUP       2   /* untimed repeats first: clocks up, caches and TLBs filled */
 #define MAX_REPS     1000
 #define DEFAULT_REPS 15
+
+/* A kernel's time depends on where its buffers lie, on both libraries alike: on the H200, ew_add
+ * back to back took 2.40 to 2.58 us per launch at 64 placements of its three 4 MiB buffers in one
+ * nvhcq allocation, and 2 MiB steps of padding before each buffer moved libcuda's between 2.45
+ * and 2.62 us and nvhcq's between 2.44 and 2.56; a single placement compares the libraries' luck
+ * as much as their launches. The second table is the median over PLACEMENTS placements, each
+ * buffer PLACE_STEP times 0..PLACE_GAPS-1 after the one before it, the same offsets for both
+ * libraries. At one placement the run that follows another is slower on both (matmul_f16: about
+ * 61.5 us first, 63-66 us second, clocks at 1980 MHz throughout), so nvhcq's two kinds of queue
+ * take turns going first and libcuda's graph is timed twice at each placement. */
+#define DEFAULT_PLACEMENTS 16
+#define MAX_PLACEMENTS     64
+#define PLACE_STEP         (512u << 10)
+#define PLACE_GAPS         8
+#define PLACE_REPS         5
 
 #define EW_N    (1 << 20)
 #define SM_ROWS 4096
@@ -46,6 +62,8 @@ typedef struct bench_case {
 /* What a kernel's run gave: per-launch GPU microseconds and the outputs read back. */
 typedef struct outcome {
   double cu_us, nv_us, rec_us;
+  double place_cu[2 * MAX_PLACEMENTS], place_nv[MAX_PLACEMENTS], place_rec[MAX_PLACEMENTS];
+  size_t place_wrong; /* output words of placement runs that differ from the first run's */
   void *cu_out, *nv_out, *rec_out;
   nvhcq_kernel_info info; /* its name is gone with the module: not printed */
 } outcome;
@@ -61,6 +79,7 @@ typedef struct kernel_args {
 } kernel_args;
 
 static int reps = DEFAULT_REPS;
+static int placements = DEFAULT_PLACEMENTS;
 
 /* ---- inputs: a fixed-seed generator, so every run and both libraries see the same numbers ---- */
 
@@ -263,6 +282,28 @@ static void *poison_bytes(size_t bytes) {
 
 /* ---- nvhcq ---- */
 
+/* Where placement p puts a case's buffers (inputs, then the output) in one allocation; returns
+ * the bytes the allocation needs for every placement. */
+static size_t place_offsets(const bench_case *c, int p, size_t off[3]) {
+  uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(p + 1);
+  size_t at = 0;
+  for (int i = 0; i <= c->inputs; i++) {
+    x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29; /* a fixed sequence: both sides */
+    at += (size_t)(x % PLACE_GAPS) * PLACE_STEP;
+    off[i] = at;
+    at += i < c->inputs ? c->in_bytes : c->out_bytes;
+  }
+  return c->inputs * c->in_bytes + c->out_bytes + (size_t)(c->inputs + 1) * PLACE_GAPS * PLACE_STEP;
+}
+
+/* Output words that differ from the reference (the separately allocated run's output). */
+static size_t words_differing(const void *out, const void *ref, size_t bytes) {
+  size_t n = 0;
+  for (size_t i = 0; i < bytes / 4; i++)
+    n += ((const uint32_t *)out)[i] != ((const uint32_t *)ref)[i];
+  return n;
+}
+
 static nvhcq_device *nv_dev;
 static nvhcq_module *nv_mod;
 static nvhcq_signal *nv_sig[2]; /* released before the first launch and after the last */
@@ -364,6 +405,36 @@ static void nv_run(const bench_case *c, void *const in[2], outcome *o) {
   for (int i = 0; i <= c->inputs; i++) nvhcq_buffer_destroy(buf[i]);
 }
 
+/* The queue and recorded-queue times at each placement, outputs compared with the first run's. */
+static void nv_place(const bench_case *c, void *const in[2], outcome *o) {
+  nvhcq_kernel *k;
+  nvhcq_buffer *all;
+  size_t off[3];
+  CHECK_NV(nvhcq_module_get_kernel(nv_mod, c->name, &k));
+  CHECK_NV(nvhcq_buffer_create(nv_dev, place_offsets(c, 0, off), NVHCQ_MEMORY_DEVICE, &all));
+  uint64_t base = nvhcq_buffer_gpu_address(all);
+  int saved = reps;
+  reps = PLACE_REPS;
+  for (int p = 0; p < placements; p++) {
+    kernel_args a = {0};
+    place_offsets(c, p, off);
+    for (int i = 0; i < c->inputs; i++)
+      CHECK_NV(nvhcq_buffer_write(all, off[i], in[i], c->in_bytes));
+    for (int i = 0; i <= c->inputs; i++) a.ptr[i] = base + off[i];
+    pack_args(&a, c);
+    /* Which runs second alternates: a long matmul burst warms the GPU (see cu_place). */
+    if (p & 1) o->place_rec[p] = nv_time_recorded(k, c, &a);
+    o->place_nv[p] = nv_time_queue(k, c, &a);
+    if (!(p & 1)) o->place_rec[p] = nv_time_recorded(k, c, &a);
+    void *out = poison_bytes(c->out_bytes);
+    CHECK_NV(nvhcq_buffer_read(out, all, off[c->inputs], c->out_bytes));
+    o->place_wrong += words_differing(out, o->nv_out, c->out_bytes);
+    free(out);
+  }
+  reps = saved;
+  nvhcq_buffer_destroy(all);
+}
+
 /* Opens GPU 0 and loads the cubin; 0 (with a message) where there is no GPU nvhcq can drive. */
 static int nv_open(const void *image, size_t size) {
   if (nvhcq_device_open(0, &nv_dev) != NVHCQ_SUCCESS) {
@@ -414,6 +485,33 @@ static void cu_run(const bench_case *c, void *const in[2], outcome *o) {
   for (int i = 0; i <= c->inputs; i++) cu.mem_free(a.ptr[i]);
 }
 
+/* libcuda's graph time at each placement (the offsets nv_place used). */
+static void cu_place(const bench_case *c, void *const in[2], outcome *o) {
+  void *f;
+  uint64_t all;
+  size_t off[3];
+  CHECK_CU(cu.get_function(&f, cu_mod, c->name));
+  CHECK_CU(cu.mem_alloc(&all, place_offsets(c, 0, off)));
+  int saved = reps;
+  reps = PLACE_REPS;
+  for (int p = 0; p < placements; p++) {
+    kernel_args a = {0};
+    place_offsets(c, p, off);
+    for (int i = 0; i < c->inputs; i++) CHECK_CU(cu.htod(all + off[i], in[i], c->in_bytes));
+    for (int i = 0; i <= c->inputs; i++) a.ptr[i] = all + off[i];
+    pack_args(&a, c);
+    /* Twice, so that libcuda's graphs keep the GPU as busy as nvhcq's two kinds of queue do. */
+    o->place_cu[2 * p] = cu_time_graph(f, c, &a);
+    o->place_cu[2 * p + 1] = cu_time_graph(f, c, &a);
+    void *out = poison_bytes(c->out_bytes);
+    CHECK_CU(cu.dtoh(out, all + off[c->inputs], c->out_bytes));
+    o->place_wrong += words_differing(out, o->cu_out, c->out_bytes);
+    free(out);
+  }
+  reps = saved;
+  cu.mem_free(all);
+}
+
 /* ---- checks and the report ---- */
 
 /* Index of the first 32-bit word where two outputs differ, or -1. */
@@ -453,6 +551,10 @@ static int report_checks(const bench_case *c, void *const in[2], const outcome *
   ok &= same_bits("nvhcq recorded", o->rec_out, ref, ref_name, c->out_bytes);
   size_t left = poison_left(ref, c->out_bytes);
   if (left) printf("  %zu output words were never written\n", left), ok = 0;
+  if (o->place_wrong)
+    printf("  %zu output words of the placement runs differ from the first run's\n",
+           o->place_wrong),
+        ok = 0;
   int good = c->check(in, ref, msg, sizeof msg);
   printf("  CPU reference: %s: %s\n", good ? "ok" : "FAILED", msg);
   double rate = c->work / c->per_s * 1e6; /* per microsecond of a launch */
@@ -479,6 +581,40 @@ static void report_table(const int *run, const outcome *o, int have_cu) {
   }
 }
 
+/* The median over placements, and the range, of one side's times. */
+static double place_median(const double *t, int n, double *lo, double *hi) {
+  double v[2 * MAX_PLACEMENTS];
+  memcpy(v, t, sizeof *v * (size_t)n);
+  double m = median(v, n);
+  *lo = v[0], *hi = v[n - 1]; /* median() sorted them */
+  return m;
+}
+
+static void report_places(const int *run, const outcome *o, int have_cu) {
+  if (!placements) return;
+  printf("over %d placements of the buffers in one allocation, the same offsets for both (median "
+         "of %d at each, libcuda's graph timed twice): median us per launch [fastest-slowest]\n",
+         placements, PLACE_REPS);
+  printf("%-14s %22s %22s %7s %22s %7s\n", "kernel", "libcuda graph", "nvhcq queue", "ratio",
+         "nvhcq recorded", "ratio");
+  for (int i = 0; i < CASES; i++) {
+    if (!run[i]) continue;
+    double lo[3], hi[3], m[3];
+    const double *t[3] = {o[i].place_cu, o[i].place_nv, o[i].place_rec};
+    char col[3][40];
+    for (int s = 0; s < 3; s++) {
+      m[s] = place_median(t[s], s ? placements : 2 * placements, &lo[s], &hi[s]);
+      snprintf(col[s], sizeof col[s], "%.3f [%.3f-%.3f]", m[s], lo[s], hi[s]);
+    }
+    if (have_cu)
+      printf("%-14s %22s %22s %7.3f %22s %7.3f\n", cases[i].name, col[0], col[1], m[1] / m[0],
+             col[2], m[2] / m[0]);
+    else
+      printf("%-14s %22s %22s %7s %22s %7s\n", cases[i].name, "(no libcuda)", col[1], "-", col[2],
+             "-");
+  }
+}
+
 /* Marks the kernels to run (all, or the one named); 0 when the name is unknown. */
 static int select_cases(const char *only, int *run) {
   int any = 0;
@@ -494,8 +630,8 @@ static int usage(const char *argv0) {
   for (int i = 0; i < CASES; i++) fprintf(stderr, "%s%s", i ? "|" : "", cases[i].name);
   fprintf(stderr,
           "]\n  (build/bench/real_kernels_sm_90.cubin, built when nvcc knows sm_90; "
-          "NVHCQ_BENCH_REAL_REPS=%d repeats by default)\n",
-          DEFAULT_REPS);
+          "NVHCQ_BENCH_REAL_REPS=%d repeats by default, NVHCQ_BENCH_REAL_PLACEMENTS=%d)\n",
+          DEFAULT_REPS, DEFAULT_PLACEMENTS);
   return 2;
 }
 
@@ -505,15 +641,18 @@ static void alloc_inputs(const bench_case *c, void *in[2]) {
   c->fill(in);
 }
 
+/* Each library runs alone: nvhcq's device is closed before libcuda's context is made. With both
+ * open (libcuda's side run first, nvhcq's device already open; a build for that measurement)
+ * both were slower on the H200: ew_add 2.51-2.53 us per launch on each side, 2.46-2.48 alone. */
 static void run_all(const int *run, void *in[][2], outcome *o, const void *image, int have_cu) {
   for (int i = 0; i < CASES; i++)
-    if (run[i]) nv_run(&cases[i], in[i], &o[i]);
+    if (run[i]) nv_run(&cases[i], in[i], &o[i]), nv_place(&cases[i], in[i], &o[i]);
   nv_close();
   if (!have_cu) return;
   cuda_context();
   CHECK_CU(cu.module_load(&cu_mod, image));
   for (int i = 0; i < CASES; i++)
-    if (run[i]) cu_run(&cases[i], in[i], &o[i]);
+    if (run[i]) cu_run(&cases[i], in[i], &o[i]), cu_place(&cases[i], in[i], &o[i]);
 }
 
 int main(int argc, char **argv) {
@@ -523,6 +662,10 @@ int main(int argc, char **argv) {
   if (env) reps = atoi(env);
   if (reps < 1 || reps > MAX_REPS)
     return fprintf(stderr, "NVHCQ_BENCH_REAL_REPS must be 1..%d\n", MAX_REPS), 2;
+  env = getenv("NVHCQ_BENCH_REAL_PLACEMENTS");
+  if (env) placements = atoi(env);
+  if (placements < 0 || placements > MAX_PLACEMENTS)
+    return fprintf(stderr, "NVHCQ_BENCH_REAL_PLACEMENTS must be 0..%d\n", MAX_PLACEMENTS), 2;
   size_t size;
   void *image = read_file(argv[1], &size);
   if (!image) {
@@ -542,6 +685,7 @@ int main(int argc, char **argv) {
          "median of %d; ratio = nvhcq / libcuda\n",
          info.name, info.arch, LAUNCHES, reps);
   report_table(run, o, have_cu);
+  report_places(run, o, have_cu);
   int ok = 1;
   for (int i = 0; i < CASES; i++)
     if (run[i]) ok &= report_checks(&cases[i], in[i], &o[i], have_cu);
