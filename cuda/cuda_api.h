@@ -496,6 +496,9 @@ typedef enum CUtensorMapFloatOOBfill_enum {
 #define CU_LAUNCH_PARAM_BUFFER_SIZE    ((void *)0x02)
 #define CUDA_VERSION_NVCU              13000 /* the driver API version this library reports */
 
+#define CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE 0x1
+#define CU_CTX_FLAGS_MASK                     0xff
+
 #include "functions.h"
 
 #define NVCU_DECLARE_(ret, name, params) ret name params;

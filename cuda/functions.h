@@ -211,6 +211,19 @@
   X(CUresult, cuFuncSetAttribute, (CUfunction hfunc, CUfunction_attribute attrib, int value))      \
   X(CUresult, cuFuncSetCacheConfig, (CUfunction hfunc, CUfunc_cache config))                       \
   X(CUresult, cuFuncGetName, (const char **name, CUfunction hfunc))                                \
+  X(CUresult, cuKernelGetParamInfo,                                                                \
+    (CUkernel kernel, size_t paramIndex, size_t * paramOffset, size_t * paramSize))                \
+  X(CUresult, cuOccupancyMaxPotentialBlockSizeWithFlags,                                           \
+    (int *minGridSize, int *blockSize, CUfunction func,                                            \
+     CUoccupancyB2DSize blockSizeToDynamicSMemSize, size_t dynamicSMemSize, int blockSizeLimit,    \
+     unsigned int flags))                                                                          \
+  X(CUresult, cuPointerSetAttribute,                                                               \
+    (const void *value, CUpointer_attribute attribute, CUdeviceptr ptr))                           \
+  X(CUresult, cuStreamGetDevice, (CUstream hStream, CUdevice * device))                            \
+  X(CUresult, cuStreamCopyAttributes, (CUstream dst, CUstream src))                                \
+  X(CUresult, cuCtxSetFlags, (unsigned int flags))                                                 \
+  X(CUresult, cuCtxRecordEvent, (CUcontext hCtx, CUevent hEvent))                                  \
+  X(CUresult, cuCtxWaitEvent, (CUcontext hCtx, CUevent hEvent))                                    \
   X(CUresult, cuFuncGetParamInfo,                                                                  \
     (CUfunction func, size_t paramIndex, size_t * paramOffset, size_t * paramSize))                \
   X(CUresult, cuOccupancyMaxActiveBlocksPerMultiprocessor,                                         \

@@ -936,5 +936,8 @@ CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *
 
 #define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));
 NVCU_ALIAS(cuGraphLaunch_ptsz, cuGraphLaunch)
+/* The CUDA 10 symbol, which cuGetProcAddress gives below version 11000: the same five
+ * parameters as cuGraphInstantiate_v2. */
+NVCU_ALIAS(cuGraphInstantiate, cuGraphInstantiate_v2)
 NVCU_ALIAS(cuGraphUpload_ptsz, cuGraphUpload)
 NVCU_ALIAS(cuGraphInstantiateWithParams_ptsz, cuGraphInstantiateWithParams)

@@ -459,6 +459,15 @@ CUresult cuCtxGetFlags(unsigned int *flags) {
   return r;
 }
 
+/* Replaces the current context's flags (scheduling, MAP_HOST, SYNC_MEMOPS, ...), which
+ * cuCtxGetFlags reads back; nvhcq's waits and copies behave the same under all of them. */
+CUresult cuCtxSetFlags(unsigned int flags) {
+  if (flags & ~(unsigned)CU_CTX_FLAGS_MASK) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = nvcu_current(NULL, NULL);
+  if (!r) ctx_stack[ctx_depth - 1]->flags = flags;
+  return r;
+}
+
 CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version) {
   if (!version) return CUDA_ERROR_INVALID_VALUE;
   if (ctx && ctx_check(ctx)) return CUDA_ERROR_INVALID_CONTEXT;

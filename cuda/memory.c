@@ -357,6 +357,18 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
   return r;
 }
 
+/* SYNC_MEMOPS is the one attribute CUDA lets a program set. Every synchronous copy and memset
+ * here has finished when it returns, whatever the memory, so either value is accepted and kept
+ * as it was: synchronous. */
+CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  if (!value || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = nvcu_check_init();
+  if (!r && !nvcu_alloc_find(ptr)) r = CUDA_ERROR_INVALID_VALUE;
+  NVCU_UNLOCK();
+  return r;
+}
+
 /* As libcuda does, an address nothing was allocated at is not an error here: its memory type
  * reads 0 and the other attributes keep what the caller set (or 0 / NULL). */
 CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,

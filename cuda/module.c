@@ -563,6 +563,11 @@ CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOff
   return CUDA_SUCCESS;
 }
 
+CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
+                              size_t *paramSize) {
+  return cuFuncGetParamInfo((CUfunction)kernel, paramIndex, paramOffset, paramSize);
+}
+
 /* ---- attributes ---- */
 
 CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc) {
@@ -735,6 +740,18 @@ CUresult cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfu
   *blockSize = best;
   *minGridSize = best_blocks * (int)d->info.sm_count;
   return CUDA_SUCCESS;
+}
+
+/* The flag only says whether a kernel's cache preference may change the answer; nvhcq's does
+ * not (the carveout is chosen for the launch shape), so both flags answer the same. */
+CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize,
+                                                   CUfunction func,
+                                                   CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                   size_t dynamicSMemSize, int blockSizeLimit,
+                                                   unsigned int flags) {
+  if (flags & ~(unsigned)CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE) return CUDA_ERROR_INVALID_VALUE;
+  return cuOccupancyMaxPotentialBlockSize(minGridSize, blockSize, func, blockSizeToDynamicSMemSize,
+                                          dynamicSMemSize, blockSizeLimit);
 }
 
 CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,

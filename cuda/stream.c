@@ -254,6 +254,31 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
   return r;
 }
 
+/* A context's event: every stream's work runs in one order on the device, so an event recorded
+ * on the context's legacy stream comes after all of the context's work so far, and all later work
+ * already waits for it (cuStreamWaitEvent above). */
+CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
+  if (hCtx) {
+    CUresult r = cuCtxPushCurrent_v2(hCtx);
+    if (r) return r;
+  }
+  CUresult r = cuEventRecord(hEvent, CU_STREAM_LEGACY);
+  CUcontext popped;
+  if (hCtx) (void)cuCtxPopCurrent_v2(&popped);
+  return r;
+}
+
+CUresult cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent) {
+  if (hCtx) {
+    CUresult r = cuCtxPushCurrent_v2(hCtx);
+    if (r) return r;
+  }
+  CUresult r = cuStreamWaitEvent(CU_STREAM_LEGACY, hEvent, 0);
+  CUcontext popped;
+  if (hCtx) (void)cuCtxPopCurrent_v2(&popped);
+  return r;
+}
+
 CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags) {
   struct CUstream_st *st;
   CUresult r = nvcu_stream_get(hStream, &st);
@@ -305,6 +330,22 @@ CUresult cuStreamGetId_ptsz(CUstream hStream, unsigned long long *streamId) {
   return cuStreamGetId(hStream ? hStream : CU_STREAM_PER_THREAD, streamId);
 }
 
+/* The device a stream's work runs on. */
+CUresult cuStreamGetDevice(CUstream hStream, CUdevice *device) {
+  struct CUstream_st *st;
+  if (!device) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r) *device = st->device;
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device);
+CUresult cuStreamGetDevice_ptsz(CUstream hStream, CUdevice *device) {
+  return cuStreamGetDevice(hStream ? hStream : CU_STREAM_PER_THREAD, device);
+}
+
 /* Stream attributes are kept and read back: accepted hints for nvhcq, whose streams all run in
  * one order on the same channels (the access-policy window sets aside no L2). */
 CUresult cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr,
@@ -345,6 +386,28 @@ CUresult cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr,
     }
   NVCU_UNLOCK();
   return r;
+}
+
+/* Every attribute cuStreamSetAttribute keeps, from src to dst. */
+CUresult cuStreamCopyAttributes(CUstream dst, CUstream src) {
+  struct CUstream_st *to, *from;
+  NVCU_LOCK();
+  CUresult r = nvcu_stream_get(src, &from);
+  if (!r) r = nvcu_stream_get(dst, &to);
+  if (!r) {
+    to->access_policy = from->access_policy;
+    to->sync_policy = from->sync_policy;
+    to->priority = from->priority;
+    to->domain_map = from->domain_map;
+    to->domain = from->domain;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuStreamCopyAttributes_ptsz(CUstream dst, CUstream src);
+CUresult cuStreamCopyAttributes_ptsz(CUstream dst, CUstream src) {
+  return cuStreamCopyAttributes(dst ? dst : CU_STREAM_PER_THREAD, src ? src : CU_STREAM_PER_THREAD);
 }
 
 CUresult cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value_out) {

@@ -467,6 +467,81 @@ static void test_small_calls(void) {
   TEST_CHECK(cuDeviceGetProperties(&p, 99) == CUDA_ERROR_INVALID_DEVICE);
 }
 
+/* Context flags, a stream's device and attributes copied, SYNC_MEMOPS, a context's event, and
+ * CUDA 10's cuGraphInstantiate. */
+static void test_context_calls(void) {
+  NEED_DEVICE();
+  unsigned int before = 0, flags = 0;
+  OK(cuCtxGetFlags(&before));
+  OK(cuCtxSetFlags(0x80 | 0x4)); /* SYNC_MEMOPS | SCHED_BLOCKING_SYNC */
+  OK(cuCtxGetFlags(&flags));
+  TEST_CHECK(flags == (0x80 | 0x4));
+  TEST_CHECK(cuCtxSetFlags(0x100) == CUDA_ERROR_INVALID_VALUE);
+  OK(cuCtxGetFlags(&flags));
+  TEST_CHECK(flags == (0x80 | 0x4));
+  OK(cuCtxSetFlags(before));
+  CUstream s, t;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&t, CU_STREAM_NON_BLOCKING));
+  CUdevice dev = -1;
+  OK(cuStreamGetDevice(s, &dev));
+  TEST_CHECK(dev == 0);
+  dev = -1;
+  OK(cuStreamGetDevice(NULL, &dev));
+  TEST_CHECK(dev == 0);
+  TEST_CHECK(cuStreamGetDevice(s, NULL) == CUDA_ERROR_INVALID_VALUE);
+  CUstreamAttrValue v;
+  memset(&v, 0, sizeof v);
+  v.syncPolicy = CU_SYNC_POLICY_BLOCKING_SYNC;
+  OK(cuStreamSetAttribute(s, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v));
+  OK(cuStreamCopyAttributes(t, s));
+  memset(&v, 0, sizeof v);
+  OK(cuStreamGetAttribute(t, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &v));
+  TEST_CHECK(v.syncPolicy == CU_SYNC_POLICY_BLOCKING_SYNC);
+  CUdeviceptr d;
+  uint32_t one = 1, got = 0;
+  OK(cuMemAlloc_v2(&d, 4096));
+  OK(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, d));
+  TEST_CHECK(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, 0x1234) ==
+             CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuPointerSetAttribute(&one, CU_POINTER_ATTRIBUTE_MAPPED, d) ==
+             CUDA_ERROR_INVALID_VALUE);
+  /* the context's event comes after the memset on another stream */
+  CUcontext ctx;
+  CUevent e;
+  OK(cuCtxGetCurrent(&ctx));
+  OK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+  OK(cuMemsetD32Async(d, 7, 1024, s));
+  OK(cuCtxRecordEvent(ctx, e));
+  OK(cuEventSynchronize(e));
+  OK(cuMemcpyDtoH_v2(&got, d + 4092, 4));
+  TEST_CHECK(got == 7);
+  OK(cuCtxWaitEvent(ctx, e));
+  OK(cuCtxRecordEvent(NULL, e)); /* the current context */
+  TEST_CHECK(cuCtxWaitEvent(ctx, NULL) == CUDA_ERROR_INVALID_HANDLE);
+  /* CUDA 10's cuGraphInstantiate: five parameters, as cuGraphInstantiate_v2 */
+  typedef CUresult (*instantiate_v1)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t);
+  instantiate_v1 inst = (instantiate_v1)own("cuGraphInstantiate");
+  TEST_CHECK(inst != NULL);
+  CUgraph g;
+  CUgraphExec x;
+  CUgraphNode err = (CUgraphNode)&got;
+  char log[16] = "junk";
+  OK(cuGraphCreate(&g, 0));
+  if (inst) {
+    OK(inst(&x, g, &err, log, sizeof log));
+    TEST_CHECK(err == NULL && log[0] == 0);
+    OK(cuGraphLaunch(x, s));
+    OK(cuStreamSynchronize(s));
+    OK(cuGraphExecDestroy(x));
+  }
+  OK(cuGraphDestroy(g));
+  OK(cuEventDestroy_v2(e));
+  OK(cuMemFree_v2(d));
+  OK(cuStreamDestroy_v2(s));
+  OK(cuStreamDestroy_v2(t));
+}
+
 /* ---- on a GPU: kernels behind waits, cooperative launches ---- */
 
 static const char add_ptx[] =
@@ -518,6 +593,32 @@ static void test_kernel_behind_wait(void) {
   OK(cuMemFree_v2(d));
   OK(cuMemFreeHost(flag));
   OK(cuModuleUnload(mod));
+}
+
+/* A library kernel's parameters, and the block-size query with its flag. */
+static void test_kernel_queries(void) {
+  NEED_KERNELS();
+  CUlibrary lib;
+  CUkernel k;
+  CUresult r = cuLibraryLoadData(&lib, add_ptx, NULL, NULL, 0, NULL, NULL, 0);
+  TEST_CHECK_MSG(r == CUDA_SUCCESS, "PTX load: %d (nvJitLink needed)", (int)r);
+  if (r) return;
+  OK(cuLibraryGetKernel(&k, lib, "add_value"));
+  size_t off[3] = {1, 1, 1}, size[3] = {0, 0, 0};
+  for (size_t i = 0; i < 3; i++) OK(cuKernelGetParamInfo(k, i, &off[i], &size[i]));
+  TEST_CHECK(off[0] == 0 && size[0] == 8 && off[1] == 8 && size[1] == 4 && off[2] == 12 &&
+             size[2] == 4);
+  TEST_CHECK(cuKernelGetParamInfo(k, 3, &off[0], &size[0]) == CUDA_ERROR_INVALID_VALUE);
+  CUfunction f;
+  OK(cuKernelGetFunction(&f, k));
+  int grid0 = 0, block0 = 0, grid1 = 0, block1 = 0;
+  OK(cuOccupancyMaxPotentialBlockSize(&grid0, &block0, f, NULL, 0, 0));
+  OK(cuOccupancyMaxPotentialBlockSizeWithFlags(&grid1, &block1, f, NULL, 0, 0,
+                                               CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE));
+  TEST_CHECK(block0 > 0 && grid0 > 0 && block1 == block0 && grid1 == grid0);
+  TEST_CHECK(cuOccupancyMaxPotentialBlockSizeWithFlags(&grid1, &block1, f, NULL, 0, 0, 2) ==
+             CUDA_ERROR_INVALID_VALUE);
+  OK(cuLibraryUnload(lib));
 }
 
 /* The largest co-resident grid launches cooperatively; one block more is refused, by both
@@ -585,4 +686,5 @@ static void test_wait_never_met(void) {
 TEST_MAIN(TEST(test_names), TEST(test_attributes), TEST(test_wait_holds_copy),
           TEST(test_wait_conditions), TEST(test_write_values), TEST(test_batch),
           TEST(test_ids_and_attributes), TEST(test_capture_info), TEST(test_small_calls),
-          TEST(test_kernel_behind_wait), TEST(test_cooperative), TEST(test_wait_never_met))
+          TEST(test_context_calls), TEST(test_kernel_behind_wait), TEST(test_kernel_queries),
+          TEST(test_cooperative), TEST(test_wait_never_met))
