@@ -656,5 +656,76 @@ static void test_kernels_host_memory(void) {
   OK(cuModuleUnload(mod));
 }
 
+/* out[(round * nctaid + ctaid) * 256 + tid] = table[tid], table a __constant__ array. */
+static const char table_ptx[] =
+    ".version 7.8\n.target sm_80\n.address_size 64\n"
+    ".const .align 4 .b32 table[256];\n"
+    ".visible .entry read_table(.param .u64 out, .param .u32 round) {\n"
+    "  .reg .b32 %r<8>; .reg .b64 %rd<6>;\n"
+    "  ld.param.u64 %rd1, [out]; ld.param.u32 %r1, [round];\n"
+    "  mov.u32 %r2, %tid.x; mov.u32 %r3, %ctaid.x; mov.u32 %r4, %nctaid.x;\n"
+    "  mul.wide.u32 %rd2, %r2, 4; mov.u64 %rd3, table; add.s64 %rd3, %rd3, %rd2;\n"
+    "  ld.const.u32 %r5, [%rd3];\n"
+    "  mad.lo.s32 %r6, %r1, %r4, %r3; mad.lo.s32 %r7, %r6, 256, %r2;\n"
+    "  cvta.to.global.u64 %rd1, %rd1; mul.wide.u32 %rd4, %r7, 4; add.s64 %rd5, %rd1, %rd4;\n"
+    "  st.global.u32 [%rd5], %r5;\n  ret;\n}\n";
+
+/* A __constant__ table rewritten between launches, as cudaMemcpyToSymbol does: by an async
+ * copy in the launches' stream, a synchronous copy, and a device-to-device copy. Every block of
+ * every launch must read the table of its round, not lines its SM cached from an earlier one. */
+static void test_constant_rewrite(void) {
+  NEED_KERNELS();
+  CUmodule mod;
+  CUfunction f;
+  CUresult r = cuModuleLoadData(&mod, table_ptx);
+  TEST_CHECK_MSG(r == CUDA_SUCCESS, "PTX load: %d (nvJitLink needed)", (int)r);
+  if (r) return;
+  OK(cuModuleGetFunction(&f, mod, "read_table"));
+  CUdeviceptr table, out, staged;
+  size_t bytes = 0;
+  OK(cuModuleGetGlobal_v2(&table, &bytes, mod, "table"));
+  TEST_CHECK(bytes == 1024);
+  enum { ROUNDS = 90, BLOCKS = 264 };
+  size_t out_bytes = (size_t)ROUNDS * BLOCKS * 256 * 4;
+  OK(cuMemAlloc_v2(&out, out_bytes));
+  OK(cuMemAlloc_v2(&staged, (size_t)ROUNDS * 1024));
+  uint32_t *h;
+  OK(cuMemAllocHost_v2((void **)&h, (size_t)ROUNDS * 1024));
+  for (uint32_t i = 0; i < ROUNDS * 256u; i++) h[i] = (i / 256) * 1000 + i % 256;
+  OK(cuMemcpyHtoD_v2(staged, h, (size_t)ROUNDS * 1024));
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  for (uint32_t round = 0; round < ROUNDS; round++) {
+    const uint32_t *t = h + round * 256;
+    if (round % 3 == 0) OK(cuMemcpyHtoDAsync_v2(table, t, 1024, s));
+    if (round % 3 == 1) OK(cuMemcpyHtoD_v2(table, t, 1024));
+    if (round % 3 == 2) OK(cuMemcpyDtoDAsync_v2(table, staged + round * 1024ull, 1024, s));
+    void *params[] = {&out, &round};
+    OK(cuLaunchKernel(f, BLOCKS, 1, 1, 256, 1, 1, 0, s, params, NULL));
+  }
+  OK(cuStreamSynchronize(s));
+  uint32_t *got = malloc(out_bytes);
+  TEST_CHECK(got != NULL);
+  if (got) {
+    OK(cuMemcpyDtoH_v2(got, out, out_bytes));
+    size_t stale = 0, first = 0;
+    for (size_t i = 0; i < out_bytes / 4; i++) {
+      uint32_t want = (uint32_t)(i / (BLOCKS * 256)) * 1000 + i % 256;
+      if (got[i] != want && !stale++) first = i;
+    }
+    TEST_CHECK_MSG(stale == 0,
+                   "%zu of %zu reads of the rewritten table were stale (first: %zu "
+                   "read %u)",
+                   stale, out_bytes / 4, first, got[first]);
+    free(got);
+  }
+  OK(cuStreamDestroy_v2(s));
+  OK(cuMemFreeHost(h));
+  OK(cuMemFree_v2(staged));
+  OK(cuMemFree_v2(out));
+  OK(cuModuleUnload(mod));
+}
+
 TEST_MAIN(TEST(test_proc_address), TEST(test_register), TEST(test_managed), TEST(test_pools),
-          TEST(test_memset_2d), TEST(test_copy_3d), TEST(test_peer), TEST(test_kernels_host_memory))
+          TEST(test_memset_2d), TEST(test_copy_3d), TEST(test_peer), TEST(test_kernels_host_memory),
+          TEST(test_constant_rewrite))
