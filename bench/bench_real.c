@@ -422,7 +422,7 @@ static void nv_place(const bench_case *c, void *const in[2], outcome *o) {
       CHECK_NV(nvhcq_buffer_write(all, off[i], in[i], c->in_bytes));
     for (int i = 0; i <= c->inputs; i++) a.ptr[i] = base + off[i];
     pack_args(&a, c);
-    /* Which runs second alternates: a long matmul burst warms the GPU (see cu_place). */
+    /* Which runs second alternates: a second run at a placement is slower (see PLACE_REPS). */
     if (p & 1) o->place_rec[p] = nv_time_recorded(k, c, &a);
     o->place_nv[p] = nv_time_queue(k, c, &a);
     if (!(p & 1)) o->place_rec[p] = nv_time_recorded(k, c, &a);
@@ -643,7 +643,7 @@ static void alloc_inputs(const bench_case *c, void *in[2]) {
 
 /* Each library runs alone: nvhcq's device is closed before libcuda's context is made. With both
  * open (libcuda's side run first, nvhcq's device already open; a build for that measurement)
- * both were slower on the H200: ew_add 2.51-2.53 us per launch on each side, 2.46-2.48 alone. */
+ * both were slower on the H200: ew_add 2.51-2.53 us per launch on each side, 2.45-2.48 alone. */
 static void run_all(const int *run, void *in[][2], outcome *o, const void *image, int have_cu) {
   for (int i = 0; i < CASES; i++)
     if (run[i]) nv_run(&cases[i], in[i], &o[i]), nv_place(&cases[i], in[i], &o[i]);
