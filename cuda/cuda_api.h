@@ -498,6 +498,9 @@ typedef enum CUtensorMapFloatOOBfill_enum {
 
 #define CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE 0x1
 #define CU_CTX_FLAGS_MASK                     0xff
+#define CU_CTX_SCHED_SPIN                     0x01
+#define CU_CTX_SCHED_YIELD                    0x02
+#define CU_CTX_SCHED_BLOCKING_SYNC            0x04
 
 #include "functions.h"
 

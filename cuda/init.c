@@ -345,8 +345,21 @@ CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *acti
   WITH_DEVICE(dev, *flags = d->primary.flags; *active = d->primary_refs > 0);
 }
 
+/* A context's scheduling flags choose how the CPU waits for its device (nvhcq's wait modes are
+ * CUDA's): SPIN, YIELD, BLOCKING_SYNC, and AUTO for none. Contexts of one device share its
+ * mode: the last flags given win. NVHCQ_WAIT, when set, wins over what the program asks. */
+static void apply_sched_flags(nvcu_device *d, unsigned flags) {
+  const char *env = getenv("NVHCQ_WAIT");
+  if (env && *env) return;
+  uint32_t mode = flags & CU_CTX_SCHED_BLOCKING_SYNC ? NVHCQ_WAIT_BLOCK
+                  : flags & CU_CTX_SCHED_YIELD       ? NVHCQ_WAIT_YIELD
+                  : flags & CU_CTX_SCHED_SPIN        ? NVHCQ_WAIT_SPIN
+                                                     : NVHCQ_WAIT_AUTO;
+  (void)nvhcq_device_set_wait_mode(d->dev, mode);
+}
+
 CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
-  WITH_DEVICE(dev, d->primary.flags = flags);
+  WITH_DEVICE(dev, d->primary.flags = flags; apply_sched_flags(d, flags));
 }
 
 static void ctx_push(CUcontext c) {
@@ -361,7 +374,7 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
       r_ = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
       *c = (struct CUctx_st){NVCU_CTX_MAGIC, dev, 0, flags, 0};
-      (void)d;
+      apply_sched_flags(d, flags);
       ctx_push(c);
       *pctx = c;
     }
@@ -460,11 +473,15 @@ CUresult cuCtxGetFlags(unsigned int *flags) {
 }
 
 /* Replaces the current context's flags (scheduling, MAP_HOST, SYNC_MEMOPS, ...), which
- * cuCtxGetFlags reads back; nvhcq's waits and copies behave the same under all of them. */
+ * cuCtxGetFlags reads back; the scheduling ones choose how waits poll, copies behave the same
+ * under all of them. */
 CUresult cuCtxSetFlags(unsigned int flags) {
   if (flags & ~(unsigned)CU_CTX_FLAGS_MASK) return CUDA_ERROR_INVALID_VALUE;
-  CUresult r = nvcu_current(NULL, NULL);
-  if (!r) ctx_stack[ctx_depth - 1]->flags = flags;
+  NVCU_LOCK();
+  nvcu_device *d;
+  CUresult r = nvcu_current(&d, NULL);
+  if (!r) ctx_stack[ctx_depth - 1]->flags = flags, apply_sched_flags(d, flags);
+  NVCU_UNLOCK();
   return r;
 }
 

@@ -186,6 +186,18 @@ NVHCQ_API nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_de
 NVHCQ_API nvhcq_status nvhcq_device_cpu_wait_idle(nvhcq_device *dev);
 /* Default timeout of waits in milliseconds (NVHCQ_TIMEOUT_MS, else 10000). */
 NVHCQ_API nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms);
+/* How a CPU thread waits for this device's GPU work (every wait: signals, queues, reads).
+ * AUTO (the default): polls for 2 ms, then polls yielding the core to other runnable threads
+ * between looks; the end is seen within microseconds however long the work, and a waiting thread
+ * keeps its core busy unless another thread wants it (CUDA's default scheduling does the same).
+ * SPIN: polls without yielding. YIELD: yields between looks from the start. BLOCK: polls for
+ * 2 ms, then sleeps in growing steps (at most 1 ms, 1/32 of the time waited so far): little CPU,
+ * but a long wait ends up to ~3 % late. NVHCQ_WAIT=auto, spin, yield or block sets it at open. */
+#define NVHCQ_WAIT_AUTO  0u
+#define NVHCQ_WAIT_SPIN  1u
+#define NVHCQ_WAIT_YIELD 2u
+#define NVHCQ_WAIT_BLOCK 3u
+NVHCQ_API nvhcq_status nvhcq_device_set_wait_mode(nvhcq_device *dev, uint32_t mode);
 /* After NVHCQ_ERROR_GPU_FAULT or NVHCQ_ERROR_TIMEOUT (or to abandon running work): stops the
  * device's channels and creates new ones. Buffers, modules, signals, queues and graphs stay
  * valid. Work that had not completed is discarded; signals it would have released keep the

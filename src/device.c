@@ -322,8 +322,21 @@ static nvhcq_status read_timeout(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
+/* NVHCQ_WAIT: how waits poll (auto when unset); a misspelt mode is refused, not ignored. */
+static nvhcq_status read_wait_mode(nvhcq_device *dev) {
+  static const char *const names[] = {"auto", "spin", "yield", "block"};
+  const char *env = getenv("NVHCQ_WAIT");
+  dev->wait_mode = NVHCQ_WAIT_AUTO;
+  if (!env || !*env) return NVHCQ_SUCCESS;
+  for (uint32_t m = 0; m < 4; m++)
+    if (!strcmp(env, names[m])) return dev->wait_mode = m, NVHCQ_SUCCESS;
+  return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                    "NVHCQ_WAIT=%s: say auto, spin, yield or block (or unset it for auto)", env);
+}
+
 static nvhcq_status open_steps(nvhcq_device *dev, int index, uint32_t uvm) {
   NVHCQ_TRY(read_timeout(dev));
+  NVHCQ_TRY(read_wait_mode(dev));
   NVHCQ_TRY(nvhcq_open_ctl(&dev->rm.fd_ctl));
   static nv_ioctl_card_info_t cards[NV_MAX_CARDS];
   int visible[NV_MAX_CARDS], count;
@@ -598,6 +611,15 @@ nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (timeout_ms == 0) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "timeout must be > 0 ms");
   dev->timeout_ms = dev->compute.timeout_ms = dev->copy.timeout_ms = timeout_ms;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_device_set_wait_mode(nvhcq_device *dev, uint32_t mode) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (mode > NVHCQ_WAIT_BLOCK)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "wait mode %u: use NVHCQ_WAIT_AUTO, _SPIN, _YIELD or _BLOCK (0-3)", mode);
+  __atomic_store_n(&dev->wait_mode, mode, __ATOMIC_RELAXED);
   return NVHCQ_SUCCESS;
 }
 

@@ -65,6 +65,7 @@ PROTOTYPES = {
     "nvhcq_device_query_info": (c_status, [P, ctypes.POINTER(DeviceInfo)]),
     "nvhcq_device_cpu_wait_idle": (c_status, [P]),
     "nvhcq_device_set_timeout": (c_status, [P, c_u32]),
+    "nvhcq_device_set_wait_mode": (c_status, [P, c_u32]),
     "nvhcq_device_set_limit": (c_status, [P, c_u32, c_u64]),
     "nvhcq_device_get_limit": (c_status, [P, c_u32, ctypes.POINTER(c_u64)]),
     "nvhcq_device_print_flush": (c_status, [P, ctypes.POINTER(c_u64)]),

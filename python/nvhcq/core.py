@@ -18,6 +18,7 @@ lib = _lib.load()
 MEMORY_DEVICE, MEMORY_DEVICE_MAPPED, MEMORY_HOST, MEMORY_HOST_UNCACHED = 0, 1, 2, 3
 _MEMORY = {"device": 0, "device_mapped": 1, "host": 2, "host_uncached": 3}
 _QUEUE = {"compute": 0, "copy": 1}
+_WAIT = {"auto": 0, "spin": 1, "yield": 2, "block": 3}
 
 
 class NvhcqError(Exception):
@@ -146,6 +147,12 @@ class Device(_Handle):
 
     def set_timeout(self, ms):
         check(lib.nvhcq_device_set_timeout(self.handle, ms))
+
+    def set_wait_mode(self, mode):
+        """How CPU waits poll: "auto", "spin", "yield" or "block" (nvhcq_device_set_wait_mode)."""
+        if mode not in _WAIT:
+            raise ValueError(f"wait mode {mode!r}: use one of {', '.join(_WAIT)}")
+        check(lib.nvhcq_device_set_wait_mode(self.handle, _WAIT[mode]))
 
     LIMIT_PRINTF_FIFO_SIZE = 1
     LIMIT_MALLOC_HEAP_SIZE = 2

@@ -167,3 +167,15 @@ def test_device_limits(dev):
     with pytest.raises(nvhcq.NvhcqError):
         dev.set_limit(nvhcq.Device.LIMIT_PRINTF_FIFO_SIZE, 100)
     assert dev.print_flush() == 0
+
+
+def test_wait_modes(dev):
+    a = np.arange(8192, dtype=np.uint32)
+    for mode in ("spin", "yield", "block", "auto"):
+        dev.set_wait_mode(mode)
+        src, dst = dev.array(a + len(mode)), dev.buffer(a.nbytes)
+        src.copy_to(dst)
+        dev.synchronize()
+        assert np.array_equal(dst.numpy(np.uint32), a + len(mode))
+    with pytest.raises(ValueError, match="wait mode 'sleep'"):
+        dev.set_wait_mode("sleep")

@@ -59,6 +59,7 @@ struct nvhcq_device {
   pthread_mutex_t alloc_lock;
   nvhcq_buffer *allocations;
   uint32_t timeout_ms;
+  uint32_t wait_mode; /* NVHCQ_WAIT_*: how CPU waits poll (signal.c) */
   uint32_t next_host_handle;
   int broken; /* a channel faulted or a wait timed out: recover or close */
   /* Closing: the driver's objects are left to the release (freeing the client frees them all,

@@ -5,6 +5,7 @@
 #include "util/clock.h"
 #include "util/handle.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -58,16 +59,38 @@ static nvhcq_status timed_out(nvhcq_device *dev, volatile uint64_t *value_ptr, u
                     dev ? nvhcq_device_progress(dev) : "");
 }
 
+/* Between looks once the first spin is over (nvhcq_device_set_wait_mode): AUTO and YIELD give
+ * the core to any other runnable thread and look again at once, SPIN pauses briefly, BLOCK
+ * sleeps 1/32 of the time waited so far (10 us to 1 ms), so that a long wait wakes at most once
+ * a millisecond and sees the end at most ~3 % late. */
+static void between_looks(uint32_t mode, double waited_ms) {
+  if (mode == NVHCQ_WAIT_SPIN) {
+    for (int i = 0; i < 32; i++) cpu_relax();
+  } else if (mode != NVHCQ_WAIT_BLOCK) {
+    sched_yield();
+  } else {
+    double step_ms = waited_ms / 32;
+    sleep_ns((uint64_t)((step_ms < 0.01 ? 0.01 : step_ms > 1.0 ? 1.0 : step_ms) * 1e6));
+  }
+}
+
+/* How many looks pass between checks for faults, the timeout and unheard doorbells: each check
+ * takes the fault lock, which a sleep's wake-up can afford and a poll cannot. */
+static uint32_t check_mask(uint32_t mode) {
+  return mode == NVHCQ_WAIT_SPIN ? 63u : mode == NVHCQ_WAIT_BLOCK ? 0u : 15u;
+}
+
 static nvhcq_status wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
                                uint32_t timeout_ms, uint64_t expect_ns, const char *what) {
   if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
+  uint32_t mode = dev ? __atomic_load_n(&dev->wait_mode, __ATOMIC_RELAXED) : NVHCQ_WAIT_AUTO;
   double start = nvhcq_now_ms(), expect_ms = expect_ns / 1e6;
   if (expect_ms > timeout_ms) expect_ms = timeout_ms; /* the timeout still ends the wait */
   /* Work known to take a while is slept through, all but its last eighth; spinning from there
    * sees the end within a microsecond, where a sleep would overshoot it by up to a sleep step. */
   if (expect_ms * 7 / 8 > 2 * SLACK_MS) sleep_ns((uint64_t)((expect_ms * 7 / 8 - SLACK_MS) * 1e6));
-  /* Spin next: most waits end within microseconds, and a sleep costs more than that. */
-  double spin_ms = 2.0 + expect_ms * 5 / 4;
+  /* Spin next: most waits end within microseconds, and a sleep or a yield costs more than that. */
+  double spin_ms = mode == NVHCQ_WAIT_YIELD ? 0 : 2.0 + expect_ms * 5 / 4;
   for (uint32_t i = 1;; i++) {
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
     if ((i & 1023) == 0) {
@@ -76,18 +99,17 @@ static nvhcq_status wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, 
     }
     cpu_relax();
   }
-  uint32_t seen_get[2] = {~0u, ~0u};
-  double next_look_ms = 0;
-  for (;;) {
+  uint32_t seen_get[2] = {~0u, ~0u}, mask = check_mask(mode);
+  double next_look_ms = 0, waited = nvhcq_now_ms() - start;
+  for (uint32_t i = 0;; i++) {
     if (__atomic_load_n(value_ptr, __ATOMIC_ACQUIRE) >= value) return NVHCQ_SUCCESS;
-    if (dev) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
-    double waited = nvhcq_now_ms() - start;
-    if (waited > timeout_ms) return timed_out(dev, value_ptr, value, timeout_ms, what);
-    ring_again(dev, seen_get, &next_look_ms);
-    /* Back off in steps of 1/32 of the time waited: the end is seen at most ~3% late, and a long
-     * wait wakes at most once a millisecond. */
-    double step_ms = waited / 32;
-    sleep_ns((uint64_t)((step_ms < 0.01 ? 0.01 : step_ms > 1.0 ? 1.0 : step_ms) * 1e6));
+    if ((i & mask) == 0) {
+      if (dev) NVHCQ_TRY(check_faults(dev, value_ptr, value, what));
+      waited = nvhcq_now_ms() - start;
+      if (waited > timeout_ms) return timed_out(dev, value_ptr, value, timeout_ms, what);
+      ring_again(dev, seen_get, &next_look_ms);
+    }
+    between_looks(mode, waited);
   }
 }
 

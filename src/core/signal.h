@@ -19,8 +19,9 @@ struct nvhcq_signal {
   uint64_t gpu_address;
 };
 
-/* Waits for *value_ptr >= value: spins briefly, then sleeps in growing steps. With `dev`, a
- * channel fault ends the wait with its report. `expect_ns` (0 if unknown) is the least time the
+/* Waits for *value_ptr >= value: spins briefly, then polls as the device's wait mode says
+ * (yielding, spinning or sleeping in growing steps). With `dev`, a channel fault ends the wait
+ * with its report. `expect_ns` (0 if unknown) is the least time the
  * work can take: most of it is slept through before spinning. */
 nvhcq_status nvhcq_wait_value(nvhcq_device *dev, volatile uint64_t *value_ptr, uint64_t value,
                               uint32_t timeout_ms, uint64_t expect_ns,

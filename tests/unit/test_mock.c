@@ -2,6 +2,7 @@
  * signals, recorded replays, the QMD path, malformed streams, driver-side checks, address spaces
  * and the move onto UVM, each ending with no live mock objects, fds or channel threads. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -164,6 +165,63 @@ static void wait_until(nvhcq_queue *q, nvhcq_signal *done, uint64_t *at, uint64_
 /* Waits on and writes of memory: every condition in 32 and 64 bits, on host memory the CPU
  * changes; writes of exactly 4 or 8 bytes, in order after a wait; refused misuse; a wait that
  * never ends times out and recovery gets the device back. */
+/* The CPU thread that releases a signal a while after a waiter started: long enough that the
+ * wait is past its first spin and polls as its mode says. */
+typedef struct late_release {
+  nvhcq_signal *sig;
+  uint64_t value;
+} late_release;
+
+static void *release_late(void *arg) {
+  late_release *l = arg;
+  struct timespec ts = {0, 6 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  nvhcq_signal_set(l->sig, l->value);
+  return NULL;
+}
+
+static void t_wait_modes(void) {
+  NEED_MOCK_DEVICE(dev);
+  nvhcq_signal *gate, *done;
+  nvhcq_queue *q;
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &gate) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(dev, 0, &done) == NVHCQ_SUCCESS);
+  const uint32_t modes[] = {NVHCQ_WAIT_AUTO, NVHCQ_WAIT_SPIN, NVHCQ_WAIT_YIELD, NVHCQ_WAIT_BLOCK};
+  for (uint64_t m = 0; m < 4; m++) {
+    TEST_CHECK(nvhcq_device_set_wait_mode(dev, modes[m]) == NVHCQ_SUCCESS);
+    /* the GPU waits for the CPU, the CPU for the GPU: each mode sees the end */
+    TEST_CHECK(nvhcq_queue_reset(q) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_gpu_wait(q, gate, m + 1) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_signal(q, done, m + 1) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+    late_release l = {gate, m + 1};
+    pthread_t t;
+    TEST_CHECK(pthread_create(&t, NULL, release_late, &l) == 0);
+    TEST_CHECK_MSG(nvhcq_signal_cpu_wait(done, m + 1, 5000) == NVHCQ_SUCCESS, "mode %u: %s",
+                   modes[m], nvhcq_last_error());
+    pthread_join(t, NULL);
+    TEST_CHECK(nvhcq_signal_value(done) == m + 1);
+    /* and a wait that is not met ends at its bound in every mode */
+    TEST_CHECK(nvhcq_signal_cpu_wait(done, m + 2, 5) == NVHCQ_ERROR_TIMEOUT);
+    TEST_CHECK_MSG(strstr(nvhcq_last_error(), "waited 5 ms") != NULL, "%s", nvhcq_last_error());
+  }
+  TEST_CHECK(nvhcq_device_set_wait_mode(dev, 4) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(strstr(nvhcq_last_error(), "NVHCQ_WAIT_AUTO") != NULL);
+  TEST_CHECK(nvhcq_device_set_wait_mode(NULL, NVHCQ_WAIT_AUTO) != NVHCQ_SUCCESS);
+  nvhcq_queue_destroy(q);
+  nvhcq_signal_destroy(done);
+  nvhcq_signal_destroy(gate);
+  close_mock(dev);
+  /* a misspelt NVHCQ_WAIT is refused when opening, with what to say instead */
+  setenv("NVHCQ_WAIT", "sleep", 1);
+  nvhcq_device *bad = NULL;
+  TEST_CHECK(nvhcq_device_open(0, &bad) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "NVHCQ_WAIT=sleep") != NULL, "%s", nvhcq_last_error());
+  TEST_CHECK(bad == NULL);
+  unsetenv("NVHCQ_WAIT");
+}
+
 static void t_wait_and_write_values(void) {
   NEED_MOCK_DEVICE(dev);
   nvhcq_buffer *host, *mem;
@@ -1075,9 +1133,9 @@ static void t_physical_mappings(void) {
 }
 
 TEST_MAIN(TEST(t_h200_profile), TEST(t_two_gpus), TEST(t_other_profiles), TEST(t_copies_every_kind),
-          TEST(t_cross_queue_wait), TEST(t_wait_and_write_values), TEST(t_recorded_replay),
-          TEST(t_qmd_launch), TEST(t_malformed_stream), TEST(t_driver_checks),
-          TEST(t_command_processor_direct), TEST(t_address_spaces),
+          TEST(t_cross_queue_wait), TEST(t_wait_modes), TEST(t_wait_and_write_values),
+          TEST(t_recorded_replay), TEST(t_qmd_launch), TEST(t_malformed_stream),
+          TEST(t_driver_checks), TEST(t_command_processor_direct), TEST(t_address_spaces),
           TEST(t_move_maps_every_allocation), TEST(t_close_leaves_slow_calls_behind),
           TEST(t_close_frees_forgotten_buffers), TEST(t_rm_only_mapping), TEST(t_register_host),
           TEST(t_physical_mappings))
