@@ -1,5 +1,7 @@
 /* Compute benchmark: nvhcq and (when present) libcuda in the same run, on the same cubin.
- * usage: nvhcq_bench_compute CUBIN   (tests/device/kernels.cu built for this GPU) */
+ * usage: nvhcq_bench_compute CUBIN [PLAIN_CUBIN]   (tests/device/kernels.cu built for this GPU;
+ * PLAIN_CUBIN, default the build's bench/startup_kernels_sm_90.cubin, has the one-kernel module
+ * whose replay is also timed) */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -19,9 +21,15 @@
 
 static void *file_data;
 static size_t file_size;
+/* bench/startup_kernels.cu's cubin: a module without constant data, whose empty kernel libcuda
+ * replays faster than the test module's (which holds a __constant__ table): 0.50 against 0.61 us
+ * per node on the H200, where nvhcq's replays took 0.50 us from both. NULL if absent. */
+static void *plain_data;
+static size_t plain_size;
 
 typedef struct results {
   double init_ms, roundtrip_us, submit_us, launches_per_s, copy_gbps, fma_tflops, replay_us;
+  double plain_replay_us;        /* the same replay of the empty kernel of a one-kernel module */
   double sweep_us[SWEEP_PLACES]; /* per node of a 1000-node one-atomic chain, by address */
   double record_us, resubmit_us, empty_gpu_us; /* where nvhcq's time goes */
 } results;
@@ -84,6 +92,27 @@ static void nv_sweep(results *r) {
   for (int i = 0; i < SWEEP_PLACES; i++)
     r->sweep_us[i] = nv_atomic_chain(nv_kernel("atomic_increment"), base + sweep_offset(i));
   nvhcq_buffer_destroy(big);
+}
+
+/* Wall time per kernel of a recorded queue of REPLAY_KERNELS launches of `k`, replayed REPLAYS
+ * times, each replay waited for. */
+static double nv_replay(nvhcq_kernel *k) {
+  nvhcq_queue *rq;
+  nvhcq_dim3 one = {1, 1, 1};
+  CHECK_NV(nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COMPUTE, &rq));
+  for (int i = 0; i < REPLAY_KERNELS; i++)
+    CHECK_NV(nvhcq_queue_launch(rq, k, one, one, 0, NULL, 0));
+  CHECK_NV(nvhcq_queue_finish(rq));
+  CHECK_NV(nvhcq_queue_submit(rq));
+  CHECK_NV(nvhcq_queue_cpu_wait_idle(rq, 10000));
+  double s0 = now_s();
+  for (int i = 0; i < REPLAYS; i++) {
+    CHECK_NV(nvhcq_queue_submit(rq));
+    CHECK_NV(nvhcq_queue_cpu_wait_idle(rq, 10000));
+  }
+  double us = (now_s() - s0) / (REPLAYS * REPLAY_KERNELS) * 1e6;
+  nvhcq_queue_destroy(rq);
+  return us;
 }
 
 static void nv_rest(results *r) {
@@ -172,21 +201,15 @@ static void nv_rest(results *r) {
   }
   double flops = (double)fgrid.x * fblock.x * FMA_ITERS * 16 * 8 * 2;
   r->fma_tflops = flops / median(t + 2, 8) / 1e12;
-  /* A recorded queue of 1000 empty kernels, replayed. */
-  nvhcq_queue *rq;
-  CHECK_NV(nvhcq_queue_create_recorded(dev, NVHCQ_QUEUE_COMPUTE, &rq));
-  for (int i = 0; i < REPLAY_KERNELS; i++)
-    CHECK_NV(nvhcq_queue_launch(rq, empty, one, one, 0, NULL, 0));
-  CHECK_NV(nvhcq_queue_finish(rq));
-  CHECK_NV(nvhcq_queue_submit(rq));
-  CHECK_NV(nvhcq_queue_cpu_wait_idle(rq, 10000));
-  s0 = now_s();
-  for (int i = 0; i < REPLAYS; i++) {
-    CHECK_NV(nvhcq_queue_submit(rq));
-    CHECK_NV(nvhcq_queue_cpu_wait_idle(rq, 10000));
+  r->replay_us = nv_replay(empty);
+  if (plain_data) {
+    nvhcq_module *plain;
+    nvhcq_kernel *k;
+    CHECK_NV(nvhcq_module_load(dev, plain_data, plain_size, &plain));
+    CHECK_NV(nvhcq_module_get_kernel(plain, "empty_kernel", &k));
+    r->plain_replay_us = nv_replay(k);
+    nvhcq_module_unload(plain);
   }
-  r->replay_us = (now_s() - s0) / (REPLAYS * REPLAY_KERNELS) * 1e6;
-  nvhcq_queue_destroy(rq);
   nv_sweep(r);
   nvhcq_buffer_destroy(a), nvhcq_buffer_destroy(b), nvhcq_buffer_destroy(counter);
   nvhcq_queue_destroy(q);
@@ -254,6 +277,25 @@ static void cu_sweep(results *r, void *stream) {
   cu.mem_free(big);
 }
 
+/* Wall time per node of a REPLAY_KERNELS-node graph of launches of `f`, captured from a stream
+ * and replayed REPLAYS times, each replay waited for. */
+static double cu_replay(void *f, void *stream) {
+  void *graph, *exec;
+  CHECK_CU(cu.begin_capture(stream, 0 /* global mode */));
+  for (int i = 0; i < REPLAY_KERNELS; i++)
+    CHECK_CU(cu.launch(f, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL));
+  CHECK_CU(cu.end_capture(stream, &graph));
+  CHECK_CU(cu.instantiate(&exec, graph, 0ull));
+  CHECK_CU(cu.graph_launch(exec, stream));
+  CHECK_CU(cu.stream_sync(stream));
+  double s0 = now_s();
+  for (int i = 0; i < REPLAYS; i++) {
+    CHECK_CU(cu.graph_launch(exec, stream));
+    CHECK_CU(cu.stream_sync(stream));
+  }
+  return (now_s() - s0) / (REPLAYS * REPLAY_KERNELS) * 1e6;
+}
+
 static void cu_rest(results *r) {
   void *empty = cu_kernel("empty");
   double t[2000];
@@ -294,22 +336,15 @@ static void cu_rest(results *r) {
   for (int i = 0; i < 10; i++) t[i] = cu_time(cu_kernel("fma_loop"), sms * 8, 256, fp);
   double flops = (double)sms * 8 * 256 * FMA_ITERS * 16 * 8 * 2;
   r->fma_tflops = flops / median(t + 2, 8) / 1e12;
-  /* A 1000-node graph of empty kernels, captured from a stream, replayed. */
-  void *stream, *graph, *exec;
+  void *stream;
   CHECK_CU(cu.stream_create(&stream, 1 /* non-blocking */));
-  CHECK_CU(cu.begin_capture(stream, 0 /* global mode */));
-  for (int i = 0; i < REPLAY_KERNELS; i++)
-    CHECK_CU(cu.launch(empty, 1, 1, 1, 1, 1, 1, 0, stream, NULL, NULL));
-  CHECK_CU(cu.end_capture(stream, &graph));
-  CHECK_CU(cu.instantiate(&exec, graph, 0ull));
-  CHECK_CU(cu.graph_launch(exec, stream));
-  CHECK_CU(cu.stream_sync(stream));
-  s0 = now_s();
-  for (int i = 0; i < REPLAYS; i++) {
-    CHECK_CU(cu.graph_launch(exec, stream));
-    CHECK_CU(cu.stream_sync(stream));
+  r->replay_us = cu_replay(empty, stream);
+  if (plain_data) {
+    void *plain, *k;
+    CHECK_CU(cu.module_load(&plain, plain_data));
+    CHECK_CU(cu.get_function(&k, plain, "empty_kernel"));
+    r->plain_replay_us = cu_replay(k, stream);
   }
-  r->replay_us = (now_s() - s0) / (REPLAYS * REPLAY_KERNELS) * 1e6;
   cu_sweep(r, stream);
 }
 
@@ -330,16 +365,25 @@ static double init_in_child(double (*fn)(void)) {
   return ms;
 }
 
-int main(int argc, char **argv) {
-  if (argc < 2) return fprintf(stderr, "usage: %s KERNELS.cubin\n", argv[0]), 2;
-  FILE *f = fopen(argv[1], "rb");
-  if (!f) return perror(argv[1]), 1;
+/* The bytes of file `path`, or NULL (and errno) if it cannot be read. */
+static void *slurp(const char *path, size_t *size) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
   fseek(f, 0, SEEK_END);
-  file_size = (size_t)ftell(f);
+  *size = (size_t)ftell(f);
   fseek(f, 0, SEEK_SET);
-  file_data = malloc(file_size);
-  if (fread(file_data, 1, file_size, f) != file_size) return 1;
+  void *data = malloc(*size ? *size : 1);
+  if (data && fread(data, 1, *size, f) != *size) free(data), data = NULL;
   fclose(f);
+  return data;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return fprintf(stderr, "usage: %s KERNELS.cubin [PLAIN.cubin]\n", argv[0]), 2;
+  if (!(file_data = slurp(argv[1], &file_size))) return perror(argv[1]), 1;
+  const char *plain = argc > 2 ? argv[2] : NVHCQ_BENCH_DIR "/startup_kernels_sm_90.cubin";
+  plain_data = slurp(plain, &plain_size);
+  if (!plain_data && argc > 2) return perror(plain), 1;
   int have_cuda = cuda_load();
   results n = {0}, c = {0};
   n.init_ms = init_in_child(nv_init);
@@ -360,6 +404,9 @@ int main(int argc, char **argv) {
   printf("%-44s %12.2f %12.2f\n", "FMA loop (fp32 TFLOP/s, GPU)", n.fma_tflops, c.fma_tflops);
   printf("%-44s %12.3f %12.3f\n", "replay of 1000 kernels, per kernel (us)", n.replay_us,
          c.replay_us);
+  if (plain_data)
+    printf("%-44s %12.3f %12.3f\n", "  the same, module without constant data", n.plain_replay_us,
+           c.plain_replay_us);
   double nmed = median(n.sweep_us, SWEEP_PLACES), cmed = median(c.sweep_us, SWEEP_PLACES);
   printf("one-atomic chain of 1000, per node, counter at %d places (us):\n", SWEEP_PLACES);
   printf("%-44s %12.3f %12.3f\n", "  fastest place", n.sweep_us[0], c.sweep_us[0]);
