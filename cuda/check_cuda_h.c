@@ -23,6 +23,13 @@ _Static_assert(CU_MODULE_EAGER_LOADING == 1 && CU_FUNCTION_LOADING_STATE_LOADED 
                "loading modes");
 _Static_assert(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION == 4, "cluster dimension attribute");
 _Static_assert(CU_LAUNCH_ATTRIBUTE_COOPERATIVE == 2, "cooperative attribute");
+_Static_assert(CU_LAUNCH_ATTRIBUTE_PRIORITY == 8 && CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN == 10 &&
+                   CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW == 1,
+               "kernel node attributes");
+_Static_assert(CU_USER_OBJECT_NO_DESTRUCTOR_SYNC == 1 && CU_GRAPH_USER_OBJECT_MOVE == 1,
+               "user object flags");
+_Static_assert(CU_STREAM_ADD_CAPTURE_DEPENDENCIES == 0 && CU_STREAM_SET_CAPTURE_DEPENDENCIES == 1,
+               "capture dependency update flags");
 _Static_assert(CU_MEMORYTYPE_HOST == 1 && CU_MEMORYTYPE_DEVICE == 2, "memory types");
 _Static_assert(CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT == 2, "proc address status");
 _Static_assert(CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT == 1 &&

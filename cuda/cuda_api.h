@@ -36,6 +36,7 @@ typedef struct CUevent_st *CUevent;
 typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUgraphExec_st *CUgraphExec;
+typedef struct CUuserObject_st *CUuserObject;
 typedef struct CUarray_st *CUarray;
 typedef struct CUgreenCtx_st *CUgreenCtx;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
@@ -89,6 +90,7 @@ typedef enum CUlaunchAttributeID_enum {
   CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN = 10,
 } CUlaunchAttributeID;
 typedef CUlaunchAttributeID CUstreamAttrID;
+typedef CUlaunchAttributeID CUkernelNodeAttrID;
 typedef enum CUfunc_cache_enum { CU_FUNC_CACHE_PREFER_NONE = 0 } CUfunc_cache;
 typedef enum CUsharedconfig_enum {
   CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE = 0,
@@ -173,6 +175,17 @@ typedef union CUlaunchAttributeValue_union {
   int memSyncDomain;
 } CUlaunchAttributeValue;
 typedef CUlaunchAttributeValue CUstreamAttrValue;
+typedef CUlaunchAttributeValue CUkernelNodeAttrValue;
+/* User objects: the one creation flag CUDA requires, and moving a caller's references to a graph */
+typedef enum CUuserObject_flags_enum { CU_USER_OBJECT_NO_DESTRUCTOR_SYNC = 1 } CUuserObject_flags;
+typedef enum CUuserObjectRetain_flags_enum {
+  CU_GRAPH_USER_OBJECT_MOVE = 1
+} CUuserObjectRetain_flags;
+/* cuStreamUpdateCaptureDependencies: add to the capture's dependency set, or replace it */
+typedef enum CUstreamUpdateCaptureDependencies_flags_enum {
+  CU_STREAM_ADD_CAPTURE_DEPENDENCIES = 0,
+  CU_STREAM_SET_CAPTURE_DEPENDENCIES = 1
+} CUstreamUpdateCaptureDependencies_flags;
 typedef struct CUlaunchAttribute_st {
   CUlaunchAttributeID id;
   char pad[8 - sizeof(CUlaunchAttributeID)];

@@ -357,6 +357,29 @@
     (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
      const CUgraphEdgeData *dependencyData, size_t numDependencies,                                \
      CUgraphNodeParams *nodeParams))                                                               \
+  X(CUresult, cuUserObjectCreate,                                                                  \
+    (CUuserObject * object_out, void *ptr, CUhostFn destroy, unsigned int initialRefcount,         \
+     unsigned int flags))                                                                          \
+  X(CUresult, cuUserObjectRetain, (CUuserObject object, unsigned int count))                       \
+  X(CUresult, cuUserObjectRelease, (CUuserObject object, unsigned int count))                      \
+  X(CUresult, cuGraphRetainUserObject,                                                             \
+    (CUgraph graph, CUuserObject object, unsigned int count, unsigned int flags))                  \
+  X(CUresult, cuGraphReleaseUserObject, (CUgraph graph, CUuserObject object, unsigned int count))  \
+  X(CUresult, cuGraphKernelNodeGetAttribute,                                                       \
+    (CUgraphNode hNode, CUkernelNodeAttrID attr, CUkernelNodeAttrValue * value_out))               \
+  X(CUresult, cuGraphKernelNodeSetAttribute,                                                       \
+    (CUgraphNode hNode, CUkernelNodeAttrID attr, const CUkernelNodeAttrValue *value))              \
+  X(CUresult, cuGraphKernelNodeCopyAttributes, (CUgraphNode dst, CUgraphNode src))                 \
+  X(CUresult, cuGraphNodeSetEnabled,                                                               \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled))                           \
+  X(CUresult, cuGraphNodeGetEnabled,                                                               \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled))                          \
+  X(CUresult, cuStreamBeginCaptureToGraph,                                                         \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,                            \
+     const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode))     \
+  X(CUresult, cuStreamUpdateCaptureDependencies_v2,                                                \
+    (CUstream hStream, CUgraphNode * dependencies, const CUgraphEdgeData *dependencyData,          \
+     size_t numDependencies, unsigned int flags))                                                  \
   X(CUresult, cuGraphKernelNodeGetParams_v2,                                                       \
     (CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS * nodeParams))                                     \
   X(CUresult, cuGraphKernelNodeSetParams_v2,                                                       \
@@ -417,6 +440,8 @@
 /* Implemented too, but exported under names cuda.h does not declare by default (older versions of
  * a call, kept for clients that look them up by name): not part of the cuda.h check. */
 #define NVCU_FUNCTIONS_UNCHECKED(X)                                                                \
+  X(CUresult, cuStreamUpdateCaptureDependencies,                                                   \
+    (CUstream hStream, CUgraphNode * dependencies, size_t numDependencies, unsigned int flags))    \
   X(CUresult, cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev))                \
   X(CUresult, cuStreamGetCaptureInfo,                                                              \
     (CUstream hStream, CUstreamCaptureStatus * captureStatus_out, cuuint64_t * id_out))            \

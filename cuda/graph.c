@@ -27,10 +27,12 @@ CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags) {
   return CUDA_SUCCESS;
 }
 
+/* The graph's user object references go last: a destructor may free what nodes point to. */
 static void graph_free(struct CUgraph_st *g) {
   for (uint32_t i = 0; i < g->node_count; i++) nvcu_node_free(g->nodes[i]);
   free(g->nodes);
   g->magic = 0;
+  nvcu_urefs_release(&g->urefs);
   free(g);
 }
 
@@ -156,6 +158,10 @@ struct CUgraph_st *nvcu_graph_copy(const struct CUgraph_st *g) {
                            .nodes = c->nodes,
                            .next_id = g->next_id,
                            .origin = (struct CUgraph_st *)g};
+  if (nvcu_urefs_copy(&c->urefs, &g->urefs)) { /* a clone holds the same user objects */
+    graph_free(c);
+    return NULL;
+  }
   for (uint32_t i = 0; i < g->node_count; i++) {
     struct CUgraphNode_st *n = node_copy(g->nodes[i]);
     if (!n) {
@@ -277,6 +283,7 @@ static CUresult kernel_set(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *
   nvcu_op op = {0};
   NVCU_LOCK();
   r = nvcu_kernel_op(p, k, &op);
+  if (!r) nvcu_launch_attrs_copy(&op, &hNode->op); /* new parameters, the same attributes */
   if (!r) node_set_op(hNode, &op);
   NVCU_UNLOCK();
   free(op.args);

@@ -1,6 +1,7 @@
 /* Executable graphs: a graph (child graphs inlined) instantiated as steps, each one nvhcq
  * recorded queue or graph whose launch values and arguments are variables, so that updates patch
- * them in place, with the CPU's nodes (host functions, event records) between steps. */
+ * them in place (what variables cannot carry, such as a node disabled, records the steps again),
+ * with the CPU's nodes (host functions, event records) between steps. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,14 @@
 
 static CUresult exec_check(CUgraphExec e) {
   return e && e->magic == NVCU_EXEC_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* An executable graph whose rerecording failed has steps half made: only destroying it is left. */
+static CUresult exec_usable(CUgraphExec x) {
+  if (exec_check(x)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!x->broken) return CUDA_SUCCESS;
+  nvcu_log("executable graph %p: recording it again after a change failed; destroy it", (void *)x);
+  return CUDA_ERROR_INVALID_VALUE;
 }
 
 /* Nodes the GPU runs; the CPU's; and those that do nothing (empty, child graph boundaries, event
@@ -252,6 +261,41 @@ static CUresult var(CUgraphExec x, uint32_t i, const char *what, uint64_t value,
                      "cuGraphInstantiate");
 }
 
+static int has_launch_config(const nvcu_op *op) {
+  return op->cluster.x | op->cluster.y | op->cluster.z | op->cluster_policy | op->launch_flags;
+}
+
+/* A kernel node with a cluster or cooperative attribute, recorded as cuLaunchKernelEx launches
+ * it (nvhcq takes no variables there): its changes are made by recording the steps again. */
+static CUresult add_launch_ex(CUgraphExec x, nvcu_exec_node *en) {
+  nvcu_step *s = &x->steps[en->step];
+  const nvcu_op *op = &en->op;
+  if (!s->q) {
+    nvcu_log("cuGraphInstantiate: kernel node of %s has a cluster or cooperative attribute and "
+             "runs beside memcpy or memset nodes of the same part of the graph",
+             op->func->name);
+    return nvcu_unsupported("cluster or cooperative kernel nodes in graphs with copy nodes");
+  }
+  for (int d = 0; d < 3; d++) en->grid[d] = en->block[d] = NVHCQ_NO_VAR;
+  en->fixed = 1;
+  s->uses[NVCU_COMPUTE] = 1;
+  nvhcq_launch_config c = {.struct_size = sizeof c,
+                           .grid = op->grid,
+                           .block = op->block,
+                           .dynamic_shared = op->shared,
+                           .cluster = op->cluster,
+                           .cluster_policy = op->cluster_policy,
+                           .flags = op->launch_flags};
+  nvhcq_status st = nvhcq_queue_launch_ex(s->q, op->func->k, &c, op->args, op->args_size);
+  if (st == NVHCQ_ERROR_LAUNCH_CHECK && op->launch_flags) {
+    nvcu_log("cuGraphInstantiate: cooperative kernel node of %s: its grid does not fit on the GPU "
+             "at once",
+             op->func->name);
+    return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  }
+  return nvcu_status(st, op->func->name);
+}
+
 /* A kernel node: its dimensions and every 4- or 8-byte parameter are variables. */
 static CUresult add_launch(CUgraphExec x, uint32_t i, const nvhcq_node *deps, uint32_t n,
                            nvhcq_node *out) {
@@ -259,6 +303,7 @@ static CUresult add_launch(CUgraphExec x, uint32_t i, const nvhcq_node *deps, ui
   nvcu_step *s = &x->steps[en->step];
   const nvcu_op *op = &en->op;
   struct CUfunc_st *f = op->func;
+  if (has_launch_config(op)) return add_launch_ex(x, en);
   nvhcq_arg_var args[64];
   nvhcq_launch_vars v = {.args = args};
   CUresult r = CUDA_SUCCESS;
@@ -340,7 +385,7 @@ static CUresult collect_deps(CUgraphExec x, const nvhcq_node *ids, uint32_t i, u
   for (uint32_t k = 0; k < en->dep_count; k++) {
     uint32_t dep = en->deps[k];
     if (x->nodes[dep].step != step) continue;
-    if (!gpu_work(x->nodes[dep].op.kind)) {
+    if (!gpu_work(x->nodes[dep].op.kind) || x->nodes[dep].disabled) {
       CUresult r = collect_deps(x, ids, dep, step, deps, n, cap);
       if (r) return r;
       continue;
@@ -361,7 +406,8 @@ static CUresult collect_deps(CUgraphExec x, const nvhcq_node *ids, uint32_t i, u
 static CUresult step_create(CUgraphExec x, nvcu_device *d, uint32_t step) {
   int kernels = 1, work = 0;
   for (uint32_t i = 0; i < x->node_count; i++) {
-    if (x->nodes[i].step != step || !gpu_work(x->nodes[i].op.kind)) continue;
+    if (x->nodes[i].step != step || !gpu_work(x->nodes[i].op.kind) || x->nodes[i].disabled)
+      continue;
     work = 1;
     if (x->nodes[i].op.kind != CU_GRAPH_NODE_TYPE_KERNEL) kernels = 0;
   }
@@ -384,7 +430,7 @@ static CUresult build(CUgraphExec x, const uint32_t *order) {
   for (uint32_t k = 0; k < x->node_count && !r; k++) {
     uint32_t i = order[k], n = 0;
     nvcu_exec_node *en = &x->nodes[i];
-    if (!gpu_work(en->op.kind)) continue;
+    if (!gpu_work(en->op.kind) || en->disabled) continue; /* a disabled node is an empty one */
     r = collect_deps(x, ids, i, en->step, &deps, &n, &cap);
     if (r) break;
     r = en->op.kind == CU_GRAPH_NODE_TYPE_KERNEL ? add_launch(x, i, deps, n, &ids[i])
@@ -400,21 +446,31 @@ static CUresult build(CUgraphExec x, const uint32_t *order) {
   return r;
 }
 
-CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
-  if (exec_check(hGraphExec)) return CUDA_ERROR_INVALID_HANDLE;
-  NVCU_LOCK();
-  for (uint32_t s = 0; s < hGraphExec->step_count; s++) {
-    nvcu_step *st = &hGraphExec->steps[s];
+/* Every step's replays have completed, then its queue or graph goes. */
+static void steps_destroy(CUgraphExec x) {
+  for (uint32_t s = 0; s < x->step_count; s++) {
+    nvcu_step *st = &x->steps[s];
     if (st->q) nvhcq_queue_cpu_wait_idle(st->q, 0);
+    if (st->g) nvhcq_graph_cpu_wait(st->g, 0);
     nvhcq_queue_destroy(st->q);
     nvhcq_graph_destroy(st->g);
   }
+  free(x->steps);
+  x->steps = NULL;
+  x->step_count = 0;
+}
+
+/* The user object references go once no launch can still run, outside the lock (destructors). */
+CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
+  if (exec_check(hGraphExec)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  steps_destroy(hGraphExec);
   flat_free(hGraphExec->nodes, hGraphExec->node_count);
-  free(hGraphExec->steps);
   free(hGraphExec->top);
   hGraphExec->magic = 0;
-  free(hGraphExec);
   NVCU_UNLOCK();
+  nvcu_urefs_release(&hGraphExec->urefs);
+  free(hGraphExec);
   return CUDA_SUCCESS;
 }
 
@@ -446,6 +502,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
   if (r == CUDA_ERROR_INVALID_VALUE) *result = CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
   x->nodes = f.v, x->node_count = f.n;
   if (!r) r = index_top(x);
+  if (!r) r = nvcu_urefs_copy(&x->urefs, &g->urefs);
   if (!r)
     r = (order = malloc((f.n + 1) * sizeof *order)) ? plan(x, order) : CUDA_ERROR_OUT_OF_MEMORY;
   if (!r) r = build(x, order);
@@ -563,6 +620,7 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   CUresult r = nvcu_stream_get(hStream, &st);
   if (!r) r = nvcu_device_get(hGraphExec->device, &d);
   if (!r && st->capture) r = nvcu_unsupported("cuGraphLaunch in a captured stream");
+  if (!r) r = exec_usable(hGraphExec);
   for (uint32_t i = 0; i < hGraphExec->step_count && !r; i++) {
     nvcu_step *s = &hGraphExec->steps[i];
     r = s->cpu_node == NVCU_NO_STEP ? launch_gpu(d, s, st)
@@ -580,7 +638,8 @@ CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) {
 /* ---- updates ---- */
 
 static CUresult exec_node(CUgraphExec x, CUgraphNode node, nvcu_exec_node **out) {
-  if (exec_check(x)) return CUDA_ERROR_INVALID_HANDLE;
+  CUresult r = exec_usable(x);
+  if (r) return r;
   if (nvcu_node_check(node) || node->graph != x->graph) return CUDA_ERROR_INVALID_VALUE;
   uint32_t lo = 0, hi = x->top_count;
   while (lo < hi) {
@@ -593,6 +652,31 @@ static CUresult exec_node(CUgraphExec x, CUgraphNode node, nvcu_exec_node **out)
   if (lo == x->top_count || (x->top[lo] >> 32) != node->id) return CUDA_ERROR_INVALID_VALUE;
   *out = &x->nodes[(uint32_t)x->top[lo]];
   return CUDA_SUCCESS;
+}
+
+/* The steps made anew from the nodes' current values, once no replay runs: for what variables
+ * cannot carry (nodes enabled or disabled, nodes recorded without variables). */
+static CUresult rerecord(CUgraphExec x) {
+  steps_destroy(x);
+  for (uint32_t i = 0; i < x->node_count; i++) {
+    nvcu_exec_node *en = &x->nodes[i];
+    free(en->param_vars);
+    nvhcq_buffer_destroy(en->pattern);
+    en->param_vars = NULL, en->pattern = NULL, en->pattern_size = 0;
+    en->step = NVCU_NO_STEP, en->fixed = 0;
+  }
+  uint32_t *order = malloc((x->node_count + 1) * sizeof *order);
+  CUresult r = order ? plan(x, order) : CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r) r = build(x, order);
+  free(order);
+  x->stale = 0;
+  x->broken = r != CUDA_SUCCESS;
+  return r;
+}
+
+/* After an update went through: records again if a node's change asked for it. */
+static CUresult settle(CUgraphExec x, CUresult r) {
+  return r || !x->stale ? r : rerecord(x);
 }
 
 /* The node's step has no replay in flight (its values may change). */
@@ -616,6 +700,7 @@ static CUgraphExecUpdateResult kernel_fits(const nvcu_exec_node *en, const nvcu_
   if (op->func != en->op.func) return CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE;
   if (op->shared != en->op.shared || op->args_size != en->op.args_size)
     return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
+  if (en->fixed || en->disabled || has_launch_config(op)) return CU_GRAPH_EXEC_UPDATE_SUCCESS;
   struct CUfunc_st *f = op->func;
   for (uint32_t p = 0; p < f->param_count; p++) {
     nvcu_param pp = f->params[p];
@@ -627,7 +712,19 @@ static CUgraphExecUpdateResult kernel_fits(const nvcu_exec_node *en, const nvcu_
   return CU_GRAPH_EXEC_UPDATE_SUCCESS;
 }
 
+/* Values without variables to take them are kept, and recorded when the node is next recorded. */
+static void kernel_store(CUgraphExec x, nvcu_exec_node *en, const nvcu_op *op) {
+  if (op->args_size) memcpy(en->op.args, op->args, op->args_size);
+  en->op.grid = op->grid, en->op.block = op->block;
+  nvcu_launch_attrs_copy(&en->op, op);
+  if (!en->disabled) x->stale = 1;
+}
+
 static CUresult kernel_apply(CUgraphExec x, nvcu_exec_node *en, const nvcu_op *op) {
+  if (en->fixed || en->disabled || has_launch_config(op)) {
+    kernel_store(x, en, op);
+    return CUDA_SUCCESS;
+  }
   CUresult r = CUDA_SUCCESS;
   const uint32_t *g0 = &en->op.grid.x, *g1 = &op->grid.x, *b0 = &en->op.block.x, *b1 = &op->block.x;
   for (int d = 0; d < 3 && !r; d++) {
@@ -647,6 +744,7 @@ static CUresult kernel_apply(CUgraphExec x, nvcu_exec_node *en, const nvcu_op *o
   if (!r) {
     if (op->args_size) memcpy(en->op.args, op->args, op->args_size);
     en->op.grid = op->grid, en->op.block = op->block;
+    nvcu_launch_attrs_copy(&en->op, op);
   }
   return r;
 }
@@ -677,8 +775,14 @@ static CUresult memset_apply(CUgraphExec x, nvcu_exec_node *en, const nvcu_op *o
   return r;
 }
 
-/* A copy's values change once its step has no replay in flight. */
+/* A copy's values change once its step has no replay in flight; a disabled copy's are kept for
+ * when it is recorded again. */
 static CUresult copy_apply(CUgraphExec x, nvcu_exec_node *en, const nvcu_op *op) {
+  if (en->disabled) {
+    en->op.dst = op->dst, en->op.src = op->src, en->op.size = op->size;
+    en->op.value = op->value, en->op.element_size = op->element_size;
+    return CUDA_SUCCESS;
+  }
   CUresult r = step_idle(x, en);
   if (r) return r;
   if (op->kind == CU_GRAPH_NODE_TYPE_MEMSET) return memset_apply(x, en, op);
@@ -698,8 +802,9 @@ static CUresult set_kernel_params(CUgraphExec x, CUgraphNode node,
   CUresult r = exec_node(x, node, &en);
   if (!r && en->op.kind != CU_GRAPH_NODE_TYPE_KERNEL) r = CUDA_ERROR_INVALID_VALUE;
   if (!r) r = nvcu_kernel_op(p, kern, &op);
+  if (!r) nvcu_launch_attrs_copy(&op, &en->op); /* parameters change, attributes stay */
   if (!r && kernel_fits(en, &op)) r = nvcu_unsupported("this change of a kernel node");
-  if (!r) r = kernel_apply(x, en, &op);
+  if (!r) r = settle(x, kernel_apply(x, en, &op));
   NVCU_UNLOCK();
   free(op.args);
   return r;
@@ -869,12 +974,14 @@ static CUresult fit_all(CUgraphExec x, const flat *f, span at, CUgraphExecUpdate
 
 static CUresult update(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info) {
   flat f = {0};
-  CUresult r = flatten(g, &f, UINT32_MAX, 1, NULL, &(uint32_t){0});
+  CUresult r = exec_usable(x);
+  if (r) return r;
+  r = flatten(g, &f, UINT32_MAX, 1, NULL, &(uint32_t){0});
   if (!r) {
     info->result = f.n == x->node_count ? CU_GRAPH_EXEC_UPDATE_SUCCESS
                                         : CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
     r = info->result ? CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
-                     : fit_all(x, &f, (span){0, UINT32_MAX}, info);
+                     : settle(x, fit_all(x, &f, (span){0, UINT32_MAX}, info));
   } else if (r != CUDA_ERROR_OUT_OF_MEMORY) {
     r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
   }
@@ -897,7 +1004,7 @@ static CUresult update_child(CUgraphExec x, CUgraphNode node, CUgraph child) {
     r = CUDA_ERROR_INVALID_VALUE;
   if (!r) {
     CUgraphExecUpdateResultInfo info = {0};
-    r = fit_all(x, &f, (span){at - f.n, at - f.n - 1}, &info);
+    r = settle(x, fit_all(x, &f, (span){at - f.n, at - f.n - 1}, &info));
     if (r == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE) r = CUDA_ERROR_INVALID_VALUE;
   }
   flat_free(f.v, f.n);
@@ -931,6 +1038,39 @@ CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *
   CUresult r = cuGraphExecUpdate_v2(hGraphExec, hGraph, &info);
   if (hErrorNode_out) *hErrorNode_out = info.errorNode;
   if (updateResult_out) *updateResult_out = info.result;
+  return r;
+}
+
+/* ---- enabling and disabling nodes ---- */
+
+/* A disabled node is recorded as an empty one (what depends on it still waits for its
+ * dependencies); re-enabled, it is recorded with its current values. */
+CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled) {
+  NVCU_LOCK();
+  nvcu_exec_node *en;
+  CUresult r = exec_node(hGraphExec, hNode, &en);
+  if (!r && !gpu_work(en->op.kind)) {
+    nvcu_log("cuGraphNodeSetEnabled: node %p is of type %d; only kernel, memcpy and memset nodes "
+             "can be disabled",
+             (void *)hNode, en->op.kind);
+    r = CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!r && en->disabled != !isEnabled) {
+    en->disabled = !isEnabled;
+    r = rerecord(hGraphExec);
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int *isEnabled) {
+  if (!isEnabled) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  nvcu_exec_node *en;
+  CUresult r = exec_node(hGraphExec, hNode, &en);
+  if (!r && !gpu_work(en->op.kind)) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r) *isEnabled = !en->disabled;
+  NVCU_UNLOCK();
   return r;
 }
 

@@ -91,7 +91,11 @@ struct CUstream_st {
   int priority;
   uint64_t need[2]; /* timeline values its last operation completes with */
   struct CUgraph_st *capture;
-  struct CUgraphNode_st *capture_last;
+  /* What the next captured node depends on: the last one captured, or the set that
+   * cuStreamBeginCaptureToGraph / cuStreamUpdateCaptureDependencies gave */
+  struct CUgraphNode_st **capture_deps;
+  CUgraphEdgeData *capture_edges; /* as many, all default: what cuStreamGetCaptureInfo_v3 gives */
+  uint32_t capture_dep_count, capture_dep_cap;
   unsigned long long id;         /* cuStreamGetId's */
   unsigned long long capture_id; /* of the capture in progress */
   /* Stream attributes: kept and read back; nothing nvhcq does depends on them. */
@@ -125,7 +129,30 @@ typedef struct nvcu_op {
   CUhostFn fn; /* a host node's function and its argument */
   void *user;
   struct CUevent_st *event; /* an event record or wait node's event */
+  /* Launch attributes nvhcq has no use for, kept for cuGraphKernelNodeGetAttribute */
+  int priority, domain;
+  CUlaunchMemSyncDomainMap domain_map;
+  CUaccessPolicyWindow access_policy;
 } nvcu_op;
+
+/* A reference some graph or executable graph holds on a user object, `count` times. */
+typedef struct nvcu_uref {
+  struct CUuserObject_st *obj;
+  unsigned int count;
+} nvcu_uref;
+
+/* References held by a graph: one entry per object. */
+typedef struct nvcu_urefs {
+  nvcu_uref *v;
+  uint32_t n, cap;
+} nvcu_urefs;
+
+struct CUuserObject_st {
+  uint32_t magic;
+  _Atomic unsigned long long refs;
+  void *ptr;
+  CUhostFn destroy;
+};
 
 struct CUgraphNode_st {
   uint32_t magic;
@@ -149,6 +176,7 @@ struct CUgraph_st {
   uint32_t next_id;
   struct CUgraph_st *origin;    /* the graph this one was cloned from, for cuGraphNodeFindInClone */
   struct CUgraphNode_st *owner; /* the child graph node this graph belongs to */
+  nvcu_urefs urefs;             /* user objects the graph owns references to */
 };
 
 /* Per node of an instantiated graph (child graphs inlined): its values, dependencies, the step of
@@ -165,6 +193,8 @@ typedef struct nvcu_exec_node {
   nvhcq_var dst, src, size;
   nvhcq_buffer *pattern; /* a memset's source */
   uint64_t pattern_size;
+  int disabled; /* cuGraphNodeSetEnabled(0): not recorded; its values kept for re-enabling */
+  int fixed;    /* recorded without variables (cluster or cooperative launches) */
 } nvcu_exec_node;
 
 #define NVCU_NESTED  UINT32_MAX
@@ -190,6 +220,9 @@ struct CUgraphExec_st {
   uint32_t top_count;
   nvcu_step *steps;
   uint32_t step_count;
+  nvcu_urefs urefs; /* the graph's user object references, held until destroyed */
+  int stale;        /* a change of a node recorded without variables waits for rerecording */
+  int broken;       /* rerecording failed: launches are refused */
 };
 
 enum {
@@ -201,6 +234,7 @@ enum {
   NVCU_GRAPH_MAGIC = 0x48504147,
   NVCU_NODE_MAGIC = 0x45444f4e,
   NVCU_EXEC_MAGIC = 0x43455845,
+  NVCU_UOBJ_MAGIC = 0x4a424f55,
 };
 
 /* ---- init.c ---- */
@@ -310,5 +344,20 @@ CUresult nvcu_memcpy_op(const CUDA_MEMCPY3D *p, nvcu_op *op);
 CUresult nvcu_memset_op(const CUDA_MEMSET_NODE_PARAMS *p, nvcu_op *op);
 /* Edge data must be absent or CUDA's default (zeroes). */
 CUresult nvcu_edge_data_check(const CUgraphEdgeData *data, size_t n);
+
+/* ---- user_object.c ---- */
+/* Adds `count` references of obj to the list (taking them over; the object is not retained). */
+CUresult nvcu_urefs_add(nvcu_urefs *l, struct CUuserObject_st *obj, unsigned int count);
+/* A copy of the list, every reference in it retained again. */
+CUresult nvcu_urefs_copy(nvcu_urefs *to, const nvcu_urefs *from);
+/* Drops every reference of the list (destructors run here: call it without the lock held). */
+void nvcu_urefs_release(nvcu_urefs *l);
+
+/* ---- graph_attr.c ---- */
+/* One launch attribute into op: cuLaunchKernelEx's and kernel nodes' attributes share it. */
+CUresult nvcu_launch_attr_set(nvcu_op *op, CUlaunchAttributeID id, const CUlaunchAttributeValue *v,
+                              const char *who);
+/* A kernel operation's attributes (not its parameters) copied onto another. */
+void nvcu_launch_attrs_copy(nvcu_op *to, const nvcu_op *from);
 
 #endif

@@ -106,16 +106,10 @@ CUresult nvcu_stream_op(CUstream s, const nvcu_op *op) {
   CUresult r = nvcu_stream_get(s, &st);
   if (!r) r = nvcu_device_get(st->device, &d);
   if (r) return r;
-  if (st->capture) {
-    if (op->cluster.x | op->cluster.y | op->cluster.z)
-      return nvcu_unsupported("capturing a launch with a cluster (graphs have no clusters yet)");
-    if (op->launch_flags)
-      return nvcu_unsupported("capturing a cooperative launch (graph kernel nodes are not "
-                              "cooperative yet)");
+  if (st->capture) { /* a node after the capture's dependencies, then the only one */
     CUgraphNode node;
-    CUgraphNode last = st->capture_last;
-    r = nvcu_graph_append(st->capture, op, last ? &last : NULL, last ? 1 : 0, &node);
-    if (!r) st->capture_last = node;
+    r = nvcu_graph_append(st->capture, op, st->capture_deps, st->capture_dep_count, &node);
+    if (!r) st->capture_deps[0] = node, st->capture_dep_count = 1;
     return r;
   }
   switch (op->kind) {
@@ -166,6 +160,8 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
       hStream->magic != NVCU_STREAM_MAGIC)
     return CUDA_ERROR_INVALID_HANDLE;
   hStream->magic = 0;
+  free(hStream->capture_deps);
+  free(hStream->capture_edges);
   free(hStream);
   return CUDA_SUCCESS;
 }
@@ -445,24 +441,81 @@ CUresult cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAtt
 static unsigned long long last_capture_id;
 /* cuThreadExchangeStreamCaptureMode's: kept per thread (nvhcq's captures do not check it). */
 static __thread CUstreamCaptureMode thread_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-/* Captures add no edge data: every dependency is a full one. */
-static const CUgraphEdgeData full_edge;
 
-CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
-  (void)mode;
+/* Room for n dependencies (at least one: the node a capture adds next replaces them). */
+static CUresult capture_reserve(struct CUstream_st *st, size_t n) {
+  if (n < 1) n = 1;
+  if (n <= st->capture_dep_cap) return CUDA_SUCCESS;
+  struct CUgraphNode_st **deps = realloc(st->capture_deps, n * sizeof *deps);
+  if (!deps) return CUDA_ERROR_OUT_OF_MEMORY;
+  st->capture_deps = deps;
+  CUgraphEdgeData *edges = realloc(st->capture_edges, n * sizeof *edges);
+  if (!edges) return CUDA_ERROR_OUT_OF_MEMORY;
+  memset(edges, 0, n * sizeof *edges);
+  st->capture_edges = edges;
+  st->capture_dep_cap = (uint32_t)n;
+  return CUDA_SUCCESS;
+}
+
+/* Nodes of graph g, each once: what a capture's dependency set may hold. */
+static CUresult capture_nodes_check(CUgraph g, const CUgraphNode *deps, size_t n, const char *who) {
+  if (n && !deps) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < n; i++)
+    if (nvcu_node_check(deps[i]) || deps[i]->graph != g) {
+      nvcu_log("%s: dependency %zu (%p) is not a node of the graph %p being captured to", who, i,
+               (void *)deps[i], (void *)g);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  return CUDA_SUCCESS;
+}
+
+/* Adds deps to the capture's dependency set (those already in it once). */
+static CUresult capture_deps_add(struct CUstream_st *st, const CUgraphNode *deps, size_t n) {
+  CUresult r = capture_reserve(st, st->capture_dep_count + n);
+  for (size_t i = 0; i < n && !r; i++) {
+    uint32_t k = 0;
+    while (k < st->capture_dep_count && st->capture_deps[k] != deps[i]) k++;
+    if (k == st->capture_dep_count) st->capture_deps[st->capture_dep_count++] = deps[i];
+  }
+  return r;
+}
+
+static CUresult begin_capture(CUstream hStream, CUgraph g, const CUgraphNode *deps,
+                              const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode) {
+  if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
   struct CUstream_st *st;
   CUresult r = nvcu_stream_get(hStream, &st);
   if (r) return r;
   if (st == &default_stream) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
   if (st->capture) return CUDA_ERROR_ILLEGAL_STATE;
-  r = cuGraphCreate(&st->capture, 0);
-  st->capture_last = NULL;
+  if (g) r = capture_nodes_check(g, deps, n, "cuStreamBeginCaptureToGraph");
+  if (!r) r = nvcu_edge_data_check(edges, n);
+  if (!r) r = capture_reserve(st, n);
+  if (r) return r;
+  st->capture_dep_count = 0;
+  r = capture_deps_add(st, deps, n);
+  if (!r && !g) r = cuGraphCreate(&g, 0);
+  if (r) return r;
+  st->capture = g;
   st->capture_id = ++last_capture_id;
-  return r;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+  return begin_capture(hStream, NULL, NULL, NULL, 0, mode);
 }
 
 CUresult cuStreamBeginCapture(CUstream hStream) {
   return cuStreamBeginCapture_v2(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
+}
+
+/* Nodes captured go into hGraph after `dependencies`; cuStreamEndCapture gives hGraph back. */
+CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                     const CUgraphNode *dependencies,
+                                     const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                     CUstreamCaptureMode mode) {
+  if (nvcu_graph_check(hGraph)) return CUDA_ERROR_INVALID_VALUE;
+  return begin_capture(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
 }
 
 CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
@@ -472,8 +525,35 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
   if (!st->capture) return CUDA_ERROR_ILLEGAL_STATE;
   if (phGraph) *phGraph = st->capture;
   st->capture = NULL;
-  st->capture_last = NULL;
+  st->capture_dep_count = 0;
   return phGraph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies,
+                                              const CUgraphEdgeData *dependencyData,
+                                              size_t numDependencies, unsigned int flags) {
+  if (flags > CU_STREAM_SET_CAPTURE_DEPENDENCIES) {
+    nvcu_log("cuStreamUpdateCaptureDependencies: flags %u (0: add, 1: set)", flags);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (!r && !st->capture) r = CUDA_ERROR_ILLEGAL_STATE;
+  if (!r)
+    r = capture_nodes_check(st->capture, dependencies, numDependencies,
+                            "cuStreamUpdateCaptureDependencies");
+  if (!r) r = nvcu_edge_data_check(dependencyData, numDependencies);
+  if (!r) r = capture_reserve(st, st->capture_dep_count + numDependencies);
+  if (!r && flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES) st->capture_dep_count = 0;
+  if (!r) r = capture_deps_add(st, dependencies, numDependencies);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
+                                           size_t numDependencies, unsigned int flags) {
+  return cuStreamUpdateCaptureDependencies_v2(hStream, dependencies, NULL, numDependencies, flags);
 }
 
 CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
@@ -488,12 +568,11 @@ CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *capt
   *captureStatus_out =
       st->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
   if (!st->capture) return CUDA_SUCCESS;
-  /* The next node captured depends on the last one (a captured stream is a chain). */
-  size_t n = st->capture_last ? 1 : 0;
+  size_t n = st->capture_dep_count;
   if (id_out) *id_out = st->capture_id;
   if (graph_out) *graph_out = st->capture;
-  if (dependencies_out) *dependencies_out = n ? (const CUgraphNode *)&st->capture_last : NULL;
-  if (edgeData_out) *edgeData_out = n ? &full_edge : NULL;
+  if (dependencies_out) *dependencies_out = n ? (const CUgraphNode *)st->capture_deps : NULL;
+  if (edgeData_out) *edgeData_out = n ? st->capture_edges : NULL;
   if (numDependencies_out) *numDependencies_out = n;
   return CUDA_SUCCESS;
 }
@@ -634,18 +713,20 @@ CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd) 
 
 /* ---- launches ---- */
 
-static CUresult launch(CUfunction f, const nvhcq_launch_config *c, CUstream hStream,
-                       void **kernelParams, void **extra) {
+/* `attrs` (cuLaunchKernelEx's, else NULL) also go onto the operation, so that a captured launch's
+ * node reports them as attributes. */
+static CUresult launch(CUfunction f, const nvhcq_launch_config *c, const CUlaunchConfig *attrs,
+                       CUstream hStream, void **kernelParams, void **extra) {
   CUresult r = nvcu_func_check(f);
   if (r) return r;
   nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_KERNEL,
                 .func = f,
                 .grid = c->grid,
                 .block = c->block,
-                .cluster = c->cluster,
-                .cluster_policy = c->cluster_policy,
-                .launch_flags = c->flags,
                 .shared = c->dynamic_shared};
+  for (unsigned int i = 0; attrs && i < attrs->numAttrs; i++) /* checked by nvcu_launch_config */
+    nvcu_launch_attr_set(&op, attrs->attrs[i].id, &attrs->attrs[i].value, NULL);
+  op.cluster = c->cluster, op.cluster_policy = c->cluster_policy, op.launch_flags = c->flags;
   NVCU_LOCK();
   r = nvcu_pack_args(f, kernelParams, extra, &op.args, &op.args_size);
   if (!r) r = nvcu_stream_op(hStream, &op);
@@ -661,7 +742,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
   nvhcq_launch_config c = {.grid = {gridDimX, gridDimY, gridDimZ},
                            .block = {blockDimX, blockDimY, blockDimZ},
                            .dynamic_shared = sharedMemBytes};
-  return launch(f, &c, hStream, kernelParams, extra);
+  return launch(f, &c, NULL, hStream, kernelParams, extra);
 }
 
 /* CUDA's launch attributes as nvhcq's configuration: clusters and their scheduling policy are
@@ -689,6 +770,14 @@ CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *o
     case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
       *cooperative = a->value.cooperative != 0;
       out->flags = *cooperative ? NVHCQ_LAUNCH_COOPERATIVE : 0;
+      break;
+    case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+    case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+    case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+      nvcu_log("cuLaunchKernelEx: launch attribute %d kept (a captured node reports it), not "
+               "applied",
+               (int)a->id);
       break;
     default:
       nvcu_log("cuLaunchKernelEx: launch attribute %d ignored", (int)a->id);
@@ -735,7 +824,7 @@ CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **ker
   CUresult r = nvcu_launch_config(config, &c, &cooperative);
   if (!r && cooperative) r = check_cooperative(f, &c);
   if (r) return r;
-  return launch(f, &c, config->hStream, kernelParams, extra);
+  return launch(f, &c, config, config->hStream, kernelParams, extra);
 }
 
 CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -750,7 +839,7 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned
                            .flags = NVHCQ_LAUNCH_COOPERATIVE};
   CUresult r = check_cooperative(f, &c);
   if (r) return r;
-  return launch(f, &c, hStream, kernelParams, NULL);
+  return launch(f, &c, NULL, hStream, kernelParams, NULL);
 }
 
 NVCU_ALIAS(cuLaunchKernel_ptsz, cuLaunchKernel)
@@ -772,6 +861,9 @@ NVCU_ALIAS(cuStreamSetAttribute_ptsz, cuStreamSetAttribute)
 NVCU_ALIAS(cuStreamGetCaptureInfo_ptsz, cuStreamGetCaptureInfo)
 NVCU_ALIAS(cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo_v2)
 NVCU_ALIAS(cuStreamGetCaptureInfo_v3_ptsz, cuStreamGetCaptureInfo_v3)
+NVCU_ALIAS(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph)
+NVCU_ALIAS(cuStreamUpdateCaptureDependencies_ptsz, cuStreamUpdateCaptureDependencies)
+NVCU_ALIAS(cuStreamUpdateCaptureDependencies_v2_ptsz, cuStreamUpdateCaptureDependencies_v2)
 NVCU_ALIAS(cuEventRecord_ptsz, cuEventRecord)
 NVCU_ALIAS(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)
 NVCU_ALIAS(cuStreamAddCallback_ptsz, cuStreamAddCallback)

@@ -1,0 +1,524 @@
+/* More of the CUDA graph API of nvhcq's libcuda.so.1: user objects and when their destructors run,
+ * kernel node attributes, nodes of an executable graph disabled and enabled again, and capture into
+ * an existing graph; copies on a GPU or the mock (NVHCQ_MOCK=1), kernels on a GPU. */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_test.h"
+
+#define N 4096
+
+static CUDA_MEMCPY3D copy_1d(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  CUDA_MEMCPY3D c;
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE, c.srcDevice = src;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE, c.dstDevice = dst;
+  c.WidthInBytes = n, c.Height = 1, c.Depth = 1;
+  return c;
+}
+
+static CUDA_MEMSET_NODE_PARAMS memset_32(CUdeviceptr dst, uint32_t value, size_t n) {
+  return (CUDA_MEMSET_NODE_PARAMS){
+      .dst = dst, .value = value, .elementSize = 4, .width = n, .height = 1};
+}
+
+/* Every one of the n words at d is `want`. */
+static int all_are(CUdeviceptr d, uint32_t n, uint32_t want) {
+  uint32_t *h = malloc(4 * n);
+  int same = cuMemcpyDtoH_v2(h, d, 4 * n) == CUDA_SUCCESS;
+  for (uint32_t i = 0; same && i < n; i++) same = h[i] == want;
+  free(h);
+  return same;
+}
+
+static uint32_t first(CUdeviceptr d) {
+  uint32_t v = 0;
+  TEST_CHECK(cuMemcpyDtoH_v2(&v, d, 4) == CUDA_SUCCESS);
+  return v;
+}
+
+/* ---- without a device ---- */
+
+/* The new calls answer cuGetProcAddress as driver 580 does: the version picks the symbol. */
+static void test_proc_address(void) {
+  static const nvcu_proc_case cases[] = {
+      {"cuUserObjectCreate", 11030, 0, "cuUserObjectCreate"},
+      {"cuUserObjectRelease", 11030, 2, "cuUserObjectRelease"},
+      {"cuGraphRetainUserObject", 12000, 0, "cuGraphRetainUserObject"},
+      {"cuGraphReleaseUserObject", 12000, 1, "cuGraphReleaseUserObject"},
+      {"cuGraphKernelNodeGetAttribute", 11000, 0, "cuGraphKernelNodeGetAttribute"},
+      {"cuGraphKernelNodeSetAttribute", 11000, 0, "cuGraphKernelNodeSetAttribute"},
+      {"cuGraphKernelNodeCopyAttributes", 11000, 0, "cuGraphKernelNodeCopyAttributes"},
+      {"cuGraphNodeSetEnabled", 11060, 0, "cuGraphNodeSetEnabled"},
+      {"cuGraphNodeGetEnabled", 11060, 0, "cuGraphNodeGetEnabled"},
+      {"cuStreamBeginCaptureToGraph", 12030, 0, "cuStreamBeginCaptureToGraph"},
+      {"cuStreamBeginCaptureToGraph", 12030, 2, "cuStreamBeginCaptureToGraph_ptsz"},
+      {"cuStreamUpdateCaptureDependencies", 11030, 0, "cuStreamUpdateCaptureDependencies"},
+      {"cuStreamUpdateCaptureDependencies", 11030, 2, "cuStreamUpdateCaptureDependencies_ptsz"},
+      {"cuStreamUpdateCaptureDependencies", 12030, 0, "cuStreamUpdateCaptureDependencies_v2"},
+      {"cuStreamUpdateCaptureDependencies", 12030, 2, "cuStreamUpdateCaptureDependencies_v2_ptsz"},
+  };
+  check_proc_cases(cases, sizeof cases / sizeof cases[0]);
+}
+
+/* ---- user objects ---- */
+
+static int destroyed;
+
+static void count_destroy(void *p) {
+  (void)p;
+  destroyed++;
+}
+
+/* A destructor that needs the library from another thread: it would never return if the thread
+ * releasing the last reference held the library's lock. */
+static CUcontext destroy_ctx;
+static int other_thread_result = -1;
+
+static void *sync_from_thread(void *p) {
+  (void)p;
+  CUresult r = cuCtxSetCurrent(destroy_ctx);
+  if (!r) r = cuCtxSynchronize();
+  other_thread_result = (int)r;
+  return NULL;
+}
+
+static void destroy_calling_cuda(void *p) {
+  pthread_t t;
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  if (pthread_create(&t, NULL, sync_from_thread, p)) return;
+  if (pthread_timedjoin_np(t, NULL, &until)) {
+    other_thread_result = -2; /* deadlocked: the thread is left blocked */
+    return;
+  }
+  destroyed++;
+}
+
+static void test_user_objects(void) {
+  NEED_DEVICE();
+  CUuserObject o;
+  TEST_CHECK(cuUserObjectCreate(&o, NULL, count_destroy, 1, 0) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuUserObjectCreate(&o, NULL, count_destroy, 0, 1) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuUserObjectCreate(&o, NULL, NULL, 1, 1) == CUDA_ERROR_INVALID_VALUE);
+  /* the caller's references alone */
+  destroyed = 0;
+  OK(cuUserObjectCreate(&o, NULL, count_destroy, 2, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  OK(cuUserObjectRetain(o, 3));
+  OK(cuUserObjectRelease(o, 4));
+  TEST_CHECK(destroyed == 0);
+  OK(cuUserObjectRelease(o, 1));
+  TEST_CHECK(destroyed == 1);
+
+  /* a graph's references, its clone's, an executable graph's */
+  CUdeviceptr d;
+  OK(cuMemAlloc_v2(&d, 4 * N));
+  destroyed = 0;
+  OK(cuUserObjectCreate(&o, NULL, count_destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  CUgraph g, clone;
+  OK(cuGraphCreate(&g, 0));
+  OK(cuGraphRetainUserObject(g, o, 2, 0));
+  TEST_CHECK(cuGraphRetainUserObject(g, o, 1, 2) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGraphReleaseUserObject(g, o, 3) == CUDA_ERROR_INVALID_VALUE); /* holds 2 */
+  OK(cuGraphReleaseUserObject(g, o, 1));
+  OK(cuUserObjectRelease(o, 1)); /* now the graph's one reference keeps it */
+  TEST_CHECK(destroyed == 0);
+  CUgraphNode m;
+  CUDA_MEMSET_NODE_PARAMS mp = memset_32(d, 0x5a5a, N);
+  OK(cuGraphAddMemsetNode(&m, g, NULL, 0, &mp, NULL));
+  OK(cuGraphClone(&clone, g));
+  CUgraphExec x;
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  OK(cuGraphDestroy(g));
+  OK(cuGraphDestroy(clone));
+  TEST_CHECK_MSG(destroyed == 0, "destroyed %d times while the executable graph lives", destroyed);
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuGraphExecDestroy(x)); /* after its launches complete */
+  TEST_CHECK_MSG(destroyed == 1, "destroyed %d times, want once", destroyed);
+  TEST_CHECK(all_are(d, N, 0x5a5a));
+
+  /* moved references; the last one goes from cuGraphExecDestroy, whose destructor uses CUDA on
+   * another thread */
+  destroyed = 0;
+  OK(cuCtxGetCurrent(&destroy_ctx));
+  OK(cuUserObjectCreate(&o, NULL, destroy_calling_cuda, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  OK(cuGraphCreate(&g, 0));
+  OK(cuGraphRetainUserObject(g, o, 1, CU_GRAPH_USER_OBJECT_MOVE));
+  OK(cuGraphAddMemsetNode(&m, g, NULL, 0, &mp, NULL));
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  OK(cuGraphDestroy(g));
+  TEST_CHECK(destroyed == 0);
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuGraphExecDestroy(x));
+  TEST_CHECK_MSG(destroyed == 1 && other_thread_result == CUDA_SUCCESS,
+                 "destructor ran %d times, its thread's CUDA call gave %d", destroyed,
+                 other_thread_result);
+  OK(cuMemFree_v2(d));
+}
+
+/* ---- disabled nodes ---- */
+
+/* m1 (b = 1) -> c (a -> c) -> c2 (b -> e) and m2 (f = 9) after c: disabling c leaves c's buffer
+ * alone while what follows still runs in order; changed while disabled, c runs with the change
+ * once enabled again; the same for a memset node. */
+static void test_enable_disable(void) {
+  NEED_DEVICE();
+  CUdeviceptr a, a2, b, c, e, f;
+  CUdeviceptr *bufs[] = {&a, &a2, &b, &c, &e, &f};
+  for (int i = 0; i < 6; i++) OK(cuMemAlloc_v2(bufs[i], 4 * N));
+  OK(cuMemsetD32_v2(a, 0xa, N));
+  OK(cuMemsetD32_v2(a2, 0xa2, N));
+  OK(cuMemsetD32_v2(c, 0, N));
+  CUgraph g;
+  OK(cuGraphCreate(&g, 0));
+  CUgraphNode m1, cn, c2, m2, empty;
+  CUDA_MEMSET_NODE_PARAMS p1 = memset_32(b, 1, N), p2 = memset_32(f, 9, N);
+  CUDA_MEMCPY3D cp = copy_1d(c, a, 4 * N), cp2 = copy_1d(e, b, 4 * N);
+  OK(cuGraphAddMemsetNode(&m1, g, NULL, 0, &p1, NULL));
+  OK(cuGraphAddMemcpyNode(&cn, g, &m1, 1, &cp, NULL));
+  OK(cuGraphAddMemcpyNode(&c2, g, &cn, 1, &cp2, NULL));
+  OK(cuGraphAddMemsetNode(&m2, g, &cn, 1, &p2, NULL));
+  OK(cuGraphAddEmptyNode(&empty, g, &m2, 1));
+  CUgraphExec x;
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  unsigned int on = 7;
+  OK(cuGraphNodeGetEnabled(x, cn, &on));
+  TEST_CHECK(on == 1);
+  TEST_CHECK(cuGraphNodeSetEnabled(x, empty, 0) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGraphNodeGetEnabled(x, empty, &on) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGraphNodeGetEnabled(x, cn, NULL) == CUDA_ERROR_INVALID_VALUE);
+
+  OK(cuGraphNodeSetEnabled(x, cn, 0));
+  OK(cuGraphNodeGetEnabled(x, cn, &on));
+  TEST_CHECK(on == 0);
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuCtxSynchronize());
+  TEST_CHECK_MSG(all_are(c, N, 0), "disabled copy ran: c[0] = 0x%x", first(c));
+  TEST_CHECK_MSG(all_are(e, N, 1) && all_are(f, N, 9), "after a disabled node: e 0x%x, f 0x%x",
+                 first(e), first(f));
+
+  /* changed while disabled, then enabled: the new source */
+  CUDA_MEMCPY3D cp_new = copy_1d(c, a2, 4 * N);
+  OK(cuGraphExecMemcpyNodeSetParams(x, cn, &cp_new, NULL));
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuCtxSynchronize());
+  TEST_CHECK(all_are(c, N, 0));
+  OK(cuGraphNodeSetEnabled(x, cn, 1));
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuCtxSynchronize());
+  TEST_CHECK_MSG(all_are(c, N, 0xa2), "re-enabled copy: c[0] = 0x%x, want 0xa2", first(c));
+
+  /* a memset node: disabled, its value changed, enabled */
+  OK(cuMemsetD32_v2(f, 0, N));
+  OK(cuGraphNodeSetEnabled(x, m2, 0));
+  CUDA_MEMSET_NODE_PARAMS p3 = memset_32(f, 33, N);
+  OK(cuGraphExecMemsetNodeSetParams(x, m2, &p3, NULL));
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuCtxSynchronize());
+  TEST_CHECK_MSG(all_are(f, N, 0), "disabled memset wrote 0x%x", first(f));
+  OK(cuGraphNodeSetEnabled(x, m2, 1));
+  OK(cuGraphNodeSetEnabled(x, m2, 1)); /* already enabled: nothing changes */
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuCtxSynchronize());
+  TEST_CHECK_MSG(all_are(f, N, 33), "re-enabled memset: f[0] = %u, want 33", first(f));
+  /* variables still work after recording again */
+  CUDA_MEMSET_NODE_PARAMS p4 = memset_32(b, 4, N);
+  OK(cuGraphExecMemsetNodeSetParams(x, m1, &p4, NULL));
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuCtxSynchronize());
+  TEST_CHECK_MSG(all_are(e, N, 4), "e[0] = %u after m1's update, want 4", first(e));
+  OK(cuGraphExecDestroy(x));
+  OK(cuGraphDestroy(g));
+  for (int i = 0; i < 6; i++) OK(cuMemFree_v2(*bufs[i]));
+}
+
+/* ---- capture into an existing graph ---- */
+
+static void test_capture_to_graph(void) {
+  NEED_DEVICE();
+  CUdeviceptr b, c, e;
+  OK(cuMemAlloc_v2(&b, 4 * N));
+  OK(cuMemAlloc_v2(&c, 4 * N));
+  OK(cuMemAlloc_v2(&e, 4 * N));
+  OK(cuMemsetD32_v2(c, 0, N));
+  OK(cuMemsetD32_v2(e, 0, N));
+  CUgraph g, other;
+  OK(cuGraphCreate(&g, 0));
+  OK(cuGraphCreate(&other, 0));
+  CUgraphNode m, foreign, m3;
+  CUDA_MEMSET_NODE_PARAMS mp = memset_32(b, 5, N);
+  OK(cuGraphAddMemsetNode(&m, g, NULL, 0, &mp, NULL));
+  OK(cuGraphAddEmptyNode(&foreign, other, NULL, 0));
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  TEST_CHECK(cuStreamBeginCaptureToGraph(s, g, &foreign, NULL, 1, CU_STREAM_CAPTURE_MODE_GLOBAL) ==
+             CUDA_ERROR_INVALID_VALUE);
+  CUgraphEdgeData prog = {.type = 1}; /* programmatic: not supported */
+  TEST_CHECK(cuStreamBeginCaptureToGraph(s, g, &m, &prog, 1, CU_STREAM_CAPTURE_MODE_GLOBAL) ==
+             CUDA_ERROR_NOT_SUPPORTED);
+  TEST_CHECK(cuStreamUpdateCaptureDependencies(s, &m, 1, 0) == CUDA_ERROR_ILLEGAL_STATE);
+  CUgraphEdgeData plain = {0};
+  OK(cuStreamBeginCaptureToGraph(s, g, &m, &plain, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUstreamCaptureStatus cs;
+  CUgraph cg = NULL;
+  const CUgraphNode *deps = NULL;
+  const CUgraphEdgeData *edges = NULL;
+  size_t nd = 0;
+  OK(cuStreamGetCaptureInfo_v3(s, &cs, NULL, &cg, &deps, &edges, &nd));
+  TEST_CHECK(cs == CU_STREAM_CAPTURE_STATUS_ACTIVE && cg == g && nd == 1 && deps[0] == m && edges &&
+             edges[0].type == 0);
+  OK(cuMemcpyDtoDAsync_v2(c, b, 4 * N, s)); /* c = b, after m */
+  /* the next node after m and the copy: m3 (e = 7) added by hand, then a copy e -> b after both */
+  OK(cuStreamGetCaptureInfo_v3(s, &cs, NULL, NULL, &deps, NULL, &nd));
+  TEST_CHECK(nd == 1 && deps[0] != m);
+  CUgraphNode copy1 = deps[0];
+  CUDA_MEMSET_NODE_PARAMS p3 = memset_32(e, 7, N);
+  OK(cuGraphAddMemsetNode(&m3, g, &m, 1, &p3, NULL));
+  TEST_CHECK(cuStreamUpdateCaptureDependencies(s, &foreign, 1, 0) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuStreamUpdateCaptureDependencies(s, &m3, 1, 2) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuStreamUpdateCaptureDependencies_v2(s, &m3, &prog, 1, 0) == CUDA_ERROR_NOT_SUPPORTED);
+  CUgraphNode add[2] = {m3, copy1}; /* copy1 is in the set already: once */
+  OK(cuStreamUpdateCaptureDependencies_v2(s, add, NULL, 2, CU_STREAM_ADD_CAPTURE_DEPENDENCIES));
+  OK(cuStreamGetCaptureInfo_v3(s, &cs, NULL, NULL, &deps, NULL, &nd));
+  TEST_CHECK_MSG(nd == 2 && deps[0] == copy1 && deps[1] == m3, "%zu dependencies", nd);
+  OK(cuMemcpyDtoDAsync_v2(b, e, 4 * N, s)); /* b = e = 7, after the first copy read b */
+  /* SET: the next one depends on m alone */
+  OK(cuStreamUpdateCaptureDependencies(s, &m, 1, CU_STREAM_SET_CAPTURE_DEPENDENCIES));
+  OK(cuStreamGetCaptureInfo_v3(s, &cs, NULL, NULL, &deps, NULL, &nd));
+  TEST_CHECK(nd == 1 && deps[0] == m);
+  OK(cuStreamUpdateCaptureDependencies(s, NULL, 0, CU_STREAM_SET_CAPTURE_DEPENDENCIES));
+  OK(cuStreamGetCaptureInfo_v3(s, &cs, NULL, NULL, &deps, NULL, &nd));
+  TEST_CHECK(nd == 0);
+  CUgraph out = NULL;
+  OK(cuStreamEndCapture(s, &out));
+  TEST_CHECK(out == g);
+  size_t count = 0;
+  OK(cuGraphGetNodes(g, NULL, &count));
+  TEST_CHECK_MSG(count == 4, "%zu nodes, want m, m3 and two copies", count);
+  CUgraphNode nodes[4], cdeps[2];
+  OK(cuGraphGetNodes(g, nodes, &count));
+  size_t n1 = 2;
+  OK(cuGraphNodeGetDependencies(copy1, cdeps, &n1));
+  TEST_CHECK(n1 == 1 && cdeps[0] == m);
+  n1 = 2;
+  OK(cuGraphNodeGetDependencies(nodes[3], cdeps, &n1));
+  TEST_CHECK(n1 == 2 && cdeps[0] == copy1 && cdeps[1] == m3);
+  CUgraphExec x;
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  TEST_CHECK_MSG(all_are(c, N, 5) && all_are(e, N, 7) && all_are(b, N, 7),
+                 "c[0] %u (want 5), e[0] %u (7), b[0] %u (7)", first(c), first(e), first(b));
+  OK(cuGraphExecDestroy(x));
+  OK(cuGraphDestroy(g));
+  OK(cuGraphDestroy(other));
+  OK(cuStreamDestroy_v2(s));
+  OK(cuMemFree_v2(b));
+  OK(cuMemFree_v2(c));
+  OK(cuMemFree_v2(e));
+}
+
+/* ---- kernel nodes ---- */
+
+/* p[i] += v for i < n: parameters at offsets 0 (8 bytes), 8 and 12 (4 bytes each). */
+static const char add_ptx[] =
+    ".version 7.8\n.target sm_80\n.address_size 64\n"
+    ".visible .entry add_value(.param .u64 p, .param .u32 v, .param .u32 n) {\n"
+    "  .reg .b32 %r<7>; .reg .b64 %rd<4>; .reg .pred %q;\n"
+    "  ld.param.u64 %rd1, [p]; ld.param.u32 %r1, [v]; ld.param.u32 %r2, [n];\n"
+    "  mov.u32 %r3, %ctaid.x; mov.u32 %r4, %ntid.x; mov.u32 %r5, %tid.x;\n"
+    "  mad.lo.s32 %r3, %r3, %r4, %r5;\n"
+    "  setp.ge.u32 %q, %r3, %r2; @%q bra DONE;\n"
+    "  cvta.to.global.u64 %rd1, %rd1; mul.wide.u32 %rd2, %r3, 4; add.s64 %rd3, %rd1, %rd2;\n"
+    "  ld.global.u32 %r6, [%rd3]; add.u32 %r6, %r6, %r1; st.global.u32 [%rd3], %r6;\n"
+    "DONE:\n  ret;\n}\n";
+
+static CUfunction load_add(CUmodule *mod) {
+  CUfunction f = NULL;
+  if (cuModuleLoadData(mod, add_ptx) != CUDA_SUCCESS) return NULL;
+  if (cuModuleGetFunction(&f, *mod, "add_value") != CUDA_SUCCESS) return NULL;
+  return f;
+}
+
+static CUDA_KERNEL_NODE_PARAMS add_params(CUfunction f, void **params) {
+  return (CUDA_KERNEL_NODE_PARAMS){.func = f,
+                                   .gridDimX = N / 128,
+                                   .gridDimY = 1,
+                                   .gridDimZ = 1,
+                                   .blockDimX = 128,
+                                   .blockDimY = 1,
+                                   .blockDimZ = 1,
+                                   .kernelParams = params};
+}
+
+/* Attributes set, read back, copied, kept across new parameters, and those of a captured
+ * cuLaunchKernelEx; nothing here launches a kernel. */
+static void test_kernel_attributes(void) {
+  NEED_DEVICE();
+  CUmodule mod;
+  CUfunction f = load_add(&mod);
+  if (!f) TEST_SKIP("the add_value PTX does not load here (nvJitLink needed)");
+  CUdeviceptr d;
+  OK(cuMemAlloc_v2(&d, 4 * N));
+  uint32_t v = 1, n = N;
+  void *params[] = {&d, &v, &n};
+  CUDA_KERNEL_NODE_PARAMS p = add_params(f, params);
+  CUgraph g;
+  OK(cuGraphCreate(&g, 0));
+  CUgraphNode k1, k2, e;
+  OK(cuGraphAddKernelNode_v2(&k1, g, NULL, 0, &p));
+  OK(cuGraphAddKernelNode_v2(&k2, g, NULL, 0, &p));
+  OK(cuGraphAddEmptyNode(&e, g, NULL, 0));
+  CUkernelNodeAttrValue val, got;
+  memset(&got, 0xff, sizeof got);
+  OK(cuGraphKernelNodeGetAttribute(k1, CU_LAUNCH_ATTRIBUTE_PRIORITY, &got));
+  TEST_CHECK(got.priority == 0);
+  memset(&val, 0, sizeof val);
+  val.priority = -1;
+  OK(cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_PRIORITY, &val));
+  memset(&val, 0, sizeof val);
+  val.cooperative = 1;
+  OK(cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &val));
+  memset(&val, 0, sizeof val);
+  val.clusterDim.x = 2, val.clusterDim.y = 1, val.clusterDim.z = 1;
+  OK(cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &val));
+  memset(&val, 0, sizeof val);
+  val.accessPolicyWindow.base_ptr = (void *)(uintptr_t)d;
+  val.accessPolicyWindow.num_bytes = 4096;
+  val.accessPolicyWindow.hitRatio = 0.5f;
+  val.accessPolicyWindow.hitProp = CU_ACCESS_PROPERTY_PERSISTING;
+  OK(cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &val));
+  val.clusterSchedulingPolicyPreference = 7;
+  TEST_CHECK(cuGraphKernelNodeSetAttribute(k1,
+                                           CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+                                           &val) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGraphKernelNodeSetAttribute(k1, CU_LAUNCH_ATTRIBUTE_SYNCHRONIZATION_POLICY, &val) ==
+             CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGraphKernelNodeSetAttribute(k1, (CUkernelNodeAttrID)13, &val) ==
+             CUDA_ERROR_NOT_SUPPORTED);
+  TEST_CHECK(cuGraphKernelNodeSetAttribute(e, CU_LAUNCH_ATTRIBUTE_PRIORITY, &val) ==
+             CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGraphKernelNodeGetAttribute(k1, CU_LAUNCH_ATTRIBUTE_PRIORITY, NULL) ==
+             CUDA_ERROR_INVALID_VALUE);
+  /* new parameters keep the attributes */
+  uint32_t v2 = 2;
+  void *params2[] = {&d, &v2, &n};
+  CUDA_KERNEL_NODE_PARAMS p2 = add_params(f, params2);
+  OK(cuGraphKernelNodeSetParams_v2(k1, &p2));
+  OK(cuGraphKernelNodeCopyAttributes(k2, k1));
+  CUgraphNode both[2] = {k1, k2};
+  for (int i = 0; i < 2; i++) {
+    OK(cuGraphKernelNodeGetAttribute(both[i], CU_LAUNCH_ATTRIBUTE_PRIORITY, &got));
+    TEST_CHECK_MSG(got.priority == -1, "node %d: priority %d", i, got.priority);
+    OK(cuGraphKernelNodeGetAttribute(both[i], CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &got));
+    TEST_CHECK(got.cooperative == 1);
+    OK(cuGraphKernelNodeGetAttribute(both[i], CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &got));
+    TEST_CHECK(got.clusterDim.x == 2 && got.clusterDim.y == 1 && got.clusterDim.z == 1);
+    OK(cuGraphKernelNodeGetAttribute(both[i], CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW, &got));
+    TEST_CHECK(got.accessPolicyWindow.base_ptr == (void *)(uintptr_t)d &&
+               got.accessPolicyWindow.num_bytes == 4096 &&
+               got.accessPolicyWindow.hitProp == CU_ACCESS_PROPERTY_PERSISTING);
+  }
+  /* a captured cuLaunchKernelEx: its node reports the launch's attributes */
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  CUlaunchAttribute attrs[2];
+  memset(attrs, 0, sizeof attrs);
+  attrs[0].id = CU_LAUNCH_ATTRIBUTE_PRIORITY, attrs[0].value.priority = -2;
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, attrs[1].value.memSyncDomain = 1;
+  CUlaunchConfig lc = {.gridDimX = N / 128,
+                       .gridDimY = 1,
+                       .gridDimZ = 1,
+                       .blockDimX = 128,
+                       .blockDimY = 1,
+                       .blockDimZ = 1,
+                       .hStream = s,
+                       .attrs = attrs,
+                       .numAttrs = 2};
+  OK(cuLaunchKernelEx(&lc, f, params, NULL));
+  CUgraph cg;
+  OK(cuStreamEndCapture(s, &cg));
+  CUgraphNode cap;
+  size_t one = 1;
+  OK(cuGraphGetNodes(cg, &cap, &one));
+  OK(cuGraphKernelNodeGetAttribute(cap, CU_LAUNCH_ATTRIBUTE_PRIORITY, &got));
+  TEST_CHECK_MSG(got.priority == -2, "captured priority %d", got.priority);
+  OK(cuGraphKernelNodeGetAttribute(cap, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, &got));
+  TEST_CHECK(got.memSyncDomain == 1);
+  /* the captured cooperative node instantiates, records again when disabled, enabled or given
+   * new parameters (nothing launched: the mock runs no kernels) */
+  memset(&val, 0, sizeof val);
+  val.cooperative = 1;
+  OK(cuGraphKernelNodeSetAttribute(cap, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &val));
+  CUgraphExec x;
+  OK(cuGraphInstantiateWithFlags(&x, cg, 0));
+  OK(cuGraphNodeSetEnabled(x, cap, 0));
+  OK(cuGraphExecKernelNodeSetParams_v2(x, cap, &p2));
+  OK(cuGraphNodeSetEnabled(x, cap, 1));
+  OK(cuGraphExecKernelNodeSetParams_v2(x, cap, &p));
+  unsigned int on = 0;
+  OK(cuGraphNodeGetEnabled(x, cap, &on));
+  TEST_CHECK(on == 1);
+  OK(cuGraphExecDestroy(x));
+  OK(cuGraphDestroy(cg));
+  OK(cuStreamDestroy_v2(s));
+  OK(cuGraphDestroy(g));
+  OK(cuMemFree_v2(d));
+  OK(cuModuleUnload(mod));
+}
+
+/* On a GPU: a cooperative kernel node runs (recorded as cuLaunchKernelEx would launch it), takes
+ * new parameters, and a kernel node disabled and enabled again. */
+static void test_kernel_nodes_run(void) {
+  NEED_KERNELS();
+  CUmodule mod;
+  CUfunction f = load_add(&mod);
+  TEST_CHECK_MSG(f != NULL, "PTX load (nvJitLink needed)");
+  if (!f) return;
+  CUdeviceptr d;
+  OK(cuMemAlloc_v2(&d, 4 * N));
+  OK(cuMemsetD32_v2(d, 0, N));
+  uint32_t v = 1, n = N, v10 = 10, v100 = 100;
+  void *params[] = {&d, &v, &n}, *params10[] = {&d, &v10, &n}, *params100[] = {&d, &v100, &n};
+  CUDA_KERNEL_NODE_PARAMS p = add_params(f, params);
+  CUgraph g;
+  OK(cuGraphCreate(&g, 0));
+  CUgraphNode coop, plain;
+  OK(cuGraphAddKernelNode_v2(&coop, g, NULL, 0, &p));
+  CUkernelNodeAttrValue val;
+  memset(&val, 0, sizeof val);
+  val.cooperative = 1;
+  OK(cuGraphKernelNodeSetAttribute(coop, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &val));
+  CUDA_KERNEL_NODE_PARAMS p10 = add_params(f, params10);
+  OK(cuGraphAddKernelNode_v2(&plain, g, &coop, 1, &p10));
+  CUgraphExec x;
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuCtxSynchronize());
+  TEST_CHECK_MSG(all_are(d, N, 11), "d[0] = %u, want 1 + 10", first(d));
+  OK(cuGraphNodeSetEnabled(x, plain, 0));
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuCtxSynchronize());
+  TEST_CHECK_MSG(all_are(d, N, 12), "d[0] = %u, want 11 + 1 (plain disabled)", first(d));
+  CUDA_KERNEL_NODE_PARAMS p100 = add_params(f, params100);
+  OK(cuGraphExecKernelNodeSetParams_v2(x, plain, &p100)); /* while disabled */
+  OK(cuGraphExecKernelNodeSetParams_v2(x, coop, &p10));   /* recorded again */
+  OK(cuGraphNodeSetEnabled(x, plain, 1));
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuCtxSynchronize());
+  TEST_CHECK_MSG(all_are(d, N, 122), "d[0] = %u, want 12 + 10 + 100", first(d));
+  OK(cuGraphExecDestroy(x));
+  OK(cuGraphDestroy(g));
+  OK(cuMemFree_v2(d));
+  OK(cuModuleUnload(mod));
+}
+
+TEST_MAIN(TEST(test_proc_address), TEST(test_user_objects), TEST(test_enable_disable),
+          TEST(test_capture_to_graph), TEST(test_kernel_attributes), TEST(test_kernel_nodes_run))
