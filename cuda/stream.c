@@ -253,26 +253,30 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
 /* A context's event: every stream's work runs in one order on the device, so an event recorded
  * on the context's legacy stream comes after all of the context's work so far, and all later work
  * already waits for it (cuStreamWaitEvent above). */
-CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
-  if (hCtx) {
-    CUresult r = cuCtxPushCurrent_v2(hCtx);
-    if (r) return r;
-  }
-  CUresult r = cuEventRecord(hEvent, CU_STREAM_LEGACY);
+static CUresult record_legacy(CUevent e) {
+  return cuEventRecord(e, CU_STREAM_LEGACY);
+}
+
+static CUresult wait_legacy(CUevent e) {
+  return cuStreamWaitEvent(CU_STREAM_LEGACY, e, 0);
+}
+
+/* op(e) with ctx current (NULL: the current context), the current one restored after. */
+static CUresult in_context(CUcontext ctx, CUresult (*op)(CUevent), CUevent e) {
+  CUresult r = ctx ? cuCtxPushCurrent_v2(ctx) : CUDA_SUCCESS;
+  if (r) return r;
+  r = op(e);
   CUcontext popped;
-  if (hCtx) (void)cuCtxPopCurrent_v2(&popped);
+  if (ctx) (void)cuCtxPopCurrent_v2(&popped);
   return r;
 }
 
+CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
+  return in_context(hCtx, record_legacy, hEvent);
+}
+
 CUresult cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent) {
-  if (hCtx) {
-    CUresult r = cuCtxPushCurrent_v2(hCtx);
-    if (r) return r;
-  }
-  CUresult r = cuStreamWaitEvent(CU_STREAM_LEGACY, hEvent, 0);
-  CUcontext popped;
-  if (hCtx) (void)cuCtxPopCurrent_v2(&popped);
-  return r;
+  return in_context(hCtx, wait_legacy, hEvent);
 }
 
 CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags) {
