@@ -1,8 +1,8 @@
-/* cuDeviceGetAttribute: every CU_DEVICE_ATTRIBUTE_*, from what nvhcq reports of the GPU (SM count,
- * compute capability, PCI location, memory, L2 size and bus width from the driver, shared-memory
- * and block limits from its architecture table) and, for the rest, constants of each architecture
- * and board from NVIDIA's published specifications (clocks; the tables stand in for the driver's
- * figures where nvhcq has none). */
+/* cuDeviceGetAttribute (and cuDeviceGetTexture1DLinearMaxWidth): every CU_DEVICE_ATTRIBUTE_*, from
+ * what nvhcq reports of the GPU (SM count, compute capability, PCI location, memory, L2 size and
+ * bus width from the driver, shared-memory and block limits from its architecture table) and, for
+ * the rest, constants of each architecture and board from NVIDIA's published specifications
+ * (clocks; the tables stand in for the driver's figures where nvhcq has none). */
 #include <string.h>
 
 #include "internal.h"
@@ -281,5 +281,38 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) 
   if (!r && !device_value(&d->info, attrib, pi) && !texture_limit(attrib, pi))
     common_value(attrib, pi);
   NVCU_UNLOCK();
+  return r;
+}
+
+/* The limit the attributes report, as this library reports texture limits though it makes no
+ * textures: 2^28 elements for a 1D texture on linear memory, CUDA's figure for every architecture
+ * since sm_80 and for every element format and channel count (1, 2 or 4) such a texture takes. */
+CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format,
+                                            unsigned numChannels, CUdevice dev) {
+  if (!maxWidthInElements) return CUDA_ERROR_INVALID_VALUE;
+  switch (format) {
+  case CU_AD_FORMAT_UNSIGNED_INT8:
+  case CU_AD_FORMAT_UNSIGNED_INT16:
+  case CU_AD_FORMAT_UNSIGNED_INT32:
+  case CU_AD_FORMAT_SIGNED_INT8:
+  case CU_AD_FORMAT_SIGNED_INT16:
+  case CU_AD_FORMAT_SIGNED_INT32:
+  case CU_AD_FORMAT_HALF:
+  case CU_AD_FORMAT_FLOAT:
+    break;
+  default:
+    nvcu_log("cuDeviceGetTexture1DLinearMaxWidth: format 0x%x is not one a 1D linear texture takes "
+             "(CU_AD_FORMAT_UNSIGNED_INT8 .. FLOAT)",
+             (unsigned)format);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (numChannels != 1 && numChannels != 2 && numChannels != 4) {
+    nvcu_log("cuDeviceGetTexture1DLinearMaxWidth: %u channels (1, 2 or 4)", numChannels);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  int width = 0;
+  CUresult r =
+      cuDeviceGetAttribute(&width, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH, dev);
+  if (!r) *maxWidthInElements = (size_t)width;
   return r;
 }

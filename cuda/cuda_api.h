@@ -91,7 +91,12 @@ typedef enum CUlaunchAttributeID_enum {
 } CUlaunchAttributeID;
 typedef CUlaunchAttributeID CUstreamAttrID;
 typedef CUlaunchAttributeID CUkernelNodeAttrID;
-typedef enum CUfunc_cache_enum { CU_FUNC_CACHE_PREFER_NONE = 0 } CUfunc_cache;
+typedef enum CUfunc_cache_enum {
+  CU_FUNC_CACHE_PREFER_NONE = 0,
+  CU_FUNC_CACHE_PREFER_SHARED = 1,
+  CU_FUNC_CACHE_PREFER_L1 = 2,
+  CU_FUNC_CACHE_PREFER_EQUAL = 3
+} CUfunc_cache;
 typedef enum CUsharedconfig_enum {
   CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE = 0,
   CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE = 1,
@@ -257,6 +262,7 @@ typedef uint32_t cuuint32_t;
 typedef uint64_t cuuint64_t;
 typedef enum CUmemLocationType_enum {
   CU_MEM_LOCATION_TYPE_INVALID = 0x0,
+  CU_MEM_LOCATION_TYPE_NONE = 0x0,
   CU_MEM_LOCATION_TYPE_DEVICE = 0x1,
   CU_MEM_LOCATION_TYPE_HOST = 0x2,
   CU_MEM_LOCATION_TYPE_HOST_NUMA = 0x3,
@@ -489,6 +495,33 @@ typedef enum CUtensorMapFloatOOBfill_enum {
   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0
 } CUtensorMapFloatOOBfill;
 
+/* Peer links, GPUDirect RDMA flushes and 1D linear texture formats. */
+typedef enum CUdevice_P2PAttribute_enum {
+  CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK = 1,
+  CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED = 2,
+  CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED = 3,
+  CU_DEVICE_P2P_ATTRIBUTE_ACCESS_ACCESS_SUPPORTED = 4, /* the older name of the next */
+  CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED = 4,
+  CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED = 5
+} CUdevice_P2PAttribute;
+typedef enum CUflushGPUDirectRDMAWritesTarget_enum {
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX = 0
+} CUflushGPUDirectRDMAWritesTarget;
+typedef enum CUflushGPUDirectRDMAWritesScope_enum {
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER = 100,
+  CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES = 200
+} CUflushGPUDirectRDMAWritesScope;
+typedef enum CUarray_format_enum {
+  CU_AD_FORMAT_UNSIGNED_INT8 = 0x01,
+  CU_AD_FORMAT_UNSIGNED_INT16 = 0x02,
+  CU_AD_FORMAT_UNSIGNED_INT32 = 0x03,
+  CU_AD_FORMAT_SIGNED_INT8 = 0x08,
+  CU_AD_FORMAT_SIGNED_INT16 = 0x09,
+  CU_AD_FORMAT_SIGNED_INT32 = 0x0a,
+  CU_AD_FORMAT_HALF = 0x10,
+  CU_AD_FORMAT_FLOAT = 0x20
+} CUarray_format;
+
 #define CU_STREAM_LEGACY               ((CUstream)0x1)
 #define CU_STREAM_PER_THREAD           ((CUstream)0x2)
 #define CU_STREAM_NON_BLOCKING         0x1
@@ -502,6 +535,7 @@ typedef enum CUtensorMapFloatOOBfill_enum {
 #define CU_MEMHOSTREGISTER_READ_ONLY   0x08
 #define CU_MEM_ATTACH_GLOBAL           0x1
 #define CU_MEM_ATTACH_HOST             0x2
+#define CU_MEM_ATTACH_SINGLE           0x4
 #define CU_DEVICE_CPU                  ((CUdevice)-1)
 #define CU_DEVICE_INVALID              ((CUdevice)-2)
 #define CU_LAUNCH_PARAM_END            ((void *)0x00)

@@ -352,4 +352,34 @@
   X(CU_JIT_INPUT_NVVM, 5)                                                                          \
   X(CU_JIT_NUM_INPUT_TYPES, 6)
 
+/* The values the peer, RDMA-flush, texture-limit, attach and cache-preference calls take. */
+#define CU_MISC_VALUE_LIST(X)                                                                      \
+  X(CU_DEVICE_P2P_ATTRIBUTE_PERFORMANCE_RANK, 1)                                                   \
+  X(CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 2)                                                   \
+  X(CU_DEVICE_P2P_ATTRIBUTE_NATIVE_ATOMIC_SUPPORTED, 3)                                            \
+  X(CU_DEVICE_P2P_ATTRIBUTE_CUDA_ARRAY_ACCESS_SUPPORTED, 4)                                        \
+  X(CU_DEVICE_P2P_ATTRIBUTE_ONLY_PARTIAL_NATIVE_ATOMIC_SUPPORTED, 5)                               \
+  X(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TARGET_CURRENT_CTX, 0)                                         \
+  X(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_OWNER, 100)                                                 \
+  X(CU_FLUSH_GPU_DIRECT_RDMA_WRITES_TO_ALL_DEVICES, 200)                                           \
+  X(CU_AD_FORMAT_UNSIGNED_INT8, 0x01)                                                              \
+  X(CU_AD_FORMAT_UNSIGNED_INT16, 0x02)                                                             \
+  X(CU_AD_FORMAT_UNSIGNED_INT32, 0x03)                                                             \
+  X(CU_AD_FORMAT_SIGNED_INT8, 0x08)                                                                \
+  X(CU_AD_FORMAT_SIGNED_INT16, 0x09)                                                               \
+  X(CU_AD_FORMAT_SIGNED_INT32, 0x0a)                                                               \
+  X(CU_AD_FORMAT_HALF, 0x10)                                                                       \
+  X(CU_AD_FORMAT_FLOAT, 0x20)                                                                      \
+  X(CU_MEM_ATTACH_GLOBAL, 0x1)                                                                     \
+  X(CU_MEM_ATTACH_HOST, 0x2)                                                                       \
+  X(CU_MEM_ATTACH_SINGLE, 0x4)                                                                     \
+  X(CU_MEM_LOCATION_TYPE_NONE, 0)                                                                  \
+  X(CU_FUNC_CACHE_PREFER_NONE, 0)                                                                  \
+  X(CU_FUNC_CACHE_PREFER_SHARED, 1)                                                                \
+  X(CU_FUNC_CACHE_PREFER_L1, 2)                                                                    \
+  X(CU_FUNC_CACHE_PREFER_EQUAL, 3)                                                                 \
+  X(CU_MEM_ACCESS_FLAGS_PROT_NONE, 0)                                                              \
+  X(CU_MEM_ACCESS_FLAGS_PROT_READ, 1)                                                              \
+  X(CU_MEM_ACCESS_FLAGS_PROT_READWRITE, 3)
+
 #endif

@@ -250,6 +250,38 @@
      cuuint32_t pixelsPerColumn, const cuuint32_t *elementStrides,                                 \
      CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,                                 \
      CUtensorMapL2promotion l2Promotion, CUtensorMapFloatOOBfill oobFill))                         \
+  X(CUresult, cuCtxDisablePeerAccess, (CUcontext peerContext))                                     \
+  X(CUresult, cuDeviceGetP2PAttribute,                                                             \
+    (int *value, CUdevice_P2PAttribute attrib, CUdevice srcDevice, CUdevice dstDevice))            \
+  X(CUresult, cuFlushGPUDirectRDMAWrites,                                                          \
+    (CUflushGPUDirectRDMAWritesTarget target, CUflushGPUDirectRDMAWritesScope scope))              \
+  X(CUresult, cuDeviceGetTexture1DLinearMaxWidth,                                                  \
+    (size_t * maxWidthInElements, CUarray_format format, unsigned numChannels, CUdevice dev))      \
+  X(CUresult, cuKernelSetCacheConfig, (CUkernel kernel, CUfunc_cache config, CUdevice dev))        \
+  X(CUresult, cuOccupancyMaxPotentialClusterSize,                                                  \
+    (int *clusterSize, CUfunction func, const CUlaunchConfig *config))                             \
+  X(CUresult, cuStreamAttachMemAsync,                                                              \
+    (CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags))                       \
+  X(CUresult, cuTensorMapReplaceAddress, (CUtensorMap * tensorMap, void *globalAddress))           \
+  X(CUresult, cuMemPoolGetAccess,                                                                  \
+    (CUmemAccess_flags * flags, CUmemoryPool memPool, CUmemLocation * location))                   \
+  X(CUresult, cuMemPoolSetAccess, (CUmemoryPool pool, const CUmemAccessDesc *map, size_t count))   \
+  X(CUresult, cuMemGetDefaultMemPool,                                                              \
+    (CUmemoryPool * pool_out, CUmemLocation * location, CUmemAllocationType type))                 \
+  X(CUresult, cuMemGetMemPool,                                                                     \
+    (CUmemoryPool * pool, CUmemLocation * location, CUmemAllocationType type))                     \
+  X(CUresult, cuMemSetMemPool,                                                                     \
+    (CUmemLocation * location, CUmemAllocationType type, CUmemoryPool pool))                       \
+  X(CUresult, cuFuncSetBlockShape, (CUfunction hfunc, int x, int y, int z))                        \
+  X(CUresult, cuFuncSetSharedSize, (CUfunction hfunc, unsigned int bytes))                         \
+  X(CUresult, cuParamSetSize, (CUfunction hfunc, unsigned int numbytes))                           \
+  X(CUresult, cuParamSeti, (CUfunction hfunc, int offset, unsigned int value))                     \
+  X(CUresult, cuParamSetf, (CUfunction hfunc, int offset, float value))                            \
+  X(CUresult, cuParamSetv, (CUfunction hfunc, int offset, void *ptr, unsigned int numbytes))       \
+  X(CUresult, cuLaunch, (CUfunction f))                                                            \
+  X(CUresult, cuLaunchGrid, (CUfunction f, int grid_width, int grid_height))                       \
+  X(CUresult, cuLaunchGridAsync,                                                                   \
+    (CUfunction f, int grid_width, int grid_height, CUstream hStream))                             \
   X(CUresult, cuLaunchKernel,                                                                      \
     (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,            \
      unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                       \

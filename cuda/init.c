@@ -217,7 +217,7 @@ static CUresult open_device(int index, nvcu_device *d) {
     memset(d, 0, sizeof *d);
     return r;
   }
-  d->primary = (struct CUctx_st){NVCU_CTX_MAGIC, index, 1, 0, 0};
+  d->primary = (struct CUctx_st){NVCU_CTX_MAGIC, index, 1, 0, 0, 0};
   return CUDA_SUCCESS;
 }
 
@@ -292,22 +292,6 @@ CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev) {
                             d->info.pci_bus, d->info.pci_device, d->info.pci_function));
 }
 
-CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev) {
-  if (!canAccessPeer) return CUDA_ERROR_INVALID_VALUE;
-  CUresult r = nvcu_check_init();
-  if (r) return r;
-  if (dev < 0 || dev >= device_count || peerDev < 0 || peerDev >= device_count)
-    return CUDA_ERROR_INVALID_DEVICE;
-  *canAccessPeer = 0; /* nvhcq maps no memory of one GPU into another's address space */
-  return CUDA_SUCCESS;
-}
-
-CUresult cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
-  (void)peerContext, (void)Flags;
-  nvcu_log("cuCtxEnablePeerAccess: nvhcq has no peer mappings");
-  return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
-}
-
 /* ---- contexts ---- */
 
 static CUresult ctx_check(CUcontext c) {
@@ -336,8 +320,9 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice dev) {
   return cuDevicePrimaryCtxRelease_v2(dev);
 }
 
+/* A reset context keeps no peer access, as in CUDA. */
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev) {
-  WITH_DEVICE(dev, r_ = nvcu_wait_all(d));
+  WITH_DEVICE(dev, r_ = nvcu_wait_all(d); d->primary.peers = 0);
 }
 
 CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active) {
@@ -373,7 +358,7 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
     if (!c) {
       r_ = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
-      *c = (struct CUctx_st){NVCU_CTX_MAGIC, dev, 0, flags, 0};
+      *c = (struct CUctx_st){NVCU_CTX_MAGIC, dev, 0, flags, 0, 0};
       apply_sched_flags(d, flags);
       ctx_push(c);
       *pctx = c;

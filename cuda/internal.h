@@ -20,6 +20,7 @@ struct CUctx_st {
   int primary;
   unsigned int flags;
   unsigned long long id; /* cuCtxGetId's: given on first ask */
+  uint32_t peers;        /* bit d: cuCtxEnablePeerAccess'ed to a context of device d */
 };
 
 /* One GPU: opened on first use. Every stream's work is ordered on it (stronger than CUDA promises
@@ -80,6 +81,12 @@ struct CUfunc_st {
   nvcu_param *params;
   int max_dynamic_shared; /* set through CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
   int carveout;
+  /* The legacy execution API's state (legacy.c): cuFuncSetBlockShape's block, cuFuncSetSharedSize's
+   * bytes and the argument block cuParamSet* write (malloc'd, the kernel's parameter size). */
+  nvhcq_dim3 legacy_block;
+  uint32_t legacy_shared;
+  uint8_t *legacy_args;
+  uint32_t legacy_args_size; /* cuParamSetSize's */
 };
 
 struct nvcu_graph_node;
@@ -273,6 +280,13 @@ CUresult nvcu_run_memset(nvcu_device *d, struct CUstream_st *st, const nvcu_op *
 /* ---- pool.c ---- */
 /* An allocation of `size` bytes from the pool went (its memory may still be in the GPU's use). */
 void nvcu_pool_freed(struct CUmemPoolHandle_st *pool, uint64_t size);
+
+/* ---- peer.c ---- */
+/* Maps device owner's buffers, those made so far and later, into device dev's address space at
+ * their own addresses (nvhcq_device_enable_peer: lasts until either device closes; nvhcq cannot
+ * unmap them earlier), or CUDA_ERROR_PEER_ACCESS_UNSUPPORTED without a P2P path (under the lock).
+ */
+CUresult nvcu_peer_map(int dev, int owner);
 
 /* ---- stream.c ---- */
 /* The CPU waits until the signal reaches `value`: spinning first, as libcuda does. */

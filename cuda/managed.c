@@ -142,6 +142,54 @@ CUresult cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUde
   return advise(devPtr, count, advice, device_location(device));
 }
 
+/* ---- stream association ---- */
+
+/* Checked as CUDA checks it: one CU_MEM_ATTACH_* flag, a whole managed allocation (length 0 or its
+ * size; pageable memory the GPU cannot reach is refused), SINGLE only for a stream of its own. The
+ * association then changes nothing: managed memory is pinned host memory that the CPU and every
+ * stream's kernels use in place, coherent at all times, and all streams' work is ordered on the
+ * device, so the CPU may touch it once the work it waits for is done, whatever the association.
+ * The attach thus has nothing to wait for and nothing to do at its place in the stream's order:
+ * the work before it and after it runs in that order, with the memory visible to both. */
+static CUresult attach(CUstream hStream, CUdeviceptr dptr, size_t length, unsigned int flags) {
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST &&
+      flags != CU_MEM_ATTACH_SINGLE) {
+    nvcu_log("cuStreamAttachMemAsync: flags 0x%x, must be one of CU_MEM_ATTACH_GLOBAL, _HOST, "
+             "_SINGLE",
+             flags);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  struct CUstream_st *st;
+  CUresult r = nvcu_stream_get(hStream, &st);
+  if (r) return r;
+  if (flags == CU_MEM_ATTACH_SINGLE &&
+      (!hStream || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD)) {
+    nvcu_log("cuStreamAttachMemAsync: CU_MEM_ATTACH_SINGLE to a default stream (it is no single "
+             "stream)");
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (st->capture) {
+    nvcu_log("cuStreamAttachMemAsync: the stream is being captured");
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  }
+  nvcu_alloc *a = nvcu_alloc_find(dptr);
+  if (!a || !a->managed || a->base != dptr || (length && length != a->size)) {
+    nvcu_log("cuStreamAttachMemAsync(0x%llx, %zu): not the start and the whole size (or 0) of an "
+             "allocation of cuMemAllocManaged",
+             (unsigned long long)dptr, length);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuStreamAttachMemAsync(CUstream hStream, CUdeviceptr dptr, size_t length,
+                                unsigned int flags) {
+  NVCU_LOCK();
+  CUresult r = attach(hStream, dptr, length, flags);
+  NVCU_UNLOCK();
+  return r;
+}
+
 /* ---- range attributes ---- */
 
 /* The location code every page of the range has in the field, or LOC_NONE if they differ. */
@@ -243,3 +291,4 @@ CUresult cuMemRangeGetAttributes(void **data, size_t *dataSizes, CUmem_range_att
 #define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));
 NVCU_ALIAS(cuMemPrefetchAsync_ptsz, cuMemPrefetchAsync)
 NVCU_ALIAS(cuMemPrefetchAsync_v2_ptsz, cuMemPrefetchAsync_v2)
+NVCU_ALIAS(cuStreamAttachMemAsync_ptsz, cuStreamAttachMemAsync)

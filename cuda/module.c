@@ -340,6 +340,7 @@ CUresult cuModuleUnload(CUmodule hmod) {
   for (uint32_t i = 0; i < hmod->func_count; i++) {
     hmod->funcs[i]->magic = 0;
     free(hmod->funcs[i]->params);
+    free(hmod->funcs[i]->legacy_args);
     free(hmod->funcs[i]->name);
     free(hmod->funcs[i]);
   }
@@ -673,6 +674,20 @@ CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
   return nvcu_func_check(hfunc);
 }
 
+/* A hint as cuFuncSetCacheConfig's, for one device: nvhcq picks every launch's carveout. */
+CUresult cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev) {
+  CUresult r = nvcu_func_check((CUfunction)kernel);
+  if (r) return r;
+  if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL) {
+    nvcu_log("cuKernelSetCacheConfig: %d is not a CU_FUNC_CACHE_PREFER_* value", (int)config);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  int count = 0;
+  r = cuDeviceGetCount(&count);
+  if (!r && (dev < 0 || dev >= count)) r = CUDA_ERROR_INVALID_DEVICE;
+  return r;
+}
+
 CUresult cuKernelGetAttribute(int *pi, CUfunction_attribute attrib, CUkernel kernel, CUdevice dev) {
   (void)dev;
   return cuFuncGetAttribute(pi, attrib, (CUfunction)kernel);
@@ -767,6 +782,48 @@ CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func,
   r = nvcu_status(nvhcq_kernel_query_max_clusters(func->k, &c, &n), "cuOccupancyMaxActiveClusters");
   NVCU_UNLOCK();
   if (!r) *numClusters = (int)n;
+  return r;
+}
+
+/* The most clusters of `blocks` blocks (x only) of the config's block shape and shared memory that
+ * can be resident at once; blocks 0: the kernel's compiled cluster. */
+static CUresult clusters_of(CUfunction func, const nvhcq_launch_config *c, uint32_t blocks,
+                            uint32_t *n) {
+  nvhcq_launch_config one = *c;
+  one.cluster = (nvhcq_dim3){blocks, blocks ? 1 : 0, blocks ? 1 : 0};
+  NVCU_LOCK();
+  nvhcq_status s = nvhcq_kernel_query_max_clusters(func->k, &one, n);
+  NVCU_UNLOCK();
+  return nvcu_status(s, "cuOccupancyMaxPotentialClusterSize");
+}
+
+/* The largest cluster that fits: the compiled one if the kernel has one (0 when even one cannot
+ * be resident), else the largest size up to 8 (16 with NON_PORTABLE_CLUSTER_SIZE_ALLOWED, no
+ * more than __launch_bounds__ allow) of which one cluster can be resident. */
+CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func,
+                                            const CUlaunchConfig *config) {
+  if (!clusterSize || !config) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_func_check(func)) return CUDA_ERROR_INVALID_HANDLE;
+  nvhcq_launch_config c;
+  int cooperative;
+  CUresult r = nvcu_launch_config(config, &c, &cooperative);
+  if (r) return r;
+  const nvhcq_kernel_info *k = &func->info;
+  uint32_t n = 0, fixed = k->cluster.x * k->cluster.y * k->cluster.z;
+  if (fixed) {
+    r = clusters_of(func, &c, 0, &n);
+    if (!r) *clusterSize = n ? (int)fixed : 0;
+    return r;
+  }
+  int64_t non_portable = 0;
+  nvhcq_kernel_get_attribute(func->k, NVHCQ_KERNEL_NON_PORTABLE_CLUSTER, &non_portable);
+  uint32_t size = non_portable ? 16 : 8;
+  if (k->max_cluster_blocks && k->max_cluster_blocks < size) size = k->max_cluster_blocks;
+  for (; size > 0; size--) {
+    r = clusters_of(func, &c, size, &n);
+    if (r || n) break;
+  }
+  if (!r) *clusterSize = (int)size;
   return r;
 }
 

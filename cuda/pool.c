@@ -21,7 +21,8 @@ struct CUmemPoolHandle_st {
   uint64_t release_threshold;
   int reuse[3]; /* the REUSE_* attributes: accepted, nothing is reused */
   uint64_t used, used_high, reserved_high;
-  uint64_t live; /* allocations not freed yet */
+  uint64_t live;                              /* allocations not freed yet */
+  CUmemAccess_flags access[NVCU_MAX_DEVICES]; /* other devices' (cuMemPoolSetAccess); 0: none */
   pending_free *pending;
   size_t pending_count, pending_cap;
 };
@@ -184,6 +185,133 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
   if (!r) r = pool_check(pool);
   if (!r && pool->device != dev) r = CUDA_ERROR_INVALID_VALUE;
   if (!r) current_pools[dev] = pool;
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* ---- pools by location and allocation type (CUDA 13) ---- */
+
+/* The device whose pools a location and allocation type name: pinned device memory is all there
+ * is; host and managed pools are refused as cuMemPoolCreate refuses them. */
+static CUresult location_device(const CUmemLocation *loc, CUmemAllocationType type,
+                                CUresult bad_device, int *dev) {
+  int pinned = type == CU_MEM_ALLOCATION_TYPE_PINNED;
+  int host = loc->type == CU_MEM_LOCATION_TYPE_HOST || loc->type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  if (pinned && loc->type == CU_MEM_LOCATION_TYPE_DEVICE) {
+    if (device_check(loc->id)) {
+      nvcu_log("memory pool location: %d is not a device ordinal", loc->id);
+      return bad_device;
+    }
+    *dev = loc->id;
+    return CUDA_SUCCESS;
+  }
+  if (pinned && host) return nvcu_unsupported("host memory pools");
+  if (type == CU_MEM_ALLOCATION_TYPE_MANAGED &&
+      (host || loc->type == CU_MEM_LOCATION_TYPE_DEVICE || loc->type == CU_MEM_LOCATION_TYPE_NONE))
+    return nvcu_unsupported("managed memory pools");
+  nvcu_log("memory pool location type %d with allocation type %d: not a pool CUDA has",
+           (int)loc->type, (int)type);
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location,
+                                CUmemAllocationType type) {
+  if (!pool_out || !location) return CUDA_ERROR_INVALID_VALUE;
+  int dev = 0;
+  NVCU_LOCK();
+  CUresult r = location_device(location, type, CUDA_ERROR_INVALID_DEVICE, &dev);
+  if (!r) *pool_out = default_pool(dev);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
+  if (!pool || !location) return CUDA_ERROR_INVALID_VALUE;
+  int dev = 0;
+  NVCU_LOCK();
+  CUresult r = location_device(location, type, CUDA_ERROR_INVALID_VALUE, &dev);
+  if (!r) *pool = current_pool(dev);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* For pinned device memory, cuDeviceSetMemPool of the location's device. */
+CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool) {
+  if (!location) return CUDA_ERROR_INVALID_VALUE;
+  int dev = 0;
+  NVCU_LOCK();
+  CUresult r = location_device(location, type, CUDA_ERROR_INVALID_VALUE, &dev);
+  NVCU_UNLOCK();
+  if (r) return r;
+  r = cuDeviceSetMemPool(dev, pool);
+  if (r) nvcu_log("cuMemSetMemPool: not a live pool of device %d", dev);
+  return r;
+}
+
+/* ---- access from other devices ---- */
+
+/* A descriptor cuMemPoolSetAccess can apply: a device's access, read-write for the pool's own
+ * device (it always has it), any flags for another. */
+static CUresult access_check(CUmemoryPool pool, const CUmemAccessDesc *a) {
+  if (a->location.type != CU_MEM_LOCATION_TYPE_DEVICE || device_check(a->location.id)) {
+    nvcu_log("cuMemPoolSetAccess: location type %d, id %d is not a device", (int)a->location.type,
+             a->location.id);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (a->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && a->flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+      a->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+    nvcu_log("cuMemPoolSetAccess: flags %d are not CU_MEM_ACCESS_FLAGS_PROT_*", (int)a->flags);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (a->location.id == pool->device && a->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+    nvcu_log("cuMemPoolSetAccess: device %d owns the pool and keeps read-write access",
+             pool->device);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+/* Another device's access is nvhcq's peer mapping of all of the pool device's memory (more than
+ * the pool's, read-write even where READ is asked); nvhcq cannot unmap it, so PROT_NONE after
+ * access leaves the memory mapped and only records that the program gave access up. */
+static CUresult access_apply(CUmemoryPool pool, const CUmemAccessDesc *a) {
+  int dev = a->location.id;
+  CUresult r = CUDA_SUCCESS;
+  if (dev == pool->device) return r;
+  if (a->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE) r = nvcu_peer_map(dev, pool->device);
+  if (r == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r) pool->access[dev] = a->flags;
+  return r;
+}
+
+CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count) {
+  if (!map && count) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = pool_check(pool);
+  for (size_t i = 0; i < count && !r; i++) r = access_check(pool, &map[i]);
+  for (size_t i = 0; i < count && !r; i++) r = access_apply(pool, &map[i]);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* The host has no access to a device pool's memory in CUDA's terms. */
+CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
+                            CUmemLocation *location) {
+  if (!flags || !location) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = pool_check(memPool);
+  int host = location->type == CU_MEM_LOCATION_TYPE_HOST ||
+             location->type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+  if (!r && host) {
+    *flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  } else if (!r && location->type == CU_MEM_LOCATION_TYPE_DEVICE && !device_check(location->id)) {
+    *flags = location->id == memPool->device ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                             : memPool->access[location->id];
+  } else if (!r) {
+    nvcu_log("cuMemPoolGetAccess: location type %d, id %d is neither a device nor the host",
+             (int)location->type, location->id);
+    r = CUDA_ERROR_INVALID_VALUE;
+  }
   NVCU_UNLOCK();
   return r;
 }

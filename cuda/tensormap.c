@@ -1,5 +1,6 @@
-/* TMA tensor maps (cuTensorMapEncodeTiled / Im2col): nvhcq encodes the descriptor byte for byte
- * as libcuda does; these calls only move the arguments into its structs. */
+/* TMA tensor maps (cuTensorMapEncodeTiled / Im2col, cuTensorMapReplaceAddress): nvhcq encodes
+ * the descriptor byte for byte as libcuda does; these calls only move the arguments into its
+ * structs. */
 #include <string.h>
 
 #include "internal.h"
@@ -68,4 +69,12 @@ CUresult cuTensorMapEncodeIm2col(CUtensorMap *tensorMap, CUtensorMapDataType ten
     t.lower[i] = pixelBoxLowerCorner[i], t.upper[i] = pixelBoxUpperCorner[i];
   return nvcu_status(nvhcq_tensor_map_encode_im2col((nvhcq_tensor_map *)tensorMap, &t),
                      "cuTensorMapEncodeIm2col");
+}
+
+/* The alignment is checked as encoding checks it (16 bytes, 32 for a 32-byte interleaved map). */
+CUresult cuTensorMapReplaceAddress(CUtensorMap *tensorMap, void *globalAddress) {
+  if (!tensorMap) return CUDA_ERROR_INVALID_VALUE;
+  return nvcu_status(nvhcq_tensor_map_replace_address((nvhcq_tensor_map *)tensorMap,
+                                                      (uint64_t)(uintptr_t)globalAddress),
+                     "cuTensorMapReplaceAddress");
 }

@@ -601,6 +601,10 @@ NVHCQ_API nvhcq_status nvhcq_tensor_map_encode_tiled(nvhcq_tensor_map *map,
                                                      const nvhcq_tensor_tiled *desc);
 NVHCQ_API nvhcq_status nvhcq_tensor_map_encode_im2col(nvhcq_tensor_map *map,
                                                       const nvhcq_tensor_im2col *desc);
+/* Points an encoded map (either form) at another tensor of the same shape: `address` must have the
+ * alignment encoding asks (16 bytes, 32 with 32-byte interleave); the rest stays as encoded (CUDA's
+ * cuTensorMapReplaceAddress). *map is left untouched when the address is refused. */
+NVHCQ_API nvhcq_status nvhcq_tensor_map_replace_address(nvhcq_tensor_map *map, uint64_t address);
 
 /* ---- recorded queues and variables ------------------------------------------------------
  *

@@ -226,3 +226,21 @@ nvhcq_status nvhcq_tensor_map_encode_im2col(nvhcq_tensor_map *map, const nvhcq_t
   memcpy(map->bytes, w, sizeof w);
   return NVHCQ_SUCCESS;
 }
+
+nvhcq_status nvhcq_tensor_map_replace_address(nvhcq_tensor_map *map, uint64_t address) {
+  if (!map)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_tensor_map_replace_address: map is NULL");
+  uint32_t w[32];
+  memcpy(w, map->bytes, sizeof w);
+  uint32_t interleave = w[TMA_DW_FORMAT] >> TMA_INTERLEAVE_SHIFT & 3;
+  unsigned align = interleave == NVHCQ_TENSOR_INTERLEAVE_32B ? 32 : 16;
+  if (address % align)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_tensor_map_replace_address: address 0x%llx is not %u-byte aligned "
+                      "(the map's interleave is %u)",
+                      (unsigned long long)address, align, interleave);
+  w[TMA_DW_ADDRESS_LO] = (uint32_t)address, w[TMA_DW_ADDRESS_HI] = (uint32_t)(address >> 32);
+  memcpy(map->bytes, w, 8);
+  return NVHCQ_SUCCESS;
+}

@@ -265,4 +265,32 @@ static void test_im2col_refusals(void) {
   TEST_CHECK(strstr(nvhcq_last_error(), "empty window"));
 }
 
-TEST_MAIN(TEST(test_libcuda_table), TEST(test_refusals_name_the_rule), TEST(test_im2col_refusals))
+/* A replaced address gives the map encoding gives with it (im2col too); a misaligned one is
+ * refused as encoding refuses it, and leaves the map as it was. */
+static void test_replace_address(void) {
+  nvhcq_tensor_im2col d = {.struct_size = sizeof d,
+                           .dtype = NVHCQ_TENSOR_FLOAT16,
+                           .rank = 4,
+                           .address = 0x7f0000000000ull,
+                           .dims = {64, 32, 32, 8},
+                           .strides = {128, 4096, 131072},
+                           .lower = {-1, -1},
+                           .upper = {1, 1},
+                           .channels = 64,
+                           .pixels = 128,
+                           .element_strides = {1, 1, 1, 1}};
+  nvhcq_tensor_map m, want, before;
+  TEST_CHECK(nvhcq_tensor_map_encode_im2col(&m, &d) == NVHCQ_SUCCESS);
+  d.address = 0x123456789a0ull;
+  TEST_CHECK(nvhcq_tensor_map_encode_im2col(&want, &d) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_tensor_map_replace_address(&m, d.address) == NVHCQ_SUCCESS);
+  TEST_CHECK(!memcmp(&m, &want, sizeof m));
+  before = m;
+  TEST_CHECK(nvhcq_tensor_map_replace_address(&m, d.address + 8) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(strstr(nvhcq_last_error(), "16-byte aligned"));
+  TEST_CHECK(!memcmp(&m, &before, sizeof m));
+  TEST_CHECK(nvhcq_tensor_map_replace_address(NULL, 0) == NVHCQ_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_MAIN(TEST(test_libcuda_table), TEST(test_refusals_name_the_rule), TEST(test_im2col_refusals),
+          TEST(test_replace_address))
