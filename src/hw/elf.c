@@ -427,14 +427,17 @@ static void nvhcq_read_dims(const nvhcq_eiattr *a, uint32_t dims[3]) {
 static void nvhcq_read_param(const nvhcq_eiattr *a, nvhcq_cubin_kernel *k) {
   uint32_t where = nvhcq_eiattr_u32(a, 1), flags = nvhcq_eiattr_u32(a, 2);
   k->params[k->param_count++] =
-      (nvhcq_cubin_param){where & 0xffff, where >> 16, flags >> 18, flags & 0xff};
+      a->attr == NVHCQ_EIATTR_KPARAM_INFO_V2
+          ? (nvhcq_cubin_param){where & 0xffff, where >> 16, flags, 0} /* the third word: size */
+          : (nvhcq_cubin_param){where & 0xffff, where >> 16, flags >> 18, flags & 0xff};
 }
 
 static nvhcq_status nvhcq_elf_kernel_attr(const nvhcq_elf_section *s, const nvhcq_eiattr *a,
                                           nvhcq_cubin_kernel *k, bool *have_cbank) {
   bool dims = a->attr == NVHCQ_EIATTR_MAX_THREADS || a->attr == NVHCQ_EIATTR_REQNTID ||
               a->attr == NVHCQ_EIATTR_CTA_PER_CLUSTER;
-  if (a->attr == NVHCQ_EIATTR_PARAM_CBANK || a->attr == NVHCQ_EIATTR_KPARAM_INFO || dims)
+  bool param = a->attr == NVHCQ_EIATTR_KPARAM_INFO || a->attr == NVHCQ_EIATTR_KPARAM_INFO_V2;
+  if (a->attr == NVHCQ_EIATTR_PARAM_CBANK || param || dims)
     NVHCQ_TRY(nvhcq_eiattr_need(s, a, a->attr == NVHCQ_EIATTR_PARAM_CBANK ? 8 : 12));
   switch (a->attr) {
   case NVHCQ_EIATTR_PARAM_CBANK: /* u32 symbol of .nv.constant0.<k>, u16 offset, u16 size */
@@ -443,6 +446,7 @@ static nvhcq_status nvhcq_elf_kernel_attr(const nvhcq_elf_section *s, const nvhc
     *have_cbank = true;
     break;
   case NVHCQ_EIATTR_KPARAM_INFO:
+  case NVHCQ_EIATTR_KPARAM_INFO_V2:
     nvhcq_read_param(a, k);
     break;
   case NVHCQ_EIATTR_MAX_THREADS:

@@ -59,6 +59,11 @@ enum {
   NVHCQ_EIATTR_CTA_PER_CLUSTER = 0x3d,
   NVHCQ_EIATTR_EXPLICIT_CLUSTER = 0x3e,
   NVHCQ_EIATTR_MAX_CLUSTER_RANK = 0x3f,
+  /* Parameters past the old 4 KiB limit (CUDA 12.1 on: up to 32764 bytes): nvcc 13 writes this
+   * record instead of KPARAM_INFO for every parameter of such a kernel: u32 index, u32 ordinal |
+   * offset << 16, u32 size (no alignment bits). Read from nvcc 13's sm_90 cubins of one kernel
+   * taking a 4000-byte struct (KPARAM_INFO) and a 4400-byte one (this, sizes 4400, 8 and 4). */
+  NVHCQ_EIATTR_KPARAM_INFO_V2 = 0x45,
   NVHCQ_EIATTR_NUM_BARRIERS = 0x4c,
   NVHCQ_EICOMPAT_ACCELERATOR_TARGET = 0x09, /* in .nv.compat: 1 for sm_90a, sm_100a, ... */
 };

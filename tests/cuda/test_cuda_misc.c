@@ -370,22 +370,26 @@ static const char fill_ptx[] =
     "  st.global.u32 [%rd3], %r7; st.global.u32 [%rd3+4], %r8;\n"
     "  ret;\n}\n";
 
-/* The kernel's module, with its PTX named for the mock (which runs kernels from PTX), or a
- * skip. */
-static int load_fill(CUmodule *mod, CUfunction *f) {
+/* A module from PTX text, with the PTX also named for the mock (which runs kernels from PTX), or
+ * 0 (the caller skips). */
+static int load_ptx(const char *ptx, const char *name, CUmodule *mod, CUfunction *f) {
   if (on_mock()) {
     static char path[64];
     snprintf(path, sizeof path, "/tmp/nvhcq_test_cuda_misc_%d.ptx", (int)getpid());
     FILE *file = fopen(path, "w");
     if (!file) return 0;
-    fputs(fill_ptx, file);
+    fputs(ptx, file);
     fclose(file);
     setenv("NVHCQ_MOCK_PTX", path, 1);
   }
-  CUresult r = cuModuleLoadData(mod, fill_ptx);
+  CUresult r = cuModuleLoadData(mod, ptx);
   if (r) return 0;
-  OK(cuModuleGetFunction(f, *mod, "legacy_fill"));
+  OK(cuModuleGetFunction(f, *mod, name));
   return 1;
+}
+
+static int load_fill(CUmodule *mod, CUfunction *f) {
+  return load_ptx(fill_ptx, "legacy_fill", mod, f);
 }
 
 static void unload_fill(CUmodule mod) {
@@ -465,6 +469,75 @@ static void test_legacy_launch(void) {
   OK(cuMemFree_v2(out));
   free(host);
   unload_fill(mod);
+}
+
+/* ---- parameters past 4 KiB ---- */
+
+/* out[i] = t[i] * 2 + 1 for i < n, t a 28000-byte parameter (CUDA 12.1 on takes up to 32764
+ * bytes of parameters; nvcc and nvJitLink describe such kernels' parameters with a record of
+ * their own). Parameters at 0 (t), 28000 (out), 28008 (n). */
+enum { BIG_INTS = 7000 };
+static const char big_ptx[] =
+    ".version 8.1\n.target sm_80\n.address_size 64\n"
+    ".visible .entry big_params(.param .align 4 .b8 t[28000], .param .u64 out, .param .u32 n) {\n"
+    "  .reg .pred %p<2>; .reg .b32 %r<8>; .reg .b64 %rd<8>;\n"
+    "  mov.b64 %rd1, t; ld.param.u64 %rd2, [out]; ld.param.u32 %r1, [n];\n"
+    "  cvta.to.global.u64 %rd2, %rd2; mov.u32 %r2, %tid.x; mov.u32 %r3, %ntid.x;\n"
+    "LOOP:\n"
+    "  setp.ge.s32 %p1, %r2, %r1; @%p1 bra DONE;\n"
+    "  mul.wide.s32 %rd3, %r2, 4; add.s64 %rd4, %rd1, %rd3; ld.param.u32 %r4, [%rd4];\n"
+    "  shl.b32 %r5, %r4, 1; or.b32 %r5, %r5, 1; add.s64 %rd5, %rd2, %rd3; st.global.u32 [%rd5], "
+    "%r5;\n"
+    "  add.s32 %r2, %r2, %r3; bra LOOP;\n"
+    "DONE:\n  ret;\n}\n";
+
+static int big_wrong(CUdeviceptr out, const int32_t *t) {
+  static int32_t got[BIG_INTS];
+  OK(cuMemcpyDtoH_v2(got, out, sizeof got));
+  int bad = 0;
+  for (int i = 0; i < BIG_INTS; i++) bad += got[i] != t[i] * 2 + 1;
+  return bad;
+}
+
+static void test_big_params(void) {
+  NEED_DEVICE();
+  CUmodule mod;
+  CUfunction f;
+  if (!load_ptx(big_ptx, "big_params", &mod, &f)) TEST_SKIP("PTX did not load (nvJitLink needed)");
+  const size_t offsets[] = {0, 28000, 28008}, sizes[] = {28000, 8, 4};
+  for (size_t i = 0; i < 3; i++) {
+    size_t off = 0, size = 0;
+    OK(cuFuncGetParamInfo(f, i, &off, &size));
+    TEST_CHECK_MSG(off == offsets[i] && size == sizes[i], "parameter %zu: %zu bytes at %zu", i,
+                   size, off);
+  }
+  TEST_CHECK(cuFuncGetParamInfo(f, 3, &(size_t){0}, &(size_t){0}) == CUDA_ERROR_INVALID_VALUE);
+  static int32_t t[BIG_INTS];
+  for (int i = 0; i < BIG_INTS; i++) t[i] = i * 3 - 5000;
+  CUdeviceptr out;
+  int32_t n = BIG_INTS;
+  OK(cuMemAlloc_v2(&out, sizeof t));
+  /* kernelParams: the table is one parameter of 28000 bytes */
+  OK(cuMemsetD8_v2(out, 0, sizeof t));
+  void *params[] = {t, &out, &n};
+  OK(cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+  int bad = big_wrong(out, t);
+  TEST_CHECK_MSG(bad == 0, "kernelParams: %d of %d wrong", bad, BIG_INTS);
+  /* extra: the whole 28012-byte block (28016 with the tail the ABI pads to 8) */
+  static uint8_t block[28016];
+  memcpy(block, t, sizeof t), memcpy(block + 28000, &out, 8), memcpy(block + 28008, &n, 4);
+  size_t block_size = sizeof block;
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, block, CU_LAUNCH_PARAM_BUFFER_SIZE, &block_size,
+                   CU_LAUNCH_PARAM_END};
+  for (int i = 0; i < BIG_INTS; i++) t[i] = -t[i];
+  memcpy(block, t, sizeof t);
+  OK(cuMemsetD8_v2(out, 0, sizeof t));
+  OK(cuLaunchKernel(f, 1, 1, 1, 256, 1, 1, 0, NULL, NULL, extra));
+  bad = big_wrong(out, t);
+  TEST_CHECK_MSG(bad == 0, "extra: %d of %d wrong", bad, BIG_INTS);
+  OK(cuMemFree_v2(out));
+  OK(cuModuleUnload(mod));
+  if (on_mock()) remove(getenv("NVHCQ_MOCK_PTX"));
 }
 
 /* With peer access, a kernel on device 0 writes device 1's memory at its own address. */
@@ -590,4 +663,4 @@ static void test_cluster_size(void) {
 TEST_MAIN(TEST(test_names), TEST(test_peer_access), TEST(test_pool_locations),
           TEST(test_pool_access), TEST(test_attach_mem), TEST(test_tensor_map_replace),
           TEST(test_flush_and_texture), TEST(test_legacy_launch), TEST(test_peer_kernel),
-          TEST(test_kernel_cache_config), TEST(test_cluster_size))
+          TEST(test_kernel_cache_config), TEST(test_cluster_size), TEST(test_big_params))

@@ -63,6 +63,17 @@ extern "C" __global__ void struct_args(params p, int64_t big, const int *in, dou
   if (i < n) out[i] = in[i] * p.scale + p.offset + (p.flag ? (double)big : 0.0);
 }
 
+// A parameter block past the old 4 KiB limit (up to 32764 bytes from CUDA 12.1 on): nvcc describes
+// these parameters with a record of its own (EIATTR_KPARAM_INFO_V2).
+struct big_table {
+  int v[7000];
+};
+
+extern "C" __global__ void big_params(const big_table t, int *out, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    out[i] = t.v[i] * 2 + 1;
+}
+
 // out[i] = in[i] * 2 + 1: a chain of these reads what the previous launch wrote.
 extern "C" __global__ void step(const int *in, int *out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

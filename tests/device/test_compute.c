@@ -392,6 +392,34 @@ static void t_struct_args(void) {
   nvhcq_buffer_destroy(di), nvhcq_buffer_destroy(dout);
 }
 
+/* A 28000-byte parameter: the kernel's parameters are described by nvcc's newer record, and the
+ * whole 28012-byte block reaches the kernel. */
+static void t_big_params(void) {
+  NEED_GPU();
+  enum { N = 7000 };
+  static struct {
+    int32_t v[N];
+    uint64_t out;
+    int32_t n;
+  } args;
+  nvhcq_kernel_info info = {.struct_size = sizeof info};
+  nvhcq_kernel *k = kernel("big_params");
+  TEST_CHECK(nvhcq_kernel_query_info(k, &info) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(info.param_size == 28012, "param size %u", info.param_size);
+  nvhcq_buffer *dout = alloc(N * 4);
+  for (int i = 0; i < N; i++) args.v[i] = 7 * i - 20000;
+  args.out = nvhcq_buffer_gpu_address(dout), args.n = N;
+  nvhcq_status s =
+      nvhcq_kernel_launch_cpu_wait(k, DIM(4, 1, 1), DIM(128, 1, 1), 0, &args, 28012, NULL);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  static int32_t got[N];
+  nvhcq_buffer_read(got, dout, 0, sizeof got);
+  int bad = 0;
+  for (int i = 0; i < N; i++) bad += got[i] != args.v[i] * 2 + 1;
+  TEST_CHECK_MSG(bad == 0, "%d of %d wrong", bad, N);
+  nvhcq_buffer_destroy(dout);
+}
+
 /* Steps from..to of step(in, out, n), each reading the buffer the one before wrote. */
 static void launch_steps(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_buffer *buf[2], int from, int to,
                          int n) {
@@ -690,6 +718,7 @@ static void t_teardown(void) {
 TEST_MAIN(TEST(t_list_kernels), TEST(t_occupancy_and_carveout), TEST(t_vector_add),
           TEST(t_atomic_100k), TEST(t_dynamic_shared_over_48k), TEST(t_local_16k), TEST(t_3d),
           TEST(t_alternating_shapes), TEST(t_globals), TEST(t_constant_rewrite),
-          TEST(t_struct_args), TEST(t_chain_order), TEST(t_compute_and_copy_together),
-          TEST(t_launch_checks), TEST(t_wrong_arch), TEST(t_call_across_sections),
-          TEST(t_cooperative_grid_sync), TEST(t_devrt_grid_sync), TEST(t_teardown))
+          TEST(t_struct_args), TEST(t_big_params), TEST(t_chain_order),
+          TEST(t_compute_and_copy_together), TEST(t_launch_checks), TEST(t_wrong_arch),
+          TEST(t_call_across_sections), TEST(t_cooperative_grid_sync), TEST(t_devrt_grid_sync),
+          TEST(t_teardown))
