@@ -428,7 +428,7 @@ static void nvhcq_read_param(const nvhcq_eiattr *a, nvhcq_cubin_kernel *k) {
   uint32_t where = nvhcq_eiattr_u32(a, 1), flags = nvhcq_eiattr_u32(a, 2);
   k->params[k->param_count++] =
       a->attr == NVHCQ_EIATTR_KPARAM_INFO_V2
-          ? (nvhcq_cubin_param){where & 0xffff, where >> 16, flags, 0} /* the third word: size */
+          ? (nvhcq_cubin_param){where & 0xffff, where >> 16, flags & 0xffff, 0}
           : (nvhcq_cubin_param){where & 0xffff, where >> 16, flags >> 18, flags & 0xff};
 }
 

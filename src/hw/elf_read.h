@@ -61,8 +61,9 @@ enum {
   NVHCQ_EIATTR_MAX_CLUSTER_RANK = 0x3f,
   /* Parameters past the old 4 KiB limit (CUDA 12.1 on: up to 32764 bytes): nvcc 13 writes this
    * record instead of KPARAM_INFO for every parameter of such a kernel: u32 index, u32 ordinal |
-   * offset << 16, u32 size (no alignment bits). Read from nvcc 13's sm_90 cubins of one kernel
-   * taking a 4000-byte struct (KPARAM_INFO) and a 4400-byte one (this, sizes 4400, 8 and 4). */
+   * offset << 16, u32 size in its low 16 bits (sm_100 sets 0x05 in the top byte for a pointer;
+   * no alignment bits). Read from nvcc 13's cubins of a kernel taking a 4000-byte struct
+   * (KPARAM_INFO), and of ones taking a 4400- and a 28000-byte struct (this record). */
   NVHCQ_EIATTR_KPARAM_INFO_V2 = 0x45,
   NVHCQ_EIATTR_NUM_BARRIERS = 0x4c,
   NVHCQ_EICOMPAT_ACCELERATOR_TARGET = 0x09, /* in .nv.compat: 1 for sm_90a, sm_100a, ... */
