@@ -3,6 +3,8 @@
  * bus width from the driver, shared-memory and block limits from its architecture table) and, for
  * the rest, constants of each architecture and board from NVIDIA's published specifications
  * (clocks; the tables stand in for the driver's figures where nvhcq has none). */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -207,11 +209,25 @@ static int common_value(CUdevice_attribute a, int *v) {
     return 1;
   default:
     /* Everything else is a feature nvhcq's library does not offer (pageable memory access, IPC,
-     * VMM, host memory pools, multi-device cooperative launches, ...): 0, so clients don't use
-     * it. */
+     * shareable VMM handles, host memory pools, multi-device cooperative launches, ...): 0, so
+     * clients don't use it. */
     *v = 0;
     return 0;
   }
+}
+
+/* The host NUMA node the GPU hangs off, as the kernel's PCI device says (-1: none, or no NUMA). */
+static int host_numa_node(const nvhcq_device_info *info) {
+  char path[96];
+  snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.%x/numa_node", info->pci_domain,
+           info->pci_bus, info->pci_device, info->pci_function);
+  FILE *f = fopen(path, "r");
+  int node = -1;
+  if (f) {
+    if (fscanf(f, "%d", &node) != 1) node = -1;
+    fclose(f);
+  }
+  return node;
 }
 
 static int device_value(const nvhcq_device_info *info, CUdevice_attribute a, int *v) {
@@ -250,6 +266,22 @@ static int device_value(const nvhcq_device_info *info, CUdevice_attribute a, int
     return 1;
   case CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH:
     *v = arch->cluster_launch;
+    return 1;
+  /* cuTensorMapEncode* and the TMA instructions reading its maps: Hopper on */
+  case CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED:
+    *v = info->sm_version >= 0x900;
+    return 1;
+  /* cuMemAddressReserve, cuMemCreate, cuMemMap, cuMemSetAccess (vmm.c); clients such as
+   * cuda-python's vector_add_mmap example check this before using them */
+  case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
+    *v = 1;
+    return 1;
+  /* The GPU's memory is no NUMA node of its own (NUMA_CONFIG 0); the host node it is near is. */
+  case CU_DEVICE_ATTRIBUTE_NUMA_ID:
+    *v = -1;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID:
+    *v = host_numa_node(info);
     return 1;
   case CU_DEVICE_ATTRIBUTE_CLOCK_RATE:
     *v = b->clock_khz;

@@ -262,7 +262,7 @@ static CUresult var(CUgraphExec x, uint32_t i, const char *what, uint64_t value,
 }
 
 static int has_launch_config(const nvcu_op *op) {
-  return op->cluster.x | op->cluster.y | op->cluster.z | op->cluster_policy | op->launch_flags;
+  return nvcu_op_launch_config(op, NULL);
 }
 
 /* A kernel node with a cluster or cooperative attribute, recorded as cuLaunchKernelEx launches
@@ -279,13 +279,8 @@ static CUresult add_launch_ex(CUgraphExec x, nvcu_exec_node *en) {
   for (int d = 0; d < 3; d++) en->grid[d] = en->block[d] = NVHCQ_NO_VAR;
   en->fixed = 1;
   s->uses[NVCU_COMPUTE] = 1;
-  nvhcq_launch_config c = {.struct_size = sizeof c,
-                           .grid = op->grid,
-                           .block = op->block,
-                           .dynamic_shared = op->shared,
-                           .cluster = op->cluster,
-                           .cluster_policy = op->cluster_policy,
-                           .flags = op->launch_flags};
+  nvhcq_launch_config c;
+  (void)nvcu_op_launch_config(op, &c);
   nvhcq_status st = nvhcq_queue_launch_ex(s->q, op->func->k, &c, op->args, op->args_size);
   if (st == NVHCQ_ERROR_LAUNCH_CHECK && op->launch_flags) {
     nvcu_log("cuGraphInstantiate: cooperative kernel node of %s: its grid does not fit on the GPU "

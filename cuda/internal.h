@@ -373,5 +373,8 @@ CUresult nvcu_launch_attr_set(nvcu_op *op, CUlaunchAttributeID id, const CUlaunc
                               const char *who);
 /* A kernel operation's attributes (not its parameters) copied onto another. */
 void nvcu_launch_attrs_copy(nvcu_op *to, const nvcu_op *from);
+/* Whether a kernel operation has a cluster, a cluster policy or launch flags, and its launch for
+ * nvhcq_queue_launch_ex in *out (NULL: only the question); without them nvhcq_queue_launch does. */
+int nvcu_op_launch_config(const nvcu_op *op, nvhcq_launch_config *out);
 
 #endif

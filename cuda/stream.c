@@ -80,17 +80,25 @@ CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st) {
   return CUDA_SUCCESS;
 }
 
+int nvcu_op_launch_config(const nvcu_op *op, nvhcq_launch_config *out) {
+  if (!(op->cluster.x | op->cluster.y | op->cluster.z | op->cluster_policy | op->launch_flags))
+    return 0;
+  if (out)
+    *out = (nvhcq_launch_config){.struct_size = sizeof *out,
+                                 .grid = op->grid,
+                                 .block = op->block,
+                                 .dynamic_shared = op->shared,
+                                 .cluster = op->cluster,
+                                 .cluster_policy = op->cluster_policy,
+                                 .flags = op->launch_flags};
+  return 1;
+}
+
 static CUresult run_launch(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op) {
   nvhcq_queue *q = nvcu_engine_begin(d, NVCU_COMPUTE);
   nvhcq_status s;
-  if (op->cluster.x | op->cluster.y | op->cluster.z | op->cluster_policy | op->launch_flags) {
-    nvhcq_launch_config c = {.struct_size = sizeof c,
-                             .grid = op->grid,
-                             .block = op->block,
-                             .dynamic_shared = op->shared,
-                             .cluster = op->cluster,
-                             .cluster_policy = op->cluster_policy,
-                             .flags = op->launch_flags};
+  nvhcq_launch_config c;
+  if (nvcu_op_launch_config(op, &c)) {
     s = nvhcq_queue_launch_ex(q, op->func->k, &c, op->args, op->args_size);
   } else {
     s = nvhcq_queue_launch(q, op->func->k, op->grid, op->block, op->shared, op->args,

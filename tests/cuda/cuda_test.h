@@ -77,4 +77,19 @@ static inline void check_proc_cases(const nvcu_proc_case *cases, size_t n) {
   }
 }
 
+/* The PTX of add_value: p[i] += v for i < n, parameters at offsets 0 (8 bytes), 8 and 12 (4 bytes
+ * each). Several test programs launch it. */
+static inline const char *cuda_test_add_ptx(void) {
+  return ".version 7.8\n.target sm_80\n.address_size 64\n"
+         ".visible .entry add_value(.param .u64 p, .param .u32 v, .param .u32 n) {\n"
+         "  .reg .b32 %r<7>; .reg .b64 %rd<4>; .reg .pred %q;\n"
+         "  ld.param.u64 %rd1, [p]; ld.param.u32 %r1, [v]; ld.param.u32 %r2, [n];\n"
+         "  mov.u32 %r3, %ctaid.x; mov.u32 %r4, %ntid.x; mov.u32 %r5, %tid.x;\n"
+         "  mad.lo.s32 %r3, %r3, %r4, %r5;\n"
+         "  setp.ge.u32 %q, %r3, %r2; @%q bra DONE;\n"
+         "  cvta.to.global.u64 %rd1, %rd1; mul.wide.u32 %rd2, %r3, 4; add.s64 %rd3, %rd1, %rd2;\n"
+         "  ld.global.u32 %r6, [%rd3]; add.u32 %r6, %r6, %r1; st.global.u32 [%rd3], %r6;\n"
+         "DONE:\n  ret;\n}\n";
+}
+
 #endif

@@ -127,6 +127,15 @@ static void test_device(void) {
   TEST_CHECK(v >= 1 << 20);
   OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0));
   TEST_CHECK(v > 500000); /* kHz */
+  /* what the library implements, it says it has (cuMemCreate and the rest; tensor maps) */
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, 0));
+  TEST_CHECK(v == 1);
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED, 0));
+  TEST_CHECK_MSG(v == (major >= 9), "tensor maps %d on sm_%d%d", v, major, minor);
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_NUMA_ID, 0));
+  TEST_CHECK(v == -1);
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, 0));
+  TEST_CHECK(v >= -1);
   for (int a = 1; a < CU_DEVICE_ATTRIBUTE_MAX; a++)
     TEST_CHECK_MSG(cuDeviceGetAttribute(&v, (CUdevice_attribute)a, 0) == CUDA_SUCCESS,
                    "attribute %d", a);
@@ -446,22 +455,9 @@ static void test_graph_capture(void) {
 
 /* ---- kernels (a GPU) ---- */
 
-/* p[i] += v for i < n: parameters at offsets 0 (8 bytes), 8 and 12 (4 bytes each). */
-static const char add_ptx[] =
-    ".version 7.8\n.target sm_80\n.address_size 64\n"
-    ".visible .entry add_value(.param .u64 p, .param .u32 v, .param .u32 n) {\n"
-    "  .reg .b32 %r<7>; .reg .b64 %rd<4>; .reg .pred %q;\n"
-    "  ld.param.u64 %rd1, [p]; ld.param.u32 %r1, [v]; ld.param.u32 %r2, [n];\n"
-    "  mov.u32 %r3, %ctaid.x; mov.u32 %r4, %ntid.x; mov.u32 %r5, %tid.x;\n"
-    "  mad.lo.s32 %r3, %r3, %r4, %r5;\n"
-    "  setp.ge.u32 %q, %r3, %r2; @%q bra DONE;\n"
-    "  cvta.to.global.u64 %rd1, %rd1; mul.wide.u32 %rd2, %r3, 4; add.s64 %rd3, %rd1, %rd2;\n"
-    "  ld.global.u32 %r6, [%rd3]; add.u32 %r6, %r6, %r1; st.global.u32 [%rd3], %r6;\n"
-    "DONE:\n  ret;\n}\n";
-
 static CUfunction load_add(CUmodule *mod) {
   CUfunction f = NULL;
-  CUresult r = cuModuleLoadData(mod, add_ptx);
+  CUresult r = cuModuleLoadData(mod, cuda_test_add_ptx());
   TEST_CHECK_MSG(r == CUDA_SUCCESS, "PTX load: %d (nvJitLink needed)", (int)r);
   if (r == CUDA_SUCCESS) OK(cuModuleGetFunction(&f, *mod, "add_value"));
   return f;
@@ -593,7 +589,7 @@ static void test_kernel_graph(void) {
  * for an architecture no GPU has: the first loads, the second says no binary for the GPU. */
 static void test_fatbin(void) {
   NEED_KERNELS();
-  size_t n = sizeof add_ptx, padded = (n + 7) & ~(size_t)7;
+  size_t n = strlen(cuda_test_add_ptx()) + 1, padded = (n + 7) & ~(size_t)7;
   uint8_t *c = calloc(1, 16 + 64 + padded);
   uint32_t magic = 0xba55ed50u, header = 64, arch = 80, ptx_kind = 1;
   uint64_t total = 64 + padded;
@@ -604,7 +600,7 @@ static void test_fatbin(void) {
   memcpy(e, &ptx_kind, 2), memcpy(e + 4, &header, 4), memcpy(e + 8, &padded, 8);
   uint32_t n32 = (uint32_t)n;
   memcpy(e + 16, &n32, 4), memcpy(e + 28, &arch, 4);
-  memcpy(e + 64, add_ptx, n);
+  memcpy(e + 64, cuda_test_add_ptx(), n);
   struct {
     uint32_t magic, version;
     const void *data;

@@ -613,19 +613,6 @@ static void test_exec_update(void) {
 
 /* ---- kernels (a GPU) ---- */
 
-/* p[i] += v for i < n: parameters at offsets 0 (8 bytes), 8 and 12 (4 bytes each). */
-static const char add_ptx[] =
-    ".version 7.8\n.target sm_80\n.address_size 64\n"
-    ".visible .entry add_value(.param .u64 p, .param .u32 v, .param .u32 n) {\n"
-    "  .reg .b32 %r<7>; .reg .b64 %rd<4>; .reg .pred %q;\n"
-    "  ld.param.u64 %rd1, [p]; ld.param.u32 %r1, [v]; ld.param.u32 %r2, [n];\n"
-    "  mov.u32 %r3, %ctaid.x; mov.u32 %r4, %ntid.x; mov.u32 %r5, %tid.x;\n"
-    "  mad.lo.s32 %r3, %r3, %r4, %r5;\n"
-    "  setp.ge.u32 %q, %r3, %r2; @%q bra DONE;\n"
-    "  cvta.to.global.u64 %rd1, %rd1; mul.wide.u32 %rd2, %r3, 4; add.s64 %rd3, %rd1, %rd2;\n"
-    "  ld.global.u32 %r6, [%rd3]; add.u32 %r6, %r6, %r1; st.global.u32 [%rd3], %r6;\n"
-    "DONE:\n  ret;\n}\n";
-
 static void check_all(CUdeviceptr d, uint32_t n, uint32_t want) {
   uint32_t *h = malloc(n * 4);
   OK(cuMemcpyDtoH_v2(h, d, n * 4));
@@ -641,7 +628,7 @@ static void test_kernel_nodes(void) {
   NEED_KERNELS();
   CUmodule mod;
   CUfunction f = NULL;
-  CUresult r = cuModuleLoadData(&mod, add_ptx);
+  CUresult r = cuModuleLoadData(&mod, cuda_test_add_ptx());
   TEST_CHECK_MSG(r == CUDA_SUCCESS, "PTX load: %d (nvJitLink needed)", (int)r);
   if (r) return;
   OK(cuModuleGetFunction(&f, mod, "add_value"));
@@ -701,7 +688,7 @@ static void test_kernel_nodes(void) {
   /* another kernel: refused, naming the node */
   CUfunction other;
   CUmodule mod2;
-  OK(cuModuleLoadData(&mod2, add_ptx));
+  OK(cuModuleLoadData(&mod2, cuda_test_add_ptx()));
   OK(cuModuleGetFunction(&other, mod2, "add_value"));
   p.func = other;
   OK(cuGraphKernelNodeSetParams_v2(k2c, &p));

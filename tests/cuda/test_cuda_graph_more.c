@@ -326,22 +326,9 @@ static void test_capture_to_graph(void) {
 
 /* ---- kernel nodes ---- */
 
-/* p[i] += v for i < n: parameters at offsets 0 (8 bytes), 8 and 12 (4 bytes each). */
-static const char add_ptx[] =
-    ".version 7.8\n.target sm_80\n.address_size 64\n"
-    ".visible .entry add_value(.param .u64 p, .param .u32 v, .param .u32 n) {\n"
-    "  .reg .b32 %r<7>; .reg .b64 %rd<4>; .reg .pred %q;\n"
-    "  ld.param.u64 %rd1, [p]; ld.param.u32 %r1, [v]; ld.param.u32 %r2, [n];\n"
-    "  mov.u32 %r3, %ctaid.x; mov.u32 %r4, %ntid.x; mov.u32 %r5, %tid.x;\n"
-    "  mad.lo.s32 %r3, %r3, %r4, %r5;\n"
-    "  setp.ge.u32 %q, %r3, %r2; @%q bra DONE;\n"
-    "  cvta.to.global.u64 %rd1, %rd1; mul.wide.u32 %rd2, %r3, 4; add.s64 %rd3, %rd1, %rd2;\n"
-    "  ld.global.u32 %r6, [%rd3]; add.u32 %r6, %r6, %r1; st.global.u32 [%rd3], %r6;\n"
-    "DONE:\n  ret;\n}\n";
-
 static CUfunction load_add(CUmodule *mod) {
   CUfunction f = NULL;
-  if (cuModuleLoadData(mod, add_ptx) != CUDA_SUCCESS) return NULL;
+  if (cuModuleLoadData(mod, cuda_test_add_ptx()) != CUDA_SUCCESS) return NULL;
   if (cuModuleGetFunction(&f, *mod, "add_value") != CUDA_SUCCESS) return NULL;
   return f;
 }
