@@ -141,9 +141,11 @@ static CUresult entry_payload(entry e, const uint8_t **data, size_t *size, uint8
   return CUDA_SUCCESS;
 }
 
-/* A cubin for this GPU from any image cuModuleLoadData takes, in memory we own. */
-static CUresult image_to_cubin(nvcu_device *d, const void *image, const nvcu_jit *jit, void **cubin,
-                               size_t *size) {
+/* The cubin or PTX text in any image cuModuleLoadData takes, copied into memory we own (PTX with
+ * its terminating zero). PTX is left for nvhcq_module_load_any to compile, which caches the cubin
+ * and keeps the text beside the module (the mock GPU runs kernels from it). */
+static CUresult image_code(nvcu_device *d, const void *image, void **code, size_t *size,
+                           int *is_ptx) {
   const uint8_t *p = image;
   unsigned gpu_sm = (d->info.sm_version >> 8) * 10 + ((d->info.sm_version >> 4) & 0xf);
   const uint8_t *data = p;
@@ -168,27 +170,19 @@ static CUresult image_to_cubin(nvcu_device *d, const void *image, const nvcu_jit
   } else {
     n = strlen((const char *)p);
   }
-  if (!memcmp(data,
-              "\x7f"
-              "ELF",
-              4)) {
-    *cubin = malloc(n);
-    if (!*cubin) r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (!r) memcpy(*cubin, data, n), *size = n;
-  } else if (nvhcq_source_detect(data, n) == NVHCQ_SOURCE_PTX) {
-    void *bin;
-    r = nvcu_status(nvhcq_binary_compile(data, n, d->info.arch, jit ? jit->opts : NULL,
-                                         jit ? jit->n : 0, &bin, size),
-                    "compiling PTX");
-    if (!r) {
-      *cubin = malloc(*size);
-      if (*cubin) memcpy(*cubin, bin, *size);
-      r = *cubin ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
-      nvhcq_binary_destroy(bin);
-    }
-  } else {
+  *is_ptx = memcmp(data,
+                   "\x7f"
+                   "ELF",
+                   4) != 0;
+  if (*is_ptx && nvhcq_source_detect(data, n) != NVHCQ_SOURCE_PTX) {
     nvcu_log("the image is neither a cubin, a fatbin nor PTX text");
     r = CUDA_ERROR_INVALID_IMAGE;
+  }
+  if (!r && !(*code = malloc(n + 1))) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r) {
+    memcpy(*code, data, n);
+    ((uint8_t *)*code)[n] = 0;
+    *size = n;
   }
   free(owned);
   return r;
@@ -263,12 +257,17 @@ static CUresult load_jit(CUmodule *module, const void *image, const nvcu_jit *ji
   CUresult r = nvcu_current(&d, &index);
   struct CUmod_st *m = r ? NULL : calloc(1, sizeof *m);
   if (!r && !m) r = CUDA_ERROR_OUT_OF_MEMORY;
-  void *cubin = NULL;
-  size_t cubin_size = 0;
-  if (!r) r = image_to_cubin(d, image, jit, &cubin, &cubin_size);
-  if (!r)
-    r = nvcu_status(nvhcq_module_load(d->dev, cubin, cubin_size, &m->mod), "loading a module");
-  free(cubin);
+  void *code = NULL;
+  size_t size = 0;
+  int is_ptx = 0;
+  if (!r) r = image_code(d, image, &code, &size, &is_ptx);
+  if (!r && is_ptx)
+    r = nvcu_status(nvhcq_module_load_any(d->dev, code, size, jit ? jit->opts : NULL,
+                                          jit ? jit->n : 0, &m->mod),
+                    "compiling PTX");
+  else if (!r)
+    r = nvcu_status(nvhcq_module_load(d->dev, code, size, &m->mod), "loading a module");
+  free(code);
   if (jit) nvcu_jit_report(jit, "", r ? nvhcq_last_error() : "", nvcu_now_ms() - t0);
   if (r) {
     free(m);

@@ -42,11 +42,15 @@ static inline CUresult init_once(void) {
     TEST_CHECK(cuCtxSetCurrent(ctx_) == CUDA_SUCCESS);                                             \
   } while (0)
 
-/* A device that runs kernels: the mock runs none of libcuda's. */
-#define NEED_KERNELS()                                                                             \
+/* A device that runs the test's kernels: they are PTX, which the mock GPU runs too. */
+#define NEED_KERNELS() NEED_DEVICE()
+
+/* A device that runs kernels from a cubin: the mock runs kernels only from PTX. */
+#define NEED_CUBIN_KERNELS()                                                                       \
   do {                                                                                             \
     NEED_DEVICE();                                                                                 \
-    if (on_mock()) TEST_SKIP("needs a GPU (the mock runs no kernels of libcuda's)");               \
+    if (on_mock())                                                                                 \
+      TEST_SKIP("needs a GPU (the mock runs kernels from PTX, this test has a cubin)");            \
   } while (0)
 
 #define OK(x) TEST_CHECK_MSG((x) == CUDA_SUCCESS, "%s", #x)

@@ -440,7 +440,7 @@ static void test_kernel_attributes(void) {
   OK(cuGraphKernelNodeGetAttribute(cap, CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN, &got));
   TEST_CHECK(got.memSyncDomain == 1);
   /* the captured cooperative node instantiates, records again when disabled, enabled or given
-   * new parameters (nothing launched: the mock runs no kernels) */
+   * new parameters (nothing launched here) */
   memset(&val, 0, sizeof val);
   val.cooperative = 1;
   OK(cuGraphKernelNodeSetAttribute(cap, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &val));

@@ -89,7 +89,7 @@ static void launch_print_all(void) {
 
 /* Both blocks' lines, as the C library formats them, reach stdout by cuCtxSynchronize. */
 static void test_printf(void) {
-  NEED_KERNELS();
+  NEED_CUBIN_KERNELS();
   if (!load_module()) return;
   char *out = capture_stdout(launch_print_all);
   OK(launch_result);
@@ -114,7 +114,7 @@ static void test_printf(void) {
 
 /* Last: the context is unusable after it, as with CUDA. */
 static void test_assert(void) {
-  NEED_KERNELS();
+  NEED_CUBIN_KERNELS();
   if (!load_module()) return;
   CUfunction f = NULL;
   OK(cuModuleGetFunction(&f, mod, "assert_one"));
