@@ -548,6 +548,7 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
     if (dev->sync_signal[i]) nvhcq_signal_destroy(dev->sync_signal[i]);
   nvhcq_compute_fini(dev);
   nvhcq_memory_drop(&dev->staging);
+  nvhcq_memory_drop(&dev->staging_small);
   nvhcq_signal_pool_fini(dev);
   nvhcq_context_free_rings(dev);
   nvhcq_fault_fini(dev);

@@ -97,8 +97,9 @@ struct nvhcq_device {
    * of it to sleep through. */
   nvhcq_signal *copy_stamp;
   double copy_rate[3];
-  nvhcq_buffer *staging;   /* pinned staging for copies from and to pageable memory */
-  nvhcq_queue *sync_queue; /* for nvhcq_kernel_launch_cpu_wait */
+  nvhcq_buffer *staging;       /* pinned staging for copies from and to pageable memory */
+  nvhcq_buffer *staging_small; /* the same for small copies, until a large one makes `staging` */
+  nvhcq_queue *sync_queue;     /* for nvhcq_kernel_launch_cpu_wait */
   nvhcq_signal *sync_signal[2];
   nvhcq_module *builtin;     /* built-in kernels, loaded on first use */
   nvhcq_module *modules;     /* every loaded module, for naming the kernel at a faulting PC */

@@ -67,55 +67,69 @@ static nvhcq_status copy_sync(nvhcq_device *dev, uint64_t dst, uint64_t src, uin
   return NVHCQ_SUCCESS;
 }
 
-static nvhcq_status ensure_staging(nvhcq_device *dev) {
-  if (dev->staging) return NVHCQ_SUCCESS;
-  return nvhcq_memory_alloc(dev, STAGING_SLOTS * STAGING_SLOT_BYTES, NVHCQ_MEMORY_HOST, NULL,
-                            &dev->staging);
+/* Pinned staging slots for a copy from or to pageable memory. Making the large area costs tens of
+ * milliseconds (on the H200 the slowest cuMemcpyDtoH of a tinygrad test run, its first, took
+ * 36-46 ms; with the small area a process's first 4-byte read takes 0.6-0.8 ms), so copies that
+ * fit the small area use it until some copy needs the large one. */
+#define SMALL_SLOT_BYTES (256u << 10)
+
+typedef struct staging {
+  nvhcq_buffer *buf;
+  size_t slot;
+} staging;
+
+static nvhcq_status get_staging(nvhcq_device *dev, size_t size, staging *out) {
+  int small = !dev->staging && size <= STAGING_SLOTS * SMALL_SLOT_BYTES;
+  nvhcq_buffer **b = small ? &dev->staging_small : &dev->staging;
+  out->slot = small ? SMALL_SLOT_BYTES : STAGING_SLOT_BYTES;
+  if (!*b)
+    NVHCQ_TRY(nvhcq_memory_alloc(dev, STAGING_SLOTS * out->slot, NVHCQ_MEMORY_HOST, NULL, b));
+  out->buf = *b;
+  return NVHCQ_SUCCESS;
 }
 
-static char *slot_cpu(nvhcq_device *dev, unsigned s) {
-  return (char *)dev->staging->host_pointer + (size_t)s * STAGING_SLOT_BYTES;
+static char *slot_cpu(const staging *st, unsigned s) {
+  return (char *)st->buf->host_pointer + (size_t)s * st->slot;
 }
 
-static uint64_t slot_gpu(nvhcq_device *dev, unsigned s) {
-  return dev->staging->gpu_address + (uint64_t)s * STAGING_SLOT_BYTES;
+static uint64_t slot_gpu(const staging *st, unsigned s) {
+  return st->buf->gpu_address + (uint64_t)s * st->slot;
 }
 
 static nvhcq_status upload_staged(nvhcq_device *dev, uint64_t dst, const char *src, size_t size) {
-  NVHCQ_TRY(ensure_staging(dev));
+  staging st;
+  NVHCQ_TRY(get_staging(dev, size, &st));
   uint64_t done_value[STAGING_SLOTS] = {0}, last = 0;
-  for (size_t off = 0, i = 0; off < size; off += STAGING_SLOT_BYTES, i++) {
+  for (size_t off = 0, i = 0; off < size; off += st.slot, i++) {
     unsigned s = i % STAGING_SLOTS;
-    size_t n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
+    size_t n = size - off < st.slot ? size - off : st.slot;
     if (done_value[s]) NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 1, done_value[s]));
-    nvhcq_parallel_memcpy(slot_cpu(dev, s), src + off, n);
-    NVHCQ_TRY(submit_copy(dev, dst + off, slot_gpu(dev, s), n, 0, &last));
+    nvhcq_parallel_memcpy(slot_cpu(&st, s), src + off, n);
+    NVHCQ_TRY(submit_copy(dev, dst + off, slot_gpu(&st, s), n, 0, &last));
     done_value[s] = last;
   }
   return nvhcq_device_wait_timeline(dev, 1, last);
 }
 
 static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, size_t size) {
-  NVHCQ_TRY(ensure_staging(dev));
-  size_t chunks = (size + STAGING_SLOT_BYTES - 1) / STAGING_SLOT_BYTES;
+  staging st;
+  NVHCQ_TRY(get_staging(dev, size, &st));
+  size_t chunks = (size + st.slot - 1) / st.slot;
   uint64_t value[STAGING_SLOTS];
   /* Keep every slot busy: chunk i+SLOTS is queued as soon as chunk i has been read out. */
   for (size_t i = 0; i < chunks && i < STAGING_SLOTS; i++) {
-    size_t off = i * STAGING_SLOT_BYTES,
-           n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
-    NVHCQ_TRY(submit_copy(dev, slot_gpu(dev, (unsigned)i), src + off, n, 0, &value[i]));
+    size_t off = i * st.slot, n = size - off < st.slot ? size - off : st.slot;
+    NVHCQ_TRY(submit_copy(dev, slot_gpu(&st, (unsigned)i), src + off, n, 0, &value[i]));
   }
   for (size_t i = 0; i < chunks; i++) {
     unsigned s = i % STAGING_SLOTS;
-    size_t off = i * STAGING_SLOT_BYTES,
-           n = size - off < STAGING_SLOT_BYTES ? size - off : STAGING_SLOT_BYTES;
+    size_t off = i * st.slot, n = size - off < st.slot ? size - off : st.slot;
     NVHCQ_TRY(nvhcq_device_wait_timeline(dev, 1, value[s]));
-    nvhcq_parallel_memcpy(dst + off, slot_cpu(dev, s), n);
+    nvhcq_parallel_memcpy(dst + off, slot_cpu(&st, s), n);
     size_t next = i + STAGING_SLOTS;
     if (next < chunks) {
-      size_t noff = next * STAGING_SLOT_BYTES;
-      size_t nn = size - noff < STAGING_SLOT_BYTES ? size - noff : STAGING_SLOT_BYTES;
-      NVHCQ_TRY(submit_copy(dev, slot_gpu(dev, s), src + noff, nn, 0, &value[s]));
+      size_t noff = next * st.slot, nn = size - noff < st.slot ? size - noff : st.slot;
+      NVHCQ_TRY(submit_copy(dev, slot_gpu(&st, s), src + noff, nn, 0, &value[s]));
     }
   }
   return NVHCQ_SUCCESS;

@@ -1047,10 +1047,12 @@ static void physical_mappings(const char *mode) {
   enum { G = NVHCQ_PHYSICAL_GRANULARITY, N = 3 * G };
   nvhcq_device *dev = open_mock_uvm(mode);
   if (!dev) return;
-  uint8_t byte;
-  nvhcq_buffer *warm = NULL; /* the first read makes the device's staging memory: counted before */
-  TEST_CHECK(nvhcq_buffer_create(dev, 1, NVHCQ_MEMORY_DEVICE, &warm) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_buffer_read(&byte, warm, 0, 1) == NVHCQ_SUCCESS);
+  static uint8_t scratch[2u << 20];
+  nvhcq_buffer *warm = NULL; /* the first reads make the device's staging memory (the small and
+                              * the large area): counted before */
+  TEST_CHECK(nvhcq_buffer_create(dev, sizeof scratch, NVHCQ_MEMORY_DEVICE, &warm) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(scratch, warm, 0, 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(scratch, warm, 0, sizeof scratch) == NVHCQ_SUCCESS);
   nvhcq_buffer_destroy(warm);
   TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
   uint32_t ranges_open = nvhcq_mock_live().ranges;
