@@ -3,13 +3,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/slab.h"
 #include "exec/module.h"
 #include "exec/queue.h"
 #include "exec/profile.h"
 #include "util/align.h"
 #include "util/abi.h"
 
+/* Launch memory comes in chunks that double from the first, small one (most recordings are a few
+ * launches: CUDA graphs of a handful of kernels) up to this. */
+#define ARENA_FIRST_BYTES (64u << 10)
 #define ARENA_CHUNK_BYTES (4u << 20)
+
+/* CPU-mapped device memory the recording writes for the GPU: a slab block when small, so that
+ * recording (instantiating a graph) makes no driver call once a slab exists. */
+static nvhcq_status mapped_alloc(nvhcq_device *dev, size_t size, nvhcq_buffer **out) {
+  static const nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
+  if (size <= NVHCQ_SLAB_LARGEST && !dev->no_slabs) return nvhcq_slab_alloc_mapped(dev, size, out);
+  return nvhcq_memory_alloc(dev, size, NVHCQ_MEMORY_DEVICE_MAPPED, &wc, out);
+}
 
 static nvhcq_status check_recording(const nvhcq_queue *q, const char *what) {
   NVHCQ_TRY(nvhcq_queue_check(q));
@@ -28,13 +40,15 @@ nvhcq_status nvhcq_queue_create_recorded(nvhcq_device *dev, nvhcq_queue_kind kin
 
 static nvhcq_status recorded_launch_memory(nvhcq_queue *q, uint32_t bytes, uint8_t **cpu,
                                            uint64_t *gpu) {
-  if (!q->arena_count || q->arena_used + bytes > ARENA_CHUNK_BYTES) {
+  nvhcq_buffer *last = q->arena_count ? q->arena[q->arena_count - 1] : NULL;
+  if (!last || q->arena_used + bytes > last->size) {
+    size_t size = last ? last->size * 2 : ARENA_FIRST_BYTES;
+    if (size > ARENA_CHUNK_BYTES) size = ARENA_CHUNK_BYTES;
+    if (size < bytes) size = NVHCQ_ALIGN_UP((size_t)bytes, (size_t)4096);
     nvhcq_buffer **grown = realloc(q->arena, (q->arena_count + 1) * sizeof *grown);
     if (!grown) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
     q->arena = grown;
-    static const nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
-    NVHCQ_TRY(nvhcq_memory_alloc(q->dev, ARENA_CHUNK_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, &wc,
-                                 &q->arena[q->arena_count]));
+    NVHCQ_TRY(mapped_alloc(q->dev, size, &q->arena[q->arena_count]));
     q->arena_count++;
     q->arena_used = 0;
   }
@@ -240,9 +254,7 @@ nvhcq_status nvhcq_queue_finish(nvhcq_queue *q) {
                       "record it as several queues",
                       q->push.len, NVHCQ_GPFIFO_MAX_WORDS);
   for (nvhcq_var v = 0; v < q->var_count; v++) NVHCQ_TRY(apply_var(q, v, q->vars[v].value));
-  static const nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
-  NVHCQ_TRY(
-      nvhcq_memory_alloc(q->dev, q->push.len * 4ull, NVHCQ_MEMORY_DEVICE_MAPPED, &wc, &q->cmds));
+  NVHCQ_TRY(mapped_alloc(q->dev, q->push.len * 4ull, &q->cmds));
   memcpy(q->cmds->host_pointer, q->push.words, q->push.len * 4ull);
   NVHCQ_TRY(nvhcq_signal_create(q->dev, 0, &q->done));
   q->finished = 1;
