@@ -1,6 +1,7 @@
 /* More of the CUDA graph API of nvhcq's libcuda.so.1: user objects and when their destructors run,
  * kernel node attributes, nodes of an executable graph disabled and enabled again, and capture into
- * an existing graph; copies on a GPU or the mock (NVHCQ_MOCK=1), kernels on a GPU. */
+ * an existing graph, the calls of an ML framework's graph runner, and many small graphs and one of
+ * 1000 launches; on a GPU or the mock (NVHCQ_MOCK=1: its kernels are PTX). */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -507,5 +508,110 @@ static void test_kernel_nodes_run(void) {
   OK(cuModuleUnload(mod));
 }
 
+/* As tinygrad's CUDA graphs do it: v1 kernel nodes whose arguments are one block passed through
+ * `extra`, a memcpy node, the argument block rewritten in place and given again with
+ * cuGraphExecKernelNodeSetParams and cuGraphExecMemcpyNodeSetParams; the graph built, run and
+ * destroyed many times (each instantiation records its own commands); a grid with a zero dimension
+ * refused as CUDA refuses it. */
+static void test_framework_graphs(void) {
+  NEED_KERNELS();
+  CUmodule mod;
+  CUfunction f = load_add(&mod);
+  TEST_CHECK_MSG(f != NULL, "PTX load (nvJitLink needed)");
+  if (!f) return;
+  CUcontext ctx;
+  OK(cuCtxGetCurrent(&ctx));
+  CUdeviceptr a, b, c3;
+  OK(cuMemAlloc_v2(&a, 4 * N));
+  OK(cuMemAlloc_v2(&b, 4 * N));
+  OK(cuMemAlloc_v2(&c3, 4 * N));
+  OK(cuMemsetD32_v2(a, 0, N));
+  struct {
+    CUdeviceptr p;
+    uint32_t v, n;
+  } args = {a, 1, N};
+  size_t args_size = sizeof args;
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &args_size,
+                   CU_LAUNCH_PARAM_END};
+  CUDA_KERNEL_NODE_PARAMS_v1 kp = {.func = f,
+                                   .gridDimX = N / 128,
+                                   .gridDimY = 1,
+                                   .gridDimZ = 1,
+                                   .blockDimX = 128,
+                                   .blockDimY = 1,
+                                   .blockDimZ = 1,
+                                   .extra = extra};
+  uint32_t want = 0;
+  for (int round = 0; round < 50; round++) {
+    CUgraph g;
+    CUgraphNode k1, k2, cp;
+    OK(cuGraphCreate(&g, 0));
+    args.v = 1;
+    OK(cuGraphAddKernelNode(&k1, g, NULL, 0, &kp));
+    OK(cuGraphAddKernelNode(&k2, g, &k1, 1, &kp));
+    CUDA_MEMCPY3D c = copy_1d(b, a, 4 * N);
+    OK(cuGraphAddMemcpyNode(&cp, g, &k2, 1, &c, ctx));
+    CUgraphExec x;
+    OK(cuGraphInstantiate_v2(&x, g, NULL, NULL, 0));
+    OK(cuGraphLaunch(x, NULL));
+    want += 2; /* k1 and k2 add 1 to a, the copy puts a into b */
+    /* the block rewritten where it is (k2 adds `round` now), the copy sent to c3 */
+    args.v = (uint32_t)round;
+    OK(cuGraphExecKernelNodeSetParams(x, k2, &kp));
+    c = copy_1d(c3, a, 4 * N);
+    OK(cuGraphExecMemcpyNodeSetParams(x, cp, &c, ctx));
+    OK(cuGraphLaunch(x, NULL));
+    OK(cuCtxSynchronize());
+    TEST_CHECK_MSG(all_are(b, N, want), "round %d: b[0] = %u, want %u", round, first(b), want);
+    want += 1 + (uint32_t)round;
+    TEST_CHECK_MSG(all_are(a, N, want), "round %d: a[0] = %u, want %u", round, first(a), want);
+    TEST_CHECK_MSG(all_are(c3, N, want), "round %d: c3[0] = %u, want %u", round, first(c3), want);
+    OK(cuGraphExecDestroy(x));
+    OK(cuGraphDestroy(g));
+  }
+  TEST_CHECK(cuLaunchKernel(f, 0, 1, 1, 128, 1, 1, 0, NULL, NULL, extra) ==
+             CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemFree_v2(a));
+  OK(cuMemFree_v2(b));
+  OK(cuMemFree_v2(c3));
+  OK(cuModuleUnload(mod));
+}
+
+/* One recording of 1000 launches (its launch memory spans chunks of several sizes), replayed. */
+static void test_long_capture(void) {
+  NEED_KERNELS();
+  CUmodule mod;
+  CUfunction f = load_add(&mod);
+  TEST_CHECK_MSG(f != NULL, "PTX load (nvJitLink needed)");
+  if (!f) return;
+  CUdeviceptr d;
+  OK(cuMemAlloc_v2(&d, 4 * N));
+  OK(cuMemsetD32_v2(d, 0, N));
+  uint32_t n = N, v[1000];
+  void *params[1000][3];
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  uint32_t sum = 0;
+  for (int i = 0; i < 1000; i++) {
+    v[i] = (uint32_t)i % 7 + 1, sum += v[i];
+    params[i][0] = &d, params[i][1] = &v[i], params[i][2] = &n;
+    OK(cuLaunchKernel(f, N / 256, 1, 1, 256, 1, 1, 0, s, params[i], NULL));
+  }
+  CUgraph g;
+  CUgraphExec x;
+  OK(cuStreamEndCapture(s, &g));
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  for (int r = 0; r < 3; r++) OK(cuGraphLaunch(x, s));
+  OK(cuStreamSynchronize(s));
+  TEST_CHECK_MSG(all_are(d, N, 3 * sum), "d[0] = %u, want %u", first(d), 3 * sum);
+  OK(cuGraphExecDestroy(x));
+  OK(cuGraphDestroy(g));
+  OK(cuStreamDestroy_v2(s));
+  OK(cuMemFree_v2(d));
+  OK(cuModuleUnload(mod));
+}
+
 TEST_MAIN(TEST(test_proc_address), TEST(test_user_objects), TEST(test_enable_disable),
-          TEST(test_capture_to_graph), TEST(test_kernel_attributes), TEST(test_kernel_nodes_run))
+          TEST(test_capture_to_graph), TEST(test_kernel_attributes), TEST(test_kernel_nodes_run),
+          TEST(test_framework_graphs), TEST(test_long_capture))
