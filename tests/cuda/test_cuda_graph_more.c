@@ -334,6 +334,16 @@ static CUfunction load_add(CUmodule *mod) {
   return f;
 }
 
+/* add_value loaded, and N words of device memory set to 0 (NULL and a failed check if not). */
+static CUfunction load_add_zeroed(CUmodule *mod, CUdeviceptr *d) {
+  CUfunction f = load_add(mod);
+  TEST_CHECK_MSG(f != NULL, "PTX load (nvJitLink needed)");
+  if (!f) return NULL;
+  TEST_CHECK(cuMemAlloc_v2(d, 4 * N) == CUDA_SUCCESS);
+  TEST_CHECK(cuMemsetD32_v2(*d, 0, N) == CUDA_SUCCESS);
+  return f;
+}
+
 static CUDA_KERNEL_NODE_PARAMS add_params(CUfunction f, void **params) {
   return (CUDA_KERNEL_NODE_PARAMS){.func = f,
                                    .gridDimX = N / 128,
@@ -467,12 +477,9 @@ static void test_kernel_attributes(void) {
 static void test_kernel_nodes_run(void) {
   NEED_KERNELS();
   CUmodule mod;
-  CUfunction f = load_add(&mod);
-  TEST_CHECK_MSG(f != NULL, "PTX load (nvJitLink needed)");
-  if (!f) return;
   CUdeviceptr d;
-  OK(cuMemAlloc_v2(&d, 4 * N));
-  OK(cuMemsetD32_v2(d, 0, N));
+  CUfunction f = load_add_zeroed(&mod, &d);
+  if (!f) return;
   uint32_t v = 1, n = N, v10 = 10, v100 = 100;
   void *params[] = {&d, &v, &n}, *params10[] = {&d, &v10, &n}, *params100[] = {&d, &v100, &n};
   CUDA_KERNEL_NODE_PARAMS p = add_params(f, params);
@@ -581,12 +588,9 @@ static void test_framework_graphs(void) {
 static void test_long_capture(void) {
   NEED_KERNELS();
   CUmodule mod;
-  CUfunction f = load_add(&mod);
-  TEST_CHECK_MSG(f != NULL, "PTX load (nvJitLink needed)");
-  if (!f) return;
   CUdeviceptr d;
-  OK(cuMemAlloc_v2(&d, 4 * N));
-  OK(cuMemsetD32_v2(d, 0, N));
+  CUfunction f = load_add_zeroed(&mod, &d);
+  if (!f) return;
   uint32_t n = N, v[1000];
   void *params[1000][3];
   CUstream s;
