@@ -6,9 +6,9 @@
  * one-atomic grids: 0.801 us each with the counter in a 4 KiB or 64 KiB allocation, 0.719 us in
  * 1, 2, 4, 8 or 32 MiB ones; measured with the counter's allocation size as the only change).
  * It also spares the driver calls of an allocation per small buffer. Recorded queues take their
- * commands and launch memory from mapped slabs: two mapped allocations of their own made each
- * small CUDA graph's instantiation cost 0.43 ms and its destruction 0.23 ms on the H200 (tinygrad's
- * graphs of a few kernels; libcuda: 0.08 and 0.03 ms). */
+ * commands and launch memory from mapped slabs: with two mapped allocations of their own, a small
+ * CUDA graph's instantiation cost 0.43 ms and its destruction 0.23 ms on the H200 (tinygrad's
+ * graphs of a few kernels; libcuda: 0.08 and 0.03 ms); from slabs, 0.07 ms and under 0.02 ms. */
 #include "core/slab.h"
 
 #include <stdlib.h>
