@@ -1,5 +1,6 @@
 /* Foundation benchmark: nvhcq and (when present) libcuda measured in the same run.
- * usage: nvhcq_bench [size_MiB]   (default 256) */
+ * usage: nvhcq_bench [size_MiB]   (default 256; the allocation rows: median of an allocation and
+ * its free, 200 times) */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -12,8 +13,14 @@
 
 typedef struct results {
   double open_ms, h2d_pinned, d2h_pinned, h2d_pageable, d2h_pageable, d2d, small_d2h_us;
-  double pinned_cpu_ms; /* process CPU time per pinned copy, both directions averaged */
+  double pinned_cpu_ms;  /* process CPU time per pinned copy, both directions averaged */
+  double alloc_us[3][2]; /* ALLOC_SIZES: pinned host, device; an allocation and its free */
 } results;
+
+/* Sizes the allocation rows time: small ones (ML frameworks stage each copy-in through pinned
+ * memory of the tensor's size) and one above nvhcq's suballocated range. */
+static const size_t ALLOC_SIZES[3] = {4u << 10, 256u << 10, 4u << 20};
+#define ALLOC_REPS 200
 
 #define REPS 10
 
@@ -71,6 +78,19 @@ static void bench_nvhcq(size_t size, results *r) {
     lat[i] = now_s() - s0;
   }
   r->small_d2h_us = median(lat, 1000) * 1e6;
+  for (int z = 0; z < 3; z++)
+    for (int k = 0; k < 2; k++) {
+      double at[ALLOC_REPS];
+      for (int i = 0; i < ALLOC_REPS; i++) {
+        nvhcq_buffer *x;
+        double s0 = now_s();
+        CHECK_NV(nvhcq_buffer_create(dev, ALLOC_SIZES[z],
+                                     k ? NVHCQ_MEMORY_DEVICE : NVHCQ_MEMORY_HOST, &x));
+        CHECK_NV(nvhcq_buffer_destroy(x));
+        at[i] = now_s() - s0;
+      }
+      r->alloc_us[z][k] = median(at, ALLOC_REPS) * 1e6;
+    }
   free(pageable);
   nvhcq_buffer_destroy(host);
   nvhcq_buffer_destroy(b);
@@ -124,6 +144,24 @@ static void bench_cuda(size_t size, results *r) {
     lat[i] = now_s() - s0;
   }
   r->small_d2h_us = median(lat, 1000) * 1e6;
+  for (int z = 0; z < 3; z++)
+    for (int k = 0; k < 2; k++) {
+      double at[ALLOC_REPS];
+      for (int i = 0; i < ALLOC_REPS; i++) {
+        void *x;
+        uint64_t d;
+        double s0 = now_s();
+        if (k) {
+          CHECK_CU(cu.mem_alloc(&d, ALLOC_SIZES[z]));
+          CHECK_CU(cu.mem_free(d));
+        } else {
+          CHECK_CU(cu.host_alloc(&x, ALLOC_SIZES[z]));
+          CHECK_CU(cu.host_free(x));
+        }
+        at[i] = now_s() - s0;
+      }
+      r->alloc_us[z][k] = median(at, ALLOC_REPS) * 1e6;
+    }
   free(pageable);
   cu.host_free(host);
   cu.mem_free(a);
@@ -151,5 +189,12 @@ int main(int argc, char **argv) {
   printf("%-34s %12.1f %12.1f\n", "device to device (GB/s)", n.d2d, c.d2d);
   printf("%-34s %12.2f %12.2f\n", "4-byte D2H latency (us, median)", n.small_d2h_us,
          c.small_d2h_us);
+  for (int k = 0; k < 2; k++)
+    for (int z = 0; z < 3; z++) {
+      char label[64];
+      snprintf(label, sizeof label, "%s alloc+free %zu KiB (us)", k ? "device" : "pinned",
+               ALLOC_SIZES[z] >> 10);
+      printf("%-34s %12.2f %12.2f\n", label, n.alloc_us[z][k], c.alloc_us[z][k]);
+    }
   return 0;
 }

@@ -18,8 +18,9 @@
 #include "core/memory.h"
 #include "core/peer.h"
 
-#define SLAB_BYTES (2u << 20)
-#define CLASS_MIN  256u
+#define SLAB_BYTES     (2u << 20)
+#define CLASS_MIN      256u
+#define HOST_BLOCK_MIN 4096u
 
 /* The class of a size: 0 for 256 bytes, 1 for 512, ... */
 static unsigned class_of(size_t size) {
@@ -30,7 +31,7 @@ static unsigned class_of(size_t size) {
 
 struct nvhcq_slab {
   nvhcq_buffer *memory; /* the 2 MiB allocation */
-  unsigned kind;        /* 0: device memory, 1: mapped for the CPU, write-combined */
+  unsigned kind; /* 0: device memory, 1: mapped for the CPU, write-combined, 2: pinned host */
   unsigned cls;
   uint32_t blocks, used;
   uint64_t free_map[SLAB_BYTES / CLASS_MIN / 64]; /* 1: block in use */
@@ -70,12 +71,13 @@ static nvhcq_status slab_create(nvhcq_device *dev, unsigned kind, unsigned cls, 
   static const nvhcq_alloc_options wc = {.map_flags = NVHCQ_MAP_WRITE_COMBINED};
   nvhcq_slab *s = calloc(1, sizeof *s);
   if (!s) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  static const nvhcq_memory_kind memory[NVHCQ_SLAB_KINDS] = {
+      NVHCQ_MEMORY_DEVICE, NVHCQ_MEMORY_DEVICE_MAPPED, NVHCQ_MEMORY_HOST};
   nvhcq_status st =
-      kind ? nvhcq_memory_alloc(dev, SLAB_BYTES, NVHCQ_MEMORY_DEVICE_MAPPED, &wc, &s->memory)
-           : nvhcq_memory_alloc(dev, SLAB_BYTES, NVHCQ_MEMORY_DEVICE, NULL, &s->memory);
+      nvhcq_memory_alloc(dev, SLAB_BYTES, memory[kind], kind == 1 ? &wc : NULL, &s->memory);
   /* Mapped for peers as one buffer: its pieces need nothing of their own. (The library's own
    * mapped slabs are read by their device alone.) */
-  if (!st && !kind) st = nvhcq_peer_buffer_created(s->memory);
+  if (!st && kind != 1) st = nvhcq_peer_buffer_created(s->memory);
   if (st) {
     if (s->memory)
       slab_destroy(s);
@@ -111,7 +113,7 @@ static nvhcq_slab *with_room(nvhcq_device *dev, unsigned kind, unsigned cls) {
 }
 
 static nvhcq_status slab_alloc(nvhcq_device *dev, unsigned kind, size_t size, nvhcq_buffer **out) {
-  unsigned cls = class_of(size);
+  unsigned cls = class_of(kind == 2 && size < HOST_BLOCK_MIN ? HOST_BLOCK_MIN : size);
   nvhcq_buffer *b = calloc(1, sizeof *b);
   if (!b) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   pthread_mutex_lock(&dev->slabs.lock);
@@ -146,6 +148,10 @@ static nvhcq_status slab_alloc(nvhcq_device *dev, unsigned kind, size_t size, nv
   if (b->next) b->next->prev = b;
   dev->slabs.live = b;
   pthread_mutex_unlock(&dev->slabs.lock);
+  /* A pinned allocation of its own reads zero, and programs count on it (a flag word next to one
+   * they set): every host block is cleared as it is given out (a block given out again holds
+   * what its last user wrote). */
+  if (kind == 2) memset(b->host_pointer, 0, b->mapped_size);
   *out = b;
   return NVHCQ_SUCCESS;
 }
@@ -156,6 +162,12 @@ nvhcq_status nvhcq_slab_alloc(nvhcq_device *dev, size_t size, nvhcq_buffer **out
 
 nvhcq_status nvhcq_slab_alloc_mapped(nvhcq_device *dev, size_t size, nvhcq_buffer **out) {
   return slab_alloc(dev, 1, size, out);
+}
+
+/* Host blocks are whole pages (slab_alloc rounds them up), as a pinned allocation of its own would
+ * be: callers may hand them to O_DIRECT reads. */
+nvhcq_status nvhcq_slab_alloc_host(nvhcq_device *dev, size_t size, nvhcq_buffer **out) {
+  return slab_alloc(dev, 2, size, out);
 }
 
 void nvhcq_slab_trim(nvhcq_device *dev) {

@@ -1,5 +1,6 @@
-/* Small device buffers suballocated from 2 MiB allocations (slab.c says why), and the same for
- * CPU-mapped device memory the library writes its recorded commands into. */
+/* Small device buffers suballocated from 2 MiB allocations (slab.c says why), the same for
+ * CPU-mapped device memory the library writes its recorded commands into, and for pinned host
+ * memory. */
 #ifndef NVHCQ_SLAB_H
 #define NVHCQ_SLAB_H
 
@@ -11,7 +12,7 @@
 
 #define NVHCQ_SLAB_CLASSES 12           /* 256 bytes to 512 KiB */
 #define NVHCQ_SLAB_LARGEST (512u << 10) /* device buffers up to this size come from slabs */
-#define NVHCQ_SLAB_KINDS   2u           /* device memory; device memory mapped write-combined */
+#define NVHCQ_SLAB_KINDS   3u /* device memory; device memory mapped write-combined; pinned host */
 
 typedef struct nvhcq_slab nvhcq_slab;
 
@@ -30,6 +31,9 @@ nvhcq_status nvhcq_slab_alloc(nvhcq_device *dev, size_t size, nvhcq_buffer **out
  * (NVHCQ_MEMORY_DEVICE_MAPPED): for the library's own small uploads, such as recorded commands. */
 nvhcq_status nvhcq_slab_alloc_mapped(nvhcq_device *dev, size_t size,
                                      nvhcq_buffer **out) NVHCQ_MUST_CHECK;
+/* Pinned host memory (NVHCQ_MEMORY_HOST) of 1 to NVHCQ_SLAB_LARGEST bytes, 4 KiB-aligned. */
+nvhcq_status nvhcq_slab_alloc_host(nvhcq_device *dev, size_t size,
+                                   nvhcq_buffer **out) NVHCQ_MUST_CHECK;
 /* Frees the slabs no buffer uses (nvhcq_device_get_free_memory counts them as free). */
 void nvhcq_slab_trim(nvhcq_device *dev);
 /* Gives a slab buffer's block back (when the GPU is past it: reclaim.c calls this). */

@@ -192,10 +192,29 @@ static void *reserve(uint64_t addr, uint64_t size) {
               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
 }
 
-/* Where no fixed base can be had (valgrind takes no mapping of 64 GiB or more, and places
- * MAP_FIXED_NOREPLACE mappings where it likes): the largest smaller reservation that lands below
- * 2^40, wherever that is. */
+/* The first base below 2^40, in steps of 64 GiB, where `size` bytes can be reserved. */
+static void *reserve_fixed(uint64_t size) {
+  for (uint64_t base = LOW_BASE; base + size <= (1ull << 40); base += LOW_BASE) {
+    void *at = reserve(base, size);
+    if (at == MAP_FAILED) continue;
+    if ((uint64_t)(uintptr_t)at == base) return at;
+    munmap(at, size); /* an old kernel ignored MAP_FIXED_NOREPLACE */
+  }
+  return MAP_FAILED;
+}
+
+/* Where the whole range cannot be had: the largest smaller one below 2^40. At fixed bases first
+ * (another copy of nvhcq in the process, such as the one inside nvhcq's libcuda.so.1 beside a
+ * program's own, holds the first range); then wherever the kernel puts it, for valgrind, which
+ * takes no mapping of 64 GiB or more and places MAP_FIXED_NOREPLACE mappings where it likes. */
 static void *reserve_smaller(uint64_t *size) {
+  for (uint64_t s = LOW_SIZE / 2; s >= (4ull << 30); s /= 2) {
+    void *at = reserve_fixed(s);
+    if (at != MAP_FAILED) {
+      *size = s;
+      return at;
+    }
+  }
   for (uint64_t s = LOW_SIZE / 2; s >= (4ull << 30); s /= 2) {
     void *at = mmap((void *)(uintptr_t)LOW_BASE, s, PROT_NONE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -210,22 +229,13 @@ static void *reserve_smaller(uint64_t *size) {
 }
 
 static void va_init_once(void) {
-  /* Try a few bases below 2^40 in case something already sits at the first. */
-  void *at = MAP_FAILED;
   uint64_t size = LOW_SIZE;
-  for (uint64_t base = LOW_BASE; base + LOW_SIZE <= (1ull << 40) && at == MAP_FAILED;
-       base += LOW_SIZE) {
-    at = reserve(base, LOW_SIZE);
-    if (at != MAP_FAILED && (uint64_t)(uintptr_t)at != base) {
-      munmap(at, LOW_SIZE); /* an old kernel ignored MAP_FIXED_NOREPLACE */
-      at = MAP_FAILED;
-    }
-  }
+  void *at = reserve_fixed(LOW_SIZE);
   if (at == MAP_FAILED) at = reserve_smaller(&size);
   if (at == MAP_FAILED) {
     va_init_status = nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY,
                                 "cannot reserve %llu GiB of address space below 2^40 for "
-                                "CPU-visible GPU memory: %s",
+                                "CPU-visible GPU memory, nor 4 GiB: %s (other mappings fill it)",
                                 (unsigned long long)(LOW_SIZE >> 30), strerror(errno));
   } else {
     low_reserved_base = (uint64_t)(uintptr_t)at;

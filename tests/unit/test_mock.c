@@ -898,6 +898,48 @@ static void t_close_frees_forgotten_buffers(void) {
   for (int i = 0; i < 3; i++) TEST_CHECK(nvhcq_buffer_gpu_address(b[i]) == 0); /* not live */
 }
 
+/* Small pinned host buffers are page-aligned blocks of one pinned allocation: after the first,
+ * creating and destroying them makes no driver object; each reads zero when given out (a reused
+ * block too), they do not overlap, and copies move their bytes. */
+static void t_small_host_buffers(void) {
+  NEED_MOCK_DEVICE(dev);
+  nvhcq_buffer *h[8], *d;
+  TEST_CHECK(nvhcq_buffer_create(dev, 100, NVHCQ_MEMORY_HOST, &h[0]) == NVHCQ_SUCCESS);
+  uint32_t objects = nvhcq_mock_live().objects;
+  for (int i = 1; i < 8; i++)
+    TEST_CHECK(nvhcq_buffer_create(dev, 3000 + i, NVHCQ_MEMORY_HOST, &h[i]) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_mock_live().objects == objects, "%u driver objects, %u after the first",
+                 nvhcq_mock_live().objects, objects);
+  for (int i = 0; i < 8; i++) {
+    uint8_t *p = nvhcq_buffer_host_pointer(h[i]);
+    TEST_CHECK((uintptr_t)p % 4096 == 0 && nvhcq_buffer_size(h[i]) == (i ? 3000u + i : 100u));
+    TEST_CHECK((uint64_t)(uintptr_t)p == nvhcq_buffer_gpu_address(h[i]));
+    for (int j = 0; j < i; j++) {
+      uint8_t *q = nvhcq_buffer_host_pointer(h[j]);
+      TEST_CHECK(p >= q + 4096 || q >= p + 4096);
+    }
+    memset(p, 0xa0 + i, nvhcq_buffer_size(h[i]));
+  }
+  TEST_CHECK(nvhcq_buffer_create(dev, 3000, NVHCQ_MEMORY_DEVICE, &d) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_copy(d, 0, h[3], 0, 3000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_copy(h[4], 0, d, 0, 3000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+  uint8_t *four = nvhcq_buffer_host_pointer(h[4]);
+  TEST_CHECK(four[0] == 0xa3 && four[2999] == 0xa3 && four[3000] == 0xa4);
+  uint8_t *was = nvhcq_buffer_host_pointer(h[5]);
+  nvhcq_buffer_destroy(h[5]);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_HOST, &h[5]) == NVHCQ_SUCCESS);
+  uint8_t *again = nvhcq_buffer_host_pointer(h[5]);
+  int zero = 1;
+  for (int i = 0; i < 4096; i++) zero &= again[i] == 0;
+  TEST_CHECK_MSG(again == was && zero, "the block came back at %p (was %p), zeroed: %d",
+                 (void *)again, (void *)was, zero);
+  for (int i = 0; i < 8; i++) nvhcq_buffer_destroy(h[i]);
+  nvhcq_buffer_destroy(d);
+  close_mock(dev);
+}
+
 /* NVHCQ_UVM=off: memory of every kind is mapped through RM's virtual memory objects at the CPU's
  * addresses (the copies read and write it there), and nothing is left after close. */
 static void t_rm_only_mapping(void) {
@@ -1137,10 +1179,11 @@ static void t_physical_mappings(void) {
   physical_mappings("background");
 }
 
-TEST_MAIN(TEST(t_h200_profile), TEST(t_two_gpus), TEST(t_other_profiles), TEST(t_copies_every_kind),
-          TEST(t_cross_queue_wait), TEST(t_wait_modes), TEST(t_wait_and_write_values),
-          TEST(t_recorded_replay), TEST(t_qmd_launch), TEST(t_malformed_stream),
-          TEST(t_driver_checks), TEST(t_command_processor_direct), TEST(t_address_spaces),
+TEST_MAIN(TEST(t_h200_profile), TEST(t_small_host_buffers), TEST(t_two_gpus),
+          TEST(t_other_profiles), TEST(t_copies_every_kind), TEST(t_cross_queue_wait),
+          TEST(t_wait_modes), TEST(t_wait_and_write_values), TEST(t_recorded_replay),
+          TEST(t_qmd_launch), TEST(t_malformed_stream), TEST(t_driver_checks),
+          TEST(t_command_processor_direct), TEST(t_address_spaces),
           TEST(t_move_maps_every_allocation), TEST(t_close_leaves_slow_calls_behind),
           TEST(t_close_frees_forgotten_buffers), TEST(t_rm_only_mapping), TEST(t_register_host),
           TEST(t_physical_mappings))
