@@ -20,6 +20,12 @@ static nvhcq_module *mod;
     if (on_mock()) TEST_SKIP("on the mock GPU: " why);                                             \
   } while (0)
 
+/* A wait's bound: the GPU's, and twelve times it on the mock, whose interpreter runs a kernel
+ * hundreds of times slower and slower again under the sanitizers on CI's two cores. */
+static inline int wait_ms(int gpu_ms) {
+  return on_mock() ? 12 * gpu_ms : gpu_ms;
+}
+
 static inline int have_gpu(void) {
   return access("/dev/nvidiactl", F_OK) == 0 || on_mock();
 }

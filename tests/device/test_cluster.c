@@ -265,7 +265,7 @@ static void test_cluster_refusals(void) {
   TEST_CHECK(strstr(nvhcq_last_error(), "was compiled for clusters of (2,1,1)"));
   /* Nothing was recorded: the queue still submits and completes empty. */
   TEST_CHECK(nvhcq_queue_submit(q) == 0);
-  TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, 5000) == 0);
+  TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, wait_ms(5000)) == 0);
   nvhcq_queue_destroy(q);
 }
 
@@ -364,7 +364,7 @@ static void test_param_layout(void) {
     TEST_CHECK_MSG(nvhcq_queue_launch_ex(q, k, &cfg, way ? NULL : block, way ? 0 : 192) == 0, "%s",
                    nvhcq_last_error());
     TEST_CHECK(nvhcq_queue_signal(q, s, 1) == 0 && nvhcq_queue_submit(q) == 0);
-    TEST_CHECK(nvhcq_signal_cpu_wait(s, 1, 5000) == 0);
+    TEST_CHECK(nvhcq_signal_cpu_wait(s, 1, wait_ms(5000)) == 0);
     const uint32_t *r = nvhcq_buffer_host_pointer(out);
     TEST_CHECK_MSG(!memcmp(r, blob, 128) && r[32] == 'q' && (int)r[33] == -5, "way %d", way);
     nvhcq_queue_destroy(q);

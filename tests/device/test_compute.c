@@ -294,7 +294,7 @@ static void t_globals(void) {
   nvhcq_queue_copy(q, nvhcq_buffer_gpu_address(h), hits_addr, 4);
   nvhcq_queue_signal(q, s, 1);
   nvhcq_queue_submit(q);
-  TEST_CHECK(nvhcq_signal_cpu_wait(s, 1, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(s, 1, wait_ms(5000)) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(*(uint32_t *)nvhcq_buffer_host_pointer(h) == 1000, "hits %u",
                  *(uint32_t *)nvhcq_buffer_host_pointer(h));
   nvhcq_queue_destroy(q), nvhcq_signal_destroy(s), nvhcq_buffer_destroy(h), nvhcq_buffer_destroy(d);
@@ -349,7 +349,8 @@ static void t_constant_rewrite(void) {
     nvhcq_queue_signal(cq, s, v + 2);
     TEST_CHECK(nvhcq_queue_submit(cq) == NVHCQ_SUCCESS && nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
     v += 3;
-    TEST_CHECK_MSG(nvhcq_signal_cpu_wait(s, v, 5000) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    TEST_CHECK_MSG(nvhcq_signal_cpu_wait(s, v, wait_ms(5000)) == NVHCQ_SUCCESS, "%s",
+                   nvhcq_last_error());
     bad += const_wrong(out[0], old, 256) + const_wrong(out[1], table, 256);
   }
   TEST_CHECK_MSG(bad == 0, "%d of %d reads of a rewritten __constant__ table were stale", bad,
@@ -447,7 +448,7 @@ static void t_chain_order(void) {
   launch_steps(q, k, buf, 0, steps, n);
   nvhcq_queue_signal(q, s, 1);
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_signal_cpu_wait(s, 1, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(s, 1, wait_ms(5000)) == NVHCQ_SUCCESS);
   nvhcq_buffer_read(host, buf[steps & 1], 0, n * 4);
   int expect = (1 << steps) - 1, bad = 0;
   for (int i = 0; i < n; i++) bad += host[i] != expect;
@@ -457,7 +458,7 @@ static void t_chain_order(void) {
   launch_steps(q, k, buf, steps, steps + 10, n);
   TEST_CHECK(nvhcq_queue_signal(q, s, 2) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, wait_ms(5000)) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(nvhcq_signal_value(s) == 2, "nvhcq_queue_cpu_wait_idle returned before the work");
   memset(host, 0, n * 4);
   nvhcq_buffer_read(host, buf[(steps + 10) & 1], 0, n * 4);
@@ -495,9 +496,9 @@ static void t_compute_and_copy_together(void) {
   nvhcq_queue_signal(xq, after, 1);
   TEST_CHECK(nvhcq_queue_submit(cq) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_submit(xq) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_signal_cpu_wait(copy_done, 1, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(copy_done, 1, wait_ms(5000)) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(nvhcq_signal_value(kernel_done) == 0, "the copy waited for the kernel");
-  TEST_CHECK(nvhcq_signal_cpu_wait(after, 1, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(after, 1, wait_ms(5000)) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_signal_value(kernel_done) == 1);
   TEST_CHECK(memcmp(nvhcq_buffer_host_pointer(src), nvhcq_buffer_host_pointer(dst), 1 << 20) == 0);
   TEST_CHECK(nvhcq_signal_timestamp_ns(after) >= nvhcq_signal_timestamp_ns(kernel_done));

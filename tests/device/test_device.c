@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "device_test.h"
@@ -148,6 +149,41 @@ static void t_mapped_memory(void) {
   nvhcq_buffer_destroy(u);
 }
 
+/* Pinned host memory is private to the process: after a fork() the parent's pages are still
+ * the ones the GPU maps (the child's writes go to its own copy), both ways. */
+static void t_pinned_after_fork(void) {
+  NEED_DEVICE();
+  const size_t n = (8u << 20) + 4096; /* huge pages and a 4 KiB tail */
+  nvhcq_buffer *h, *d;
+  TEST_CHECK(nvhcq_buffer_create(dev, n, NVHCQ_MEMORY_HOST, &h) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, n, NVHCQ_MEMORY_DEVICE, &d) == NVHCQ_SUCCESS);
+  uint8_t *p = nvhcq_buffer_host_pointer(h), *want = malloc(n), *got = malloc(n);
+  fill(p, n, 11);
+  memcpy(want, p, n);
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    memset(p, 0x5a, n);
+    _exit(0);
+  }
+  int status = -1;
+  TEST_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && status == 0);
+  TEST_CHECK_MSG(memcmp(p, want, n) == 0, "the child's writes reached the parent's pages");
+  fill(p, n, 12); /* written after the fork: a copy-on-write page would leave the GPU's behind */
+  memcpy(want, p, n);
+  TEST_CHECK(nvhcq_buffer_copy(d, 0, h, 0, n) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(got, d, 0, n) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(memcmp(got, want, n) == 0, "the GPU read other pages than the parent wrote");
+  fill(want, n, 13);
+  TEST_CHECK(nvhcq_buffer_write(d, 0, want, n) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_copy(h, 0, d, 0, n) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(memcmp(p, want, n) == 0, "the GPU wrote other pages than the parent reads");
+  free(want);
+  free(got);
+  nvhcq_buffer_destroy(d);
+  nvhcq_buffer_destroy(h);
+}
+
 static void t_big_copy_over_4gib(void) {
   /* On the mock the 8 GiB are sparse memfds: only the pages written take host memory, and its
    * engines copy the holes as holes. */
@@ -192,7 +228,7 @@ static void t_cross_channel_order(void) {
                               1 << 20) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_signal(xq, copied, 1) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_queue_submit(xq) == NVHCQ_SUCCESS);
-  TEST_CHECK(nvhcq_signal_cpu_wait(done, 5, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(done, 5, wait_ms(5000)) == NVHCQ_SUCCESS);
   TEST_CHECK(memcmp(nvhcq_buffer_host_pointer(src), nvhcq_buffer_host_pointer(dst), 1 << 20) == 0);
   TEST_CHECK(nvhcq_signal_timestamp_ns(done) > 0);
   TEST_CHECK(nvhcq_signal_timestamp_ns(copied) > 0);
@@ -504,7 +540,7 @@ static nvhcq_status copy_through(nvhcq_queue *q, nvhcq_signal *sig, uint64_t val
       nvhcq_queue_copy(q, nvhcq_buffer_gpu_address(to), nvhcq_buffer_gpu_address(from), n);
   if (!s) s = nvhcq_queue_signal(q, sig, value);
   if (!s) s = nvhcq_queue_submit(q);
-  return s ? s : nvhcq_signal_cpu_wait(sig, value, 5000);
+  return s ? s : nvhcq_signal_cpu_wait(sig, value, wait_ms(5000));
 }
 
 /* NVHCQ_UVM=background (the default): a device opens in RM's address space, starts registering
@@ -601,7 +637,7 @@ static void t_close(void) {
 
 TEST_MAIN(TEST(t_info), TEST(t_small_buffers), TEST(t_open_close_loop),
           TEST(t_alloc_big_and_too_big), TEST(t_round_trips), TEST(t_mapped_memory),
-          TEST(t_big_copy_over_4gib), TEST(t_cross_channel_order), TEST(t_ring_wraps),
-          TEST(t_wait_times_out), TEST(t_bad_input), TEST(t_async_copy_engine),
+          TEST(t_pinned_after_fork), TEST(t_big_copy_over_4gib), TEST(t_cross_channel_order),
+          TEST(t_ring_wraps), TEST(t_wait_times_out), TEST(t_bad_input), TEST(t_async_copy_engine),
           TEST(t_destroy_while_copy_reads), TEST(t_destroys_do_not_wait),
           TEST(t_work_carries_across_the_move), TEST(t_open_with_options), TEST(t_close))

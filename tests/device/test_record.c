@@ -64,9 +64,9 @@ static void t_replay_1000_with_variables(void) {
     if (!s) s = nvhcq_queue_set_var(xq, bytes, (uint64_t)count * 4);
     if (!s) s = nvhcq_queue_submit(cq);
     if (!s) s = nvhcq_queue_submit(xq);
-    if (!s) s = nvhcq_signal_cpu_wait(cdone, (uint64_t)it + 1, 5000);
-    if (!s) s = nvhcq_queue_cpu_wait_idle(cq, 5000);
-    if (!s) s = nvhcq_queue_cpu_wait_idle(xq, 5000);
+    if (!s) s = nvhcq_signal_cpu_wait(cdone, (uint64_t)it + 1, wait_ms(5000));
+    if (!s) s = nvhcq_queue_cpu_wait_idle(cq, wait_ms(5000));
+    if (!s) s = nvhcq_queue_cpu_wait_idle(xq, wait_ms(5000));
     if (s) {
       TEST_CHECK_MSG(0, "iteration %d: %s", it, nvhcq_last_error());
       break;
@@ -119,7 +119,7 @@ static void t_replay_while_running(void) {
   nvhcq_status s = nvhcq_queue_set_var(q, ns, 1000);
   TEST_CHECK(s == NVHCQ_ERROR_BUSY);
   printf("  changing a variable under a replay says: %s\n", nvhcq_last_error());
-  TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, 5000) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, wait_ms(5000)) == NVHCQ_SUCCESS);
   TEST_CHECK_MSG(*(volatile uint64_t *)nvhcq_buffer_host_pointer(counter) == 5, "counted %llu",
                  (unsigned long long)*(volatile uint64_t *)nvhcq_buffer_host_pointer(counter));
   TEST_CHECK(nvhcq_queue_set_var(q, ns, 1000) == NVHCQ_SUCCESS);
@@ -192,7 +192,7 @@ static void t_diamond_graph(void) {
       TEST_CHECK(nvhcq_graph_launch(g) == NVHCQ_ERROR_BUSY ||
                  nvhcq_graph_cpu_wait(g, 0) == NVHCQ_SUCCESS);
     }
-    if (!s) s = nvhcq_graph_cpu_wait(g, 5000);
+    if (!s) s = nvhcq_graph_cpu_wait(g, wait_ms(5000));
     if (s) {
       TEST_CHECK_MSG(0, "iteration %d: %s", it, nvhcq_last_error());
       break;
