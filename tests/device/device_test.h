@@ -35,10 +35,16 @@ static inline int have_gpu(void) {
  * then do not change partway through a test. test_device's t_work_carries_across_the_move tests
  * the move made at a submission. */
 static inline int open_device(void) {
+  int opened = !dev;
   if (!dev && nvhcq_device_open(0, &dev)) {
     TEST_CHECK_MSG(0, "open: %s", nvhcq_last_error());
     return 1;
   }
+  /* The same for the device's own bound (waits that name none, such as a launch's), unless
+   * NVHCQ_TIMEOUT_MS sets it: t_occupancy_and_carveout's launches take 6-8 s each on the mock on
+   * an idle 2-core machine, too close to the 10 s default. */
+  if (opened && on_mock() && !getenv("NVHCQ_TIMEOUT_MS"))
+    TEST_CHECK(nvhcq_device_set_timeout(dev, (uint32_t)wait_ms(10000)) == NVHCQ_SUCCESS);
   nvhcq_status s = nvhcq_device_attach_uvm(dev);
   TEST_CHECK_MSG(s == NVHCQ_SUCCESS || s == NVHCQ_ERROR_UNSUPPORTED, "moving onto UVM: %s",
                  nvhcq_last_error());
