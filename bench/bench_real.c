@@ -32,6 +32,18 @@
 #define PLACE_STEP         (512u << 10)
 #define PLACE_GAPS         8
 #define PLACE_REPS         5
+/* The third table: each library's own allocator, FRESH rounds of new buffers, round r allocating
+ * r 2 MiB buffers first (held through the round), so that each round's buffers land elsewhere. */
+#define DEFAULT_FRESH 8
+#define MAX_FRESH     32
+#define FRESH_PAD     (2u << 20)
+/* The pages experiment (NVHCQ_BENCH_REAL_PAGES trials, nvhcq only): the buffers are runs of 2 MiB
+ * pages of one physical allocation of PAGE_POOL pages, chosen afresh in each trial, mapped at two
+ * address layouts in turn: which pages are behind the buffers, apart from where their addresses
+ * lie, moves the time. */
+#define PAGE_BYTES (2ull << 20)
+#define PAGE_POOL  64
+#define MAX_PAGES  32
 
 #define EW_N    (1 << 20)
 #define SM_ROWS 4096
@@ -63,6 +75,8 @@ typedef struct bench_case {
 typedef struct outcome {
   double cu_us, nv_us, rec_us;
   double place_cu[2 * MAX_PLACEMENTS], place_nv[MAX_PLACEMENTS], place_rec[MAX_PLACEMENTS];
+  double fresh_cu[MAX_FRESH], fresh_nv[MAX_FRESH], fresh_rec[MAX_FRESH];
+  uint64_t fresh_va_cu[3], fresh_va_nv[3]; /* round 0's buffer addresses */
   size_t place_wrong; /* output words of placement runs that differ from the first run's */
   void *cu_out, *nv_out, *rec_out;
   nvhcq_kernel_info info; /* its name is gone with the module: not printed */
@@ -80,6 +94,8 @@ typedef struct kernel_args {
 
 static int reps = DEFAULT_REPS;
 static int placements = DEFAULT_PLACEMENTS;
+static int fresh = DEFAULT_FRESH;
+static int page_trials;
 
 /* ---- inputs: a fixed-seed generator, so every run and both libraries see the same numbers ---- */
 
@@ -284,7 +300,40 @@ static void *poison_bytes(size_t bytes) {
 
 /* Where placement p puts a case's buffers (inputs, then the output) in one allocation; returns
  * the bytes the allocation needs for every placement. */
+/* NVHCQ_BENCH_REAL_AT: placements given as KiB offsets of each buffer ("0:4096:8192,..."),
+ * instead of the fixed sequence; given_count of them. */
+static size_t given_at[MAX_PLACEMENTS][3];
+static int given_count;
+
+static int parse_given(const char *s) {
+  while (*s && given_count < MAX_PLACEMENTS) {
+    for (int i = 0; i < 3; i++) {
+      char *end;
+      given_at[given_count][i] = (size_t)strtoull(s, &end, 10) << 10;
+      if (end == s) return 0;
+      s = end + (*end == ':');
+      if (*end != ':') break;
+    }
+    given_count++;
+    if (*s == ',')
+      s++;
+    else if (*s)
+      return 0;
+  }
+  return given_count > 0 && !*s;
+}
+
 static size_t place_offsets(const bench_case *c, int p, size_t off[3]) {
+  if (given_count) {
+    size_t need = 0;
+    for (int q = 0; q < given_count; q++)
+      for (int i = 0; i <= c->inputs; i++) {
+        size_t end = given_at[q][i] + (i < c->inputs ? c->in_bytes : c->out_bytes);
+        need = end > need ? end : need;
+      }
+    for (int i = 0; i <= c->inputs; i++) off[i] = given_at[p][i];
+    return need;
+  }
   uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(p + 1);
   size_t at = 0;
   for (int i = 0; i <= c->inputs; i++) {
@@ -302,6 +351,15 @@ static size_t words_differing(const void *out, const void *ref, size_t bytes) {
   for (size_t i = 0; i < bytes / 4; i++)
     n += ((const uint32_t *)out)[i] != ((const uint32_t *)ref)[i];
   return n;
+}
+
+/* The median over placements, and the range, of one side's times. */
+static double place_median(const double *t, int n, double *lo, double *hi) {
+  double v[2 * MAX_PLACEMENTS];
+  memcpy(v, t, sizeof *v * (size_t)n);
+  double m = median(v, n);
+  *lo = v[0], *hi = v[n - 1]; /* median() sorted them */
+  return m;
 }
 
 static nvhcq_device *nv_dev;
@@ -435,6 +493,125 @@ static void nv_place(const bench_case *c, void *const in[2], outcome *o) {
   nvhcq_buffer_destroy(all);
 }
 
+/* Each fresh round: r padding buffers, then the case's buffers as nv_run makes them. */
+static void nv_fresh(const bench_case *c, void *const in[2], outcome *o) {
+  nvhcq_kernel *k;
+  CHECK_NV(nvhcq_module_get_kernel(nv_mod, c->name, &k));
+  int saved = reps;
+  reps = PLACE_REPS;
+  for (int r = 0; r < fresh; r++) {
+    nvhcq_buffer *pad[MAX_FRESH], *buf[3];
+    kernel_args a = {0};
+    for (int i = 0; i < r; i++)
+      CHECK_NV(nvhcq_buffer_create(nv_dev, FRESH_PAD, NVHCQ_MEMORY_DEVICE, &pad[i]));
+    for (int i = 0; i <= c->inputs; i++) {
+      size_t bytes = i < c->inputs ? c->in_bytes : c->out_bytes;
+      CHECK_NV(nvhcq_buffer_create(nv_dev, bytes, NVHCQ_MEMORY_DEVICE, &buf[i]));
+      if (i < c->inputs) CHECK_NV(nvhcq_buffer_write(buf[i], 0, in[i], bytes));
+      a.ptr[i] = nvhcq_buffer_gpu_address(buf[i]);
+      if (!r) o->fresh_va_nv[i] = a.ptr[i];
+    }
+    pack_args(&a, c);
+    if (r & 1) o->fresh_rec[r] = nv_time_recorded(k, c, &a);
+    o->fresh_nv[r] = nv_time_queue(k, c, &a);
+    if (!(r & 1)) o->fresh_rec[r] = nv_time_recorded(k, c, &a);
+    void *out = nv_read(buf[c->inputs], c->out_bytes);
+    o->place_wrong += words_differing(out, o->nv_out, c->out_bytes);
+    free(out);
+    for (int i = 0; i <= c->inputs; i++) nvhcq_buffer_destroy(buf[i]);
+    for (int i = 0; i < r; i++) nvhcq_buffer_destroy(pad[i]);
+  }
+  reps = saved;
+}
+
+static size_t pages_of(const bench_case *c, int i) {
+  size_t bytes = i < c->inputs ? c->in_bytes : c->out_bytes;
+  return (bytes + PAGE_BYTES - 1) / PAGE_BYTES;
+}
+
+/* Trial t's first pool page for each buffer: runs that do not overlap, from a fixed sequence. */
+static void pick_pages(const bench_case *c, int t, size_t first[3]) {
+  uint64_t x = 0x2545f4914f6cdd1dull * (uint64_t)(t + 1);
+  for (int i = 0; i <= c->inputs; i++) {
+    for (int ok = 0; !ok;) {
+      x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29;
+      first[i] = (size_t)(x % (PAGE_POOL - pages_of(c, i) + 1));
+      ok = 1;
+      for (int j = 0; j < i; j++)
+        ok &= first[i] + pages_of(c, i) <= first[j] || first[j] + pages_of(c, j) <= first[i];
+    }
+  }
+}
+
+/* The buffers mapped from pool pages `first` at consecutive addresses from `at`, in buffer order
+ * or (reversed) last buffer first; timed in a queue, the output checked, then unmapped. */
+static double nv_pages_once(const bench_case *c, void *const in[2], nvhcq_kernel *k,
+                            nvhcq_reservation *r, uint64_t at, nvhcq_physical *pool,
+                            const size_t first[3], int reversed, outcome *o) {
+  nvhcq_buffer *buf[3];
+  kernel_args a = {0};
+  for (int n = 0; n <= c->inputs; n++) {
+    int i = reversed ? c->inputs - n : n;
+    uint64_t bytes = pages_of(c, i) * PAGE_BYTES;
+    CHECK_NV(nvhcq_buffer_map_physical(r, at, pool, first[i] * PAGE_BYTES, bytes, &buf[i]));
+    a.ptr[i] = at, at += bytes;
+  }
+  for (int i = 0; i < c->inputs; i++) CHECK_NV(nvhcq_buffer_write(buf[i], 0, in[i], c->in_bytes));
+  pack_args(&a, c);
+  double us = nv_time_queue(k, c, &a);
+  void *out = nv_read(buf[c->inputs], c->out_bytes);
+  o->place_wrong += words_differing(out, o->nv_out, c->out_bytes);
+  free(out);
+  for (int i = 0; i <= c->inputs; i++) nvhcq_buffer_destroy(buf[i]);
+  return us;
+}
+
+/* Each trial's pages at two layouts: consecutive in buffer order, and reversed one page further
+ * on in a second reservation (other address bits). */
+static void nv_pages(const bench_case *c, void *const in[2], outcome *o) {
+  nvhcq_kernel *k;
+  nvhcq_physical *pool;
+  nvhcq_reservation *r[2];
+  size_t span = 0, first[3];
+  double t[2][MAX_FRESH];
+  size_t wrong = o->place_wrong;
+  if (!page_trials) return;
+  for (int i = 0; i <= c->inputs; i++) span += pages_of(c, i) * PAGE_BYTES;
+  CHECK_NV(nvhcq_module_get_kernel(nv_mod, c->name, &k));
+  CHECK_NV(nvhcq_physical_create(nv_dev, PAGE_POOL * PAGE_BYTES, &pool));
+  for (int v = 0; v < 2; v++) CHECK_NV(nvhcq_reservation_create(span + PAGE_BYTES, 0, 0, &r[v]));
+  int saved = reps;
+  reps = PLACE_REPS;
+  printf("%s: pages experiment (nvhcq queue, median of %d): the same pool pages at two address "
+         "layouts\n",
+         c->name, PLACE_REPS);
+  for (int trial = 0; trial < page_trials; trial++) {
+    pick_pages(c, trial, first);
+    uint64_t base[2] = {nvhcq_reservation_gpu_address(r[0]),
+                        nvhcq_reservation_gpu_address(r[1]) + PAGE_BYTES};
+    for (int v = 0; v < 2; v++)
+      t[v][trial] = nv_pages_once(c, in, k, r[v], base[v], pool, first, v, o);
+    printf("  trial %2d, pool pages", trial);
+    for (int i = 0; i <= c->inputs; i++) printf(" %2zu", first[i]);
+    printf(": %.3f us at 0x%llx in order, %.3f at 0x%llx reversed\n", t[0][trial],
+           (unsigned long long)base[0], t[1][trial], (unsigned long long)base[1]);
+  }
+  double d[MAX_FRESH], lo, hi, most = 0;
+  for (int trial = 0; trial < page_trials; trial++) {
+    d[trial] = fabs(t[0][trial] - t[1][trial]);
+    most = d[trial] > most ? d[trial] : most;
+  }
+  double m = place_median(t[0], page_trials, &lo, &hi);
+  printf("  over the trials' pages: median %.3f us [%.3f-%.3f]; between the two layouts of the "
+         "same pages: median difference %.3f us, largest %.3f\n",
+         m, lo, hi, median(d, page_trials), most);
+  if (o->place_wrong > wrong)
+    printf("  %zu output words differ from the first run's\n", o->place_wrong - wrong);
+  reps = saved;
+  for (int v = 0; v < 2; v++) CHECK_NV(nvhcq_reservation_destroy(r[v]));
+  CHECK_NV(nvhcq_physical_destroy(pool));
+}
+
 /* Opens GPU 0 and loads the cubin; 0 (with a message) where there is no GPU nvhcq can drive. */
 static int nv_open(const void *image, size_t size) {
   if (nvhcq_device_open(0, &nv_dev) != NVHCQ_SUCCESS) {
@@ -512,6 +689,34 @@ static void cu_place(const bench_case *c, void *const in[2], outcome *o) {
   cu.mem_free(all);
 }
 
+/* libcuda's fresh rounds, as nv_fresh's: its own allocator places the buffers. */
+static void cu_fresh(const bench_case *c, void *const in[2], outcome *o) {
+  void *f;
+  CHECK_CU(cu.get_function(&f, cu_mod, c->name));
+  int saved = reps;
+  reps = PLACE_REPS;
+  for (int r = 0; r < fresh; r++) {
+    uint64_t pad[MAX_FRESH];
+    kernel_args a = {0};
+    for (int i = 0; i < r; i++) CHECK_CU(cu.mem_alloc(&pad[i], (size_t)FRESH_PAD));
+    for (int i = 0; i <= c->inputs; i++) {
+      size_t bytes = i < c->inputs ? c->in_bytes : c->out_bytes;
+      CHECK_CU(cu.mem_alloc(&a.ptr[i], bytes));
+      if (i < c->inputs) CHECK_CU(cu.htod(a.ptr[i], in[i], bytes));
+      if (!r) o->fresh_va_cu[i] = a.ptr[i];
+    }
+    pack_args(&a, c);
+    o->fresh_cu[r] = cu_time_graph(f, c, &a);
+    void *out = poison_bytes(c->out_bytes);
+    CHECK_CU(cu.dtoh(out, a.ptr[c->inputs], c->out_bytes));
+    o->place_wrong += words_differing(out, o->cu_out, c->out_bytes);
+    free(out);
+    for (int i = 0; i <= c->inputs; i++) cu.mem_free(a.ptr[i]);
+    for (int i = 0; i < r; i++) cu.mem_free(pad[i]);
+  }
+  reps = saved;
+}
+
 /* ---- checks and the report ---- */
 
 /* Index of the first 32-bit word where two outputs differ, or -1. */
@@ -581,15 +786,6 @@ static void report_table(const int *run, const outcome *o, int have_cu) {
   }
 }
 
-/* The median over placements, and the range, of one side's times. */
-static double place_median(const double *t, int n, double *lo, double *hi) {
-  double v[2 * MAX_PLACEMENTS];
-  memcpy(v, t, sizeof *v * (size_t)n);
-  double m = median(v, n);
-  *lo = v[0], *hi = v[n - 1]; /* median() sorted them */
-  return m;
-}
-
 static void report_places(const int *run, const outcome *o, int have_cu) {
   if (!placements) return;
   printf("over %d placements of the buffers in one allocation, the same offsets for both (median "
@@ -612,6 +808,60 @@ static void report_places(const int *run, const outcome *o, int have_cu) {
     else
       printf("%-14s %22s %22s %7s %22s %7s\n", cases[i].name, "(no libcuda)", col[1], "-", col[2],
              "-");
+  }
+}
+
+static void report_fresh(const int *run, const outcome *o, int have_cu) {
+  if (!fresh) return;
+  printf("over %d rounds of fresh buffers from each library's own allocator (round r allocates r "
+         "x 2 MiB first; median of %d in each): median us per launch [fastest-slowest]\n",
+         fresh, PLACE_REPS);
+  printf("%-14s %22s %22s %7s %22s %7s\n", "kernel", "libcuda graph", "nvhcq queue", "ratio",
+         "nvhcq recorded", "ratio");
+  for (int i = 0; i < CASES; i++) {
+    if (!run[i]) continue;
+    double lo[3], hi[3], m[3];
+    const double *t[3] = {o[i].fresh_cu, o[i].fresh_nv, o[i].fresh_rec};
+    char col[3][40];
+    for (int s = 0; s < 3; s++) {
+      m[s] = place_median(t[s], fresh, &lo[s], &hi[s]);
+      snprintf(col[s], sizeof col[s], "%.3f [%.3f-%.3f]", m[s], lo[s], hi[s]);
+    }
+    if (have_cu)
+      printf("%-14s %22s %22s %7.3f %22s %7.3f\n", cases[i].name, col[0], col[1], m[1] / m[0],
+             col[2], m[2] / m[0]);
+    else
+      printf("%-14s %22s %22s %7s %22s %7s\n", cases[i].name, "(no libcuda)", col[1], "-", col[2],
+             "-");
+  }
+  for (int i = 0; i < CASES; i++) {
+    if (!run[i] || !getenv("NVHCQ_BENCH_REAL_VERBOSE")) continue;
+    printf("%s round 0 buffers: nvhcq", cases[i].name);
+    for (int b = 0; b <= cases[i].inputs; b++)
+      printf(" 0x%llx", (unsigned long long)o[i].fresh_va_nv[b]);
+    printf(", libcuda");
+    for (int b = 0; b <= cases[i].inputs; b++)
+      printf(" 0x%llx", (unsigned long long)o[i].fresh_va_cu[b]);
+    printf("\n  rounds nvhcq queue/recorded vs libcuda:");
+    for (int r = 0; r < fresh; r++)
+      printf(" %.3f/%.3f:%.3f", o[i].fresh_nv[r], o[i].fresh_rec[r], o[i].fresh_cu[r]);
+    printf("\n");
+  }
+}
+
+/* NVHCQ_BENCH_REAL_VERBOSE: every placement's offsets and times. */
+static void report_each_place(const int *run, const outcome *o) {
+  if (!getenv("NVHCQ_BENCH_REAL_VERBOSE")) return;
+  for (int i = 0; i < CASES; i++) {
+    if (!run[i]) continue;
+    for (int p = 0; p < placements; p++) {
+      size_t off[3];
+      place_offsets(&cases[i], p, off);
+      printf("%s placement %d at KiB", cases[i].name, p);
+      for (int b = 0; b <= cases[i].inputs; b++) printf(" %zu", off[b] >> 10);
+      printf(": nvhcq %.3f/%.3f libcuda %.3f/%.3f\n", o[i].place_nv[p], o[i].place_rec[p],
+             o[i].place_cu[2 * p], o[i].place_cu[2 * p + 1]);
+    }
   }
 }
 
@@ -646,13 +896,17 @@ static void alloc_inputs(const bench_case *c, void *in[2]) {
  * both were slower on the H200: ew_add 2.51-2.53 us per launch on each side, 2.45-2.48 alone. */
 static void run_all(const int *run, void *in[][2], outcome *o, const void *image, int have_cu) {
   for (int i = 0; i < CASES; i++)
-    if (run[i]) nv_run(&cases[i], in[i], &o[i]), nv_place(&cases[i], in[i], &o[i]);
+    if (run[i])
+      nv_run(&cases[i], in[i], &o[i]), nv_place(&cases[i], in[i], &o[i]),
+          nv_fresh(&cases[i], in[i], &o[i]), nv_pages(&cases[i], in[i], &o[i]);
   nv_close();
   if (!have_cu) return;
   cuda_context();
   CHECK_CU(cu.module_load(&cu_mod, image));
   for (int i = 0; i < CASES; i++)
-    if (run[i]) cu_run(&cases[i], in[i], &o[i]), cu_place(&cases[i], in[i], &o[i]);
+    if (run[i])
+      cu_run(&cases[i], in[i], &o[i]), cu_place(&cases[i], in[i], &o[i]),
+          cu_fresh(&cases[i], in[i], &o[i]);
 }
 
 int main(int argc, char **argv) {
@@ -666,6 +920,19 @@ int main(int argc, char **argv) {
   if (env) placements = atoi(env);
   if (placements < 0 || placements > MAX_PLACEMENTS)
     return fprintf(stderr, "NVHCQ_BENCH_REAL_PLACEMENTS must be 0..%d\n", MAX_PLACEMENTS), 2;
+  env = getenv("NVHCQ_BENCH_REAL_AT");
+  if (env && !parse_given(env))
+    return fprintf(stderr, "NVHCQ_BENCH_REAL_AT: KiB offsets a:b:c, placements split by commas\n"),
+           2;
+  if (env) placements = given_count;
+  env = getenv("NVHCQ_BENCH_REAL_PAGES");
+  if (env) page_trials = atoi(env);
+  if (page_trials < 0 || page_trials > MAX_FRESH)
+    return fprintf(stderr, "NVHCQ_BENCH_REAL_PAGES must be 0..%d\n", MAX_FRESH), 2;
+  env = getenv("NVHCQ_BENCH_REAL_FRESH");
+  if (env) fresh = atoi(env);
+  if (fresh < 0 || fresh > MAX_FRESH)
+    return fprintf(stderr, "NVHCQ_BENCH_REAL_FRESH must be 0..%d\n", MAX_FRESH), 2;
   size_t size;
   void *image = read_file(argv[1], &size);
   if (!image) {
@@ -686,6 +953,8 @@ int main(int argc, char **argv) {
          info.name, info.arch, LAUNCHES, reps);
   report_table(run, o, have_cu);
   report_places(run, o, have_cu);
+  report_fresh(run, o, have_cu);
+  report_each_place(run, o);
   int ok = 1;
   for (int i = 0; i < CASES; i++)
     if (run[i]) ok &= report_checks(&cases[i], in[i], &o[i], have_cu);

@@ -55,6 +55,13 @@ static uint64_t huge_page_from(void) {
   return debug_knob(&small, "NVHCQ_DEBUG_SMALL_PAGES") ? 8u << 20 : HUGE_PAGE_FROM;
 }
 
+/* NVHCQ_DEBUG_CONTIG=1: device memory physically contiguous (an experiment on placement: ew_add
+ * back to back on the H200 took the same time either way). */
+static int debug_contiguous(void) {
+  static int contig = -1;
+  return debug_knob(&contig, "NVHCQ_DEBUG_CONTIG");
+}
+
 static uint32_t page_size_for(nvhcq_memory_kind kind, size_t size) {
   static int kib = -1;
   if (kind == NVHCQ_MEMORY_HOST || kind == NVHCQ_MEMORY_HOST_UNCACHED) return PAGE_4K;
@@ -366,7 +373,7 @@ static nvhcq_status alloc_once(nvhcq_device *dev, nvhcq_rm *uvm_rm, size_t size,
   if (kind == NVHCQ_MEMORY_HOST) {
     s = alloc_pinned_host(dev, b);
   } else {
-    s = alloc_rm_memory(dev, b, options->contiguous);
+    s = alloc_rm_memory(dev, b, options->contiguous || debug_contiguous());
     if (!s && kind != NVHCQ_MEMORY_DEVICE)
       s = map_to_cpu(dev, b, options->map_flags, kind == NVHCQ_MEMORY_HOST_UNCACHED);
   }
