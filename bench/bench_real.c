@@ -786,29 +786,39 @@ static void report_table(const int *run, const outcome *o, int have_cu) {
   }
 }
 
+/* One kernel's row of a spread table: each side's median and range over n[s] times. */
+static void report_spread_row(const char *name, const double *const t[3], const int n[3],
+                              int have_cu) {
+  double lo[3], hi[3], m[3];
+  char col[3][40];
+  for (int s = 0; s < 3; s++) {
+    m[s] = place_median(t[s], n[s], &lo[s], &hi[s]);
+    snprintf(col[s], sizeof col[s], "%.3f [%.3f-%.3f]", m[s], lo[s], hi[s]);
+  }
+  if (have_cu)
+    printf("%-14s %22s %22s %7.3f %22s %7.3f\n", name, col[0], col[1], m[1] / m[0], col[2],
+           m[2] / m[0]);
+  else
+    printf("%-14s %22s %22s %7s %22s %7s\n", name, "(no libcuda)", col[1], "-", col[2], "-");
+}
+
+static void report_spread_head(void) {
+  printf("%-14s %22s %22s %7s %22s %7s\n", "kernel", "libcuda graph", "nvhcq queue", "ratio",
+         "nvhcq recorded", "ratio");
+}
+
 static void report_places(const int *run, const outcome *o, int have_cu) {
   if (!placements) return;
   printf("over %d placements of the buffers in one allocation, the same offsets for both (median "
          "of %d at each, libcuda's graph timed twice): median us per launch [fastest-slowest]\n",
          placements, PLACE_REPS);
-  printf("%-14s %22s %22s %7s %22s %7s\n", "kernel", "libcuda graph", "nvhcq queue", "ratio",
-         "nvhcq recorded", "ratio");
-  for (int i = 0; i < CASES; i++) {
-    if (!run[i]) continue;
-    double lo[3], hi[3], m[3];
-    const double *t[3] = {o[i].place_cu, o[i].place_nv, o[i].place_rec};
-    char col[3][40];
-    for (int s = 0; s < 3; s++) {
-      m[s] = place_median(t[s], s ? placements : 2 * placements, &lo[s], &hi[s]);
-      snprintf(col[s], sizeof col[s], "%.3f [%.3f-%.3f]", m[s], lo[s], hi[s]);
-    }
-    if (have_cu)
-      printf("%-14s %22s %22s %7.3f %22s %7.3f\n", cases[i].name, col[0], col[1], m[1] / m[0],
-             col[2], m[2] / m[0]);
-    else
-      printf("%-14s %22s %22s %7s %22s %7s\n", cases[i].name, "(no libcuda)", col[1], "-", col[2],
-             "-");
-  }
+  report_spread_head();
+  const int n[3] = {2 * placements, placements, placements};
+  for (int i = 0; i < CASES; i++)
+    if (run[i])
+      report_spread_row(cases[i].name,
+                        (const double *const[3]){o[i].place_cu, o[i].place_nv, o[i].place_rec}, n,
+                        have_cu);
 }
 
 static void report_fresh(const int *run, const outcome *o, int have_cu) {
@@ -816,24 +826,13 @@ static void report_fresh(const int *run, const outcome *o, int have_cu) {
   printf("over %d rounds of fresh buffers from each library's own allocator (round r allocates r "
          "x 2 MiB first; median of %d in each): median us per launch [fastest-slowest]\n",
          fresh, PLACE_REPS);
-  printf("%-14s %22s %22s %7s %22s %7s\n", "kernel", "libcuda graph", "nvhcq queue", "ratio",
-         "nvhcq recorded", "ratio");
-  for (int i = 0; i < CASES; i++) {
-    if (!run[i]) continue;
-    double lo[3], hi[3], m[3];
-    const double *t[3] = {o[i].fresh_cu, o[i].fresh_nv, o[i].fresh_rec};
-    char col[3][40];
-    for (int s = 0; s < 3; s++) {
-      m[s] = place_median(t[s], fresh, &lo[s], &hi[s]);
-      snprintf(col[s], sizeof col[s], "%.3f [%.3f-%.3f]", m[s], lo[s], hi[s]);
-    }
-    if (have_cu)
-      printf("%-14s %22s %22s %7.3f %22s %7.3f\n", cases[i].name, col[0], col[1], m[1] / m[0],
-             col[2], m[2] / m[0]);
-    else
-      printf("%-14s %22s %22s %7s %22s %7s\n", cases[i].name, "(no libcuda)", col[1], "-", col[2],
-             "-");
-  }
+  report_spread_head();
+  const int n[3] = {fresh, fresh, fresh};
+  for (int i = 0; i < CASES; i++)
+    if (run[i])
+      report_spread_row(cases[i].name,
+                        (const double *const[3]){o[i].fresh_cu, o[i].fresh_nv, o[i].fresh_rec}, n,
+                        have_cu);
   for (int i = 0; i < CASES; i++) {
     if (!run[i] || !getenv("NVHCQ_BENCH_REAL_VERBOSE")) continue;
     printf("%s round 0 buffers: nvhcq", cases[i].name);
