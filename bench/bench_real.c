@@ -43,7 +43,6 @@
  * lie, moves the time. */
 #define PAGE_BYTES (2ull << 20)
 #define PAGE_POOL  64
-#define MAX_PAGES  32
 
 #define EW_N    (1 << 20)
 #define SM_ROWS 4096
@@ -908,30 +907,30 @@ static void run_all(const int *run, void *in[][2], outcome *o, const void *image
           cu_fresh(&cases[i], in[i], &o[i]);
 }
 
+/* An integer setting from the environment, left at its default when unset; 0 (with a message)
+ * when it is outside lo..hi. */
+static int env_int(const char *name, int lo, int hi, int *value) {
+  const char *env = getenv(name);
+  if (env) *value = atoi(env);
+  if (*value >= lo && *value <= hi) return 1;
+  fprintf(stderr, "%s must be %d..%d\n", name, lo, hi);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int run[CASES];
   if (argc < 2 || argc > 3 || !select_cases(argc == 3 ? argv[2] : NULL, run)) return usage(argv[0]);
-  const char *env = getenv("NVHCQ_BENCH_REAL_REPS");
-  if (env) reps = atoi(env);
-  if (reps < 1 || reps > MAX_REPS)
-    return fprintf(stderr, "NVHCQ_BENCH_REAL_REPS must be 1..%d\n", MAX_REPS), 2;
-  env = getenv("NVHCQ_BENCH_REAL_PLACEMENTS");
-  if (env) placements = atoi(env);
-  if (placements < 0 || placements > MAX_PLACEMENTS)
-    return fprintf(stderr, "NVHCQ_BENCH_REAL_PLACEMENTS must be 0..%d\n", MAX_PLACEMENTS), 2;
-  env = getenv("NVHCQ_BENCH_REAL_AT");
+  if (!env_int("NVHCQ_BENCH_REAL_REPS", 1, MAX_REPS, &reps) ||
+      !env_int("NVHCQ_BENCH_REAL_PLACEMENTS", 0, MAX_PLACEMENTS, &placements))
+    return 2;
+  const char *env = getenv("NVHCQ_BENCH_REAL_AT");
   if (env && !parse_given(env))
     return fprintf(stderr, "NVHCQ_BENCH_REAL_AT: KiB offsets a:b:c, placements split by commas\n"),
            2;
   if (env) placements = given_count;
-  env = getenv("NVHCQ_BENCH_REAL_PAGES");
-  if (env) page_trials = atoi(env);
-  if (page_trials < 0 || page_trials > MAX_FRESH)
-    return fprintf(stderr, "NVHCQ_BENCH_REAL_PAGES must be 0..%d\n", MAX_FRESH), 2;
-  env = getenv("NVHCQ_BENCH_REAL_FRESH");
-  if (env) fresh = atoi(env);
-  if (fresh < 0 || fresh > MAX_FRESH)
-    return fprintf(stderr, "NVHCQ_BENCH_REAL_FRESH must be 0..%d\n", MAX_FRESH), 2;
+  if (!env_int("NVHCQ_BENCH_REAL_PAGES", 0, MAX_FRESH, &page_trials) ||
+      !env_int("NVHCQ_BENCH_REAL_FRESH", 0, MAX_FRESH, &fresh))
+    return 2;
   size_t size;
   void *image = read_file(argv[1], &size);
   if (!image) {

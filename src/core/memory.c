@@ -373,7 +373,8 @@ static nvhcq_status alloc_once(nvhcq_device *dev, nvhcq_rm *uvm_rm, size_t size,
   if (kind == NVHCQ_MEMORY_HOST) {
     s = alloc_pinned_host(dev, b);
   } else {
-    s = alloc_rm_memory(dev, b, options->contiguous || debug_contiguous());
+    s = alloc_rm_memory(dev, b,
+                        options->contiguous || (kind == NVHCQ_MEMORY_DEVICE && debug_contiguous()));
     if (!s && kind != NVHCQ_MEMORY_DEVICE)
       s = map_to_cpu(dev, b, options->map_flags, kind == NVHCQ_MEMORY_HOST_UNCACHED);
   }
