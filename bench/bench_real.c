@@ -2,8 +2,11 @@
  * GPU-timed in nvhcq queues, nvhcq recorded queues and libcuda graphs in one run, outputs checked.
  * usage: nvhcq_bench_real build/bench/real_kernels_sm_90.cubin [KERNEL]
  * (NVHCQ_BENCH_REAL_REPS sets the repeats each figure is the median of; NVHCQ_BENCH_REAL_PLACEMENTS
- * how many placements of the buffers the second table is the median over, 0 for none) */
+ * how many placements of the buffers the second table is the median over, 0 for none; with
+ * LD_PRELOAD=build/libnvhcq_place_probe.so, NVHCQ_BENCH_REAL_SAME_PAGES=N adds a table over N
+ * sets of physical pages both libraries' buffers are put on) */
 #define _GNU_SOURCE /* clock_gettime in bench_util.h */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,6 +40,10 @@
 #define DEFAULT_FRESH 8
 #define MAX_FRESH     32
 #define FRESH_PAD     (2u << 20)
+/* The fourth table (NVHCQ_BENCH_REAL_SAME_PAGES trials, with bench/place_probe.c preloaded): both
+ * libraries' buffers at the same physical addresses, from SAME_BASE on, each trial's buffers in
+ * a shuffled order with 0 to 15 free 2 MiB pages before each, no page used twice. */
+#define SAME_BASE (4ull << 30)
 /* The pages experiment (NVHCQ_BENCH_REAL_PAGES trials, nvhcq only): the buffers are runs of 2 MiB
  * pages of one physical allocation of PAGE_POOL pages, chosen afresh in each trial, mapped at two
  * address layouts in turn: which pages are behind the buffers, apart from where their addresses
@@ -76,6 +83,9 @@ typedef struct outcome {
   double place_cu[2 * MAX_PLACEMENTS], place_nv[MAX_PLACEMENTS], place_rec[MAX_PLACEMENTS];
   double fresh_cu[MAX_FRESH], fresh_nv[MAX_FRESH], fresh_rec[MAX_FRESH];
   uint64_t fresh_va_cu[3], fresh_va_nv[3]; /* round 0's buffer addresses */
+  double same_cu[2 * MAX_FRESH], same_nv[MAX_FRESH], same_rec[MAX_FRESH];
+  uint64_t same_at[MAX_FRESH][3]; /* each trial's physical addresses */
+  int same_failed;                /* a library's allocation did not land where it was put */
   size_t place_wrong; /* output words of placement runs that differ from the first run's */
   void *cu_out, *nv_out, *rec_out;
   nvhcq_kernel_info info; /* its name is gone with the module: not printed */
@@ -95,6 +105,10 @@ static int reps = DEFAULT_REPS;
 static int placements = DEFAULT_PLACEMENTS;
 static int fresh = DEFAULT_FRESH;
 static int page_trials;
+static int same_trials;
+/* bench/place_probe.c's functions, when it is preloaded. */
+static int (*probe_next)(uint64_t physical_address, uint64_t min_size);
+static uint64_t (*probe_last)(void);
 
 /* ---- inputs: a fixed-seed generator, so every run and both libraries see the same numbers ---- */
 
@@ -630,6 +644,75 @@ static void nv_close(void) {
   nvhcq_device_close(nv_dev);
 }
 
+/* Trial t's physical addresses (the same for both libraries): see SAME_BASE. */
+static void same_addresses(const bench_case *c, outcome *o) {
+  uint64_t at = SAME_BASE, x = 0x9e3779b97f4a7c15ull;
+  for (int t = 0; t < same_trials; t++) {
+    int order[3] = {0, 1, 2};
+    for (int i = c->inputs; i > 0; i--) { /* Fisher-Yates over the buffers */
+      x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29;
+      int j = (int)(x % (uint64_t)(i + 1)), keep = order[i];
+      order[i] = order[j], order[j] = keep;
+    }
+    for (int i = 0; i <= c->inputs; i++) {
+      x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29;
+      at += (x % 16) * PAGE_BYTES;
+      o->same_at[t][order[i]] = at;
+      at += pages_of(c, order[i]) * PAGE_BYTES;
+    }
+  }
+}
+
+/* Whether the allocation the probe was armed for landed at `want`; disarms it either way (an
+ * allocator that did not reach the driver must not leave it armed for another allocation). */
+static int placed_at(uint64_t want) {
+  uint64_t got = probe_last();
+  probe_next(0, 0);
+  return got == want;
+}
+
+/* Buffer i of trial t for nvhcq, through the probe; 0 when it landed elsewhere. */
+static int nv_same_buffer(const bench_case *c, outcome *o, int t, int i, nvhcq_buffer **b) {
+  size_t bytes = i < c->inputs ? c->in_bytes : c->out_bytes;
+  probe_next(o->same_at[t][i], bytes);
+  CHECK_NV(nvhcq_buffer_create(nv_dev, bytes, NVHCQ_MEMORY_DEVICE, b));
+  if (placed_at(o->same_at[t][i])) return 1;
+  fprintf(stderr, "nvhcq's buffer %d of trial %d is not at physical 0x%llx\n", i, t,
+          (unsigned long long)o->same_at[t][i]);
+  return 0;
+}
+
+/* The same-pages trials on nvhcq's side: queue and recorded times, outputs compared. */
+static void nv_same(const bench_case *c, void *const in[2], outcome *o) {
+  if (!same_trials) return;
+  nvhcq_kernel *k;
+  CHECK_NV(nvhcq_module_get_kernel(nv_mod, c->name, &k));
+  same_addresses(c, o);
+  int saved = reps;
+  reps = PLACE_REPS;
+  for (int t = 0; t < same_trials && !o->same_failed; t++) {
+    nvhcq_buffer *buf[3] = {NULL};
+    kernel_args a = {0};
+    for (int i = 0; i <= c->inputs && !o->same_failed; i++) {
+      o->same_failed = !nv_same_buffer(c, o, t, i, &buf[i]);
+      if (!o->same_failed && i < c->inputs)
+        CHECK_NV(nvhcq_buffer_write(buf[i], 0, in[i], c->in_bytes));
+      a.ptr[i] = nvhcq_buffer_gpu_address(buf[i]);
+    }
+    if (!o->same_failed) {
+      pack_args(&a, c);
+      if (t & 1) o->same_rec[t] = nv_time_recorded(k, c, &a);
+      o->same_nv[t] = nv_time_queue(k, c, &a);
+      if (!(t & 1)) o->same_rec[t] = nv_time_recorded(k, c, &a);
+      void *out = nv_read(buf[c->inputs], c->out_bytes);
+      o->place_wrong += words_differing(out, o->nv_out, c->out_bytes);
+      free(out);
+    }
+    for (int i = 0; i <= c->inputs; i++) nvhcq_buffer_destroy(buf[i]);
+  }
+  reps = saved;
+}
+
 /* ---- libcuda ---- */
 
 static void *cu_mod;
@@ -712,6 +795,43 @@ static void cu_fresh(const bench_case *c, void *const in[2], outcome *o) {
     free(out);
     for (int i = 0; i <= c->inputs; i++) cu.mem_free(a.ptr[i]);
     for (int i = 0; i < r; i++) cu.mem_free(pad[i]);
+  }
+  reps = saved;
+}
+
+/* libcuda's side of the same-pages trials, at nv_same's addresses. */
+static void cu_same(const bench_case *c, void *const in[2], outcome *o) {
+  if (!same_trials || o->same_failed) return;
+  void *f;
+  CHECK_CU(cu.get_function(&f, cu_mod, c->name));
+  int saved = reps;
+  reps = PLACE_REPS;
+  for (int t = 0; t < same_trials && !o->same_failed; t++) {
+    kernel_args a = {0};
+    int made = 0;
+    for (int i = 0; i <= c->inputs && !o->same_failed; i++) {
+      size_t bytes = i < c->inputs ? c->in_bytes : c->out_bytes;
+      probe_next(o->same_at[t][i], bytes);
+      CHECK_CU(cu.mem_alloc(&a.ptr[i], bytes));
+      made = i + 1;
+      o->same_failed = !placed_at(o->same_at[t][i]);
+      if (o->same_failed)
+        fprintf(stderr, "libcuda's buffer %d of trial %d is not at physical 0x%llx\n", i, t,
+                (unsigned long long)o->same_at[t][i]);
+      else if (i < c->inputs)
+        CHECK_CU(cu.htod(a.ptr[i], in[i], bytes));
+    }
+    if (!o->same_failed) {
+      pack_args(&a, c);
+      /* Twice, as at the placements: the run after another is slower (matmul_f16). */
+      o->same_cu[2 * t] = cu_time_graph(f, c, &a);
+      o->same_cu[2 * t + 1] = cu_time_graph(f, c, &a);
+      void *out = poison_bytes(c->out_bytes);
+      CHECK_CU(cu.dtoh(out, a.ptr[c->inputs], c->out_bytes));
+      o->place_wrong += words_differing(out, o->cu_out, c->out_bytes);
+      free(out);
+    }
+    for (int i = 0; i < made; i++) cu.mem_free(a.ptr[i]);
   }
   reps = saved;
 }
@@ -847,6 +967,35 @@ static void report_fresh(const int *run, const outcome *o, int have_cu) {
   }
 }
 
+/* The fourth table: both libraries on the same physical pages. */
+static void report_same(const int *run, const outcome *o, int have_cu) {
+  if (!same_trials || !have_cu) return;
+  printf("over %d sets of the same physical pages for both libraries (placed by the probe; median "
+         "of %d in each, libcuda's graph timed twice): median us per launch [fastest-slowest]\n",
+         same_trials, PLACE_REPS);
+  report_spread_head();
+  const int n[3] = {2 * same_trials, same_trials, same_trials};
+  for (int i = 0; i < CASES; i++) {
+    if (!run[i]) continue;
+    if (o[i].same_failed) {
+      printf("%-14s (a buffer did not land at its physical address: see above)\n", cases[i].name);
+      continue;
+    }
+    report_spread_row(cases[i].name,
+                      (const double *const[3]){o[i].same_cu, o[i].same_nv, o[i].same_rec}, n, 1);
+  }
+  for (int i = 0; i < CASES; i++) {
+    if (!run[i] || o[i].same_failed || !getenv("NVHCQ_BENCH_REAL_VERBOSE")) continue;
+    for (int t = 0; t < same_trials; t++) {
+      printf("%s same pages %d at MiB", cases[i].name, t);
+      for (int b = 0; b <= cases[i].inputs; b++)
+        printf(" %llu", (unsigned long long)(o[i].same_at[t][b] >> 20));
+      printf(": nvhcq %.3f/%.3f libcuda %.3f/%.3f\n", o[i].same_nv[t], o[i].same_rec[t],
+             o[i].same_cu[2 * t], o[i].same_cu[2 * t + 1]);
+    }
+  }
+}
+
 /* NVHCQ_BENCH_REAL_VERBOSE: every placement's offsets and times. */
 static void report_each_place(const int *run, const outcome *o) {
   if (!getenv("NVHCQ_BENCH_REAL_VERBOSE")) return;
@@ -896,7 +1045,8 @@ static void run_all(const int *run, void *in[][2], outcome *o, const void *image
   for (int i = 0; i < CASES; i++)
     if (run[i])
       nv_run(&cases[i], in[i], &o[i]), nv_place(&cases[i], in[i], &o[i]),
-          nv_fresh(&cases[i], in[i], &o[i]), nv_pages(&cases[i], in[i], &o[i]);
+          nv_fresh(&cases[i], in[i], &o[i]), nv_pages(&cases[i], in[i], &o[i]),
+          nv_same(&cases[i], in[i], &o[i]);
   nv_close();
   if (!have_cu) return;
   cuda_context();
@@ -904,7 +1054,17 @@ static void run_all(const int *run, void *in[][2], outcome *o, const void *image
   for (int i = 0; i < CASES; i++)
     if (run[i])
       cu_run(&cases[i], in[i], &o[i]), cu_place(&cases[i], in[i], &o[i]),
-          cu_fresh(&cases[i], in[i], &o[i]);
+          cu_fresh(&cases[i], in[i], &o[i]), cu_same(&cases[i], in[i], &o[i]);
+}
+
+/* bench/place_probe.c, if it is preloaded (the same-pages table needs it). */
+static int find_probe(void) {
+  probe_next = (int (*)(uint64_t, uint64_t))dlsym(RTLD_DEFAULT, "nvhcq_place_probe_next");
+  probe_last = (uint64_t(*)(void))dlsym(RTLD_DEFAULT, "nvhcq_place_probe_last");
+  if (probe_next && probe_last) return 1;
+  printf("NVHCQ_BENCH_REAL_SAME_PAGES: skipped: it needs LD_PRELOAD=libnvhcq_place_probe.so "
+         "(built beside this benchmark)\n");
+  return 0;
 }
 
 /* An integer setting from the environment, left at its default when unset; 0 (with a message)
@@ -929,8 +1089,10 @@ int main(int argc, char **argv) {
            2;
   if (env) placements = given_count;
   if (!env_int("NVHCQ_BENCH_REAL_PAGES", 0, MAX_FRESH, &page_trials) ||
-      !env_int("NVHCQ_BENCH_REAL_FRESH", 0, MAX_FRESH, &fresh))
+      !env_int("NVHCQ_BENCH_REAL_FRESH", 0, MAX_FRESH, &fresh) ||
+      !env_int("NVHCQ_BENCH_REAL_SAME_PAGES", 0, MAX_FRESH, &same_trials))
     return 2;
+  if (same_trials && !find_probe()) same_trials = 0;
   size_t size;
   void *image = read_file(argv[1], &size);
   if (!image) {
@@ -952,6 +1114,7 @@ int main(int argc, char **argv) {
   report_table(run, o, have_cu);
   report_places(run, o, have_cu);
   report_fresh(run, o, have_cu);
+  report_same(run, o, have_cu);
   report_each_place(run, o);
   int ok = 1;
   for (int i = 0; i < CASES; i++)
