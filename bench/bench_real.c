@@ -452,6 +452,23 @@ static void *nv_read(nvhcq_buffer *b, size_t bytes) {
   return p;
 }
 
+/* Both kinds of nvhcq queue at one placement; which goes first takes turns with `turn`'s low bit,
+ * as a second run at a placement is slower (see PLACE_REPS). */
+static void nv_time_turns(nvhcq_kernel *k, const bench_case *c, const kernel_args *a, int turn,
+                          double *queue, double *recorded) {
+  if (turn & 1) *recorded = nv_time_recorded(k, c, a);
+  *queue = nv_time_queue(k, c, a);
+  if (!(turn & 1)) *recorded = nv_time_recorded(k, c, a);
+}
+
+/* Counts the output words at `at` in `b` that differ from the first run's. */
+static void nv_compare_out(const bench_case *c, nvhcq_buffer *b, size_t at, outcome *o) {
+  void *out = poison_bytes(c->out_bytes);
+  CHECK_NV(nvhcq_buffer_read(out, b, at, c->out_bytes));
+  o->place_wrong += words_differing(out, o->nv_out, c->out_bytes);
+  free(out);
+}
+
 static void nv_run(const bench_case *c, void *const in[2], outcome *o) {
   nvhcq_kernel *k;
   nvhcq_buffer *buf[3];
@@ -493,14 +510,8 @@ static void nv_place(const bench_case *c, void *const in[2], outcome *o) {
       CHECK_NV(nvhcq_buffer_write(all, off[i], in[i], c->in_bytes));
     for (int i = 0; i <= c->inputs; i++) a.ptr[i] = base + off[i];
     pack_args(&a, c);
-    /* Which runs second alternates: a second run at a placement is slower (see PLACE_REPS). */
-    if (p & 1) o->place_rec[p] = nv_time_recorded(k, c, &a);
-    o->place_nv[p] = nv_time_queue(k, c, &a);
-    if (!(p & 1)) o->place_rec[p] = nv_time_recorded(k, c, &a);
-    void *out = poison_bytes(c->out_bytes);
-    CHECK_NV(nvhcq_buffer_read(out, all, off[c->inputs], c->out_bytes));
-    o->place_wrong += words_differing(out, o->nv_out, c->out_bytes);
-    free(out);
+    nv_time_turns(k, c, &a, p, &o->place_nv[p], &o->place_rec[p]);
+    nv_compare_out(c, all, off[c->inputs], o);
   }
   reps = saved;
   nvhcq_buffer_destroy(all);
@@ -525,12 +536,8 @@ static void nv_fresh(const bench_case *c, void *const in[2], outcome *o) {
       if (!r) o->fresh_va_nv[i] = a.ptr[i];
     }
     pack_args(&a, c);
-    if (r & 1) o->fresh_rec[r] = nv_time_recorded(k, c, &a);
-    o->fresh_nv[r] = nv_time_queue(k, c, &a);
-    if (!(r & 1)) o->fresh_rec[r] = nv_time_recorded(k, c, &a);
-    void *out = nv_read(buf[c->inputs], c->out_bytes);
-    o->place_wrong += words_differing(out, o->nv_out, c->out_bytes);
-    free(out);
+    nv_time_turns(k, c, &a, r, &o->fresh_nv[r], &o->fresh_rec[r]);
+    nv_compare_out(c, buf[c->inputs], 0, o);
     for (int i = 0; i <= c->inputs; i++) nvhcq_buffer_destroy(buf[i]);
     for (int i = 0; i < r; i++) nvhcq_buffer_destroy(pad[i]);
   }
@@ -572,9 +579,7 @@ static double nv_pages_once(const bench_case *c, void *const in[2], nvhcq_kernel
   for (int i = 0; i < c->inputs; i++) CHECK_NV(nvhcq_buffer_write(buf[i], 0, in[i], c->in_bytes));
   pack_args(&a, c);
   double us = nv_time_queue(k, c, &a);
-  void *out = nv_read(buf[c->inputs], c->out_bytes);
-  o->place_wrong += words_differing(out, o->nv_out, c->out_bytes);
-  free(out);
+  nv_compare_out(c, buf[c->inputs], 0, o);
   for (int i = 0; i <= c->inputs; i++) nvhcq_buffer_destroy(buf[i]);
   return us;
 }
@@ -701,12 +706,8 @@ static void nv_same(const bench_case *c, void *const in[2], outcome *o) {
     }
     if (!o->same_failed) {
       pack_args(&a, c);
-      if (t & 1) o->same_rec[t] = nv_time_recorded(k, c, &a);
-      o->same_nv[t] = nv_time_queue(k, c, &a);
-      if (!(t & 1)) o->same_rec[t] = nv_time_recorded(k, c, &a);
-      void *out = nv_read(buf[c->inputs], c->out_bytes);
-      o->place_wrong += words_differing(out, o->nv_out, c->out_bytes);
-      free(out);
+      nv_time_turns(k, c, &a, t, &o->same_nv[t], &o->same_rec[t]);
+      nv_compare_out(c, buf[c->inputs], 0, o);
     }
     for (int i = 0; i <= c->inputs; i++) nvhcq_buffer_destroy(buf[i]);
   }
