@@ -52,9 +52,16 @@ static int is_armed_alloc(unsigned long request, const NVOS21_PARAMETERS *p) {
   return ((const NV_MEMORY_ALLOCATION_PARAMS *)(uintptr_t)p->pAllocParms)->size >= armed_size;
 }
 
+static ioctl_fn next;
+
+/* Before the program's threads start (and again if another library's constructor got here
+ * first). */
+__attribute__((constructor)) static void find_next(void) {
+  next = (ioctl_fn)dlsym(RTLD_NEXT, "ioctl");
+}
+
 int ioctl(int fd, unsigned long request, ...) {
-  static ioctl_fn next;
-  if (!next) next = (ioctl_fn)dlsym(RTLD_NEXT, "ioctl");
+  if (!next) find_next();
   va_list ap;
   va_start(ap, request);
   void *arg = va_arg(ap, void *);
@@ -66,9 +73,9 @@ int ioctl(int fd, unsigned long request, ...) {
   m->offset = armed;
   armed = 0;
   int r = next(fd, request, arg);
-  /* The escape takes NVOS21 (status at byte 28) or, with requested rights, NVOS64 (40 bytes,
-   * status at byte 32). RM returns the physical address of the first page in .offset. */
-  uint32_t status = ((request >> 16) & 0x3fffu) == 40 ? ((const uint32_t *)arg)[8] : p->status;
+  /* The escape takes NVOS21 (32 bytes, status at byte 28) or, with requested rights, NVOS64 (48
+   * bytes, status at byte 40). RM returns the physical address of the first page in .offset. */
+  uint32_t status = ((request >> 16) & 0x3fffu) == 48 ? ((const uint32_t *)arg)[10] : p->status;
   last_place = r == 0 && status == 0 ? m->offset : 0;
   return r;
 }
