@@ -121,6 +121,13 @@ static uint64_t rng_next(void) { /* splitmix64 */
   return z ^ (z >> 31);
 }
 
+/* One step of the fixed sequences placements, page choices and same-page addresses are drawn
+ * from (their own, apart from the inputs' generator, so that both sides see the same ones). */
+static uint64_t mix_next(uint64_t *x) {
+  *x ^= *x >> 31, *x *= 0xbf58476d1ce4e5b9ull, *x ^= *x >> 29;
+  return *x;
+}
+
 static float rng_uniform(float lo, float hi) {
   return lo + (hi - lo) * (float)((rng_next() >> 40) * (1.0 / 16777216.0));
 }
@@ -350,8 +357,7 @@ static size_t place_offsets(const bench_case *c, int p, size_t off[3]) {
   uint64_t x = 0x9e3779b97f4a7c15ull * (uint64_t)(p + 1);
   size_t at = 0;
   for (int i = 0; i <= c->inputs; i++) {
-    x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29; /* a fixed sequence: both sides */
-    at += (size_t)(x % PLACE_GAPS) * PLACE_STEP;
+    at += (size_t)(mix_next(&x) % PLACE_GAPS) * PLACE_STEP;
     off[i] = at;
     at += i < c->inputs ? c->in_bytes : c->out_bytes;
   }
@@ -554,8 +560,7 @@ static void pick_pages(const bench_case *c, int t, size_t first[3]) {
   uint64_t x = 0x2545f4914f6cdd1dull * (uint64_t)(t + 1);
   for (int i = 0; i <= c->inputs; i++) {
     for (int ok = 0; !ok;) {
-      x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29;
-      first[i] = (size_t)(x % (PAGE_POOL - pages_of(c, i) + 1));
+      first[i] = (size_t)(mix_next(&x) % (PAGE_POOL - pages_of(c, i) + 1));
       ok = 1;
       for (int j = 0; j < i; j++)
         ok &= first[i] + pages_of(c, i) <= first[j] || first[j] + pages_of(c, j) <= first[i];
@@ -655,13 +660,11 @@ static void same_addresses(const bench_case *c, outcome *o) {
   for (int t = 0; t < same_trials; t++) {
     int order[3] = {0, 1, 2};
     for (int i = c->inputs; i > 0; i--) { /* Fisher-Yates over the buffers */
-      x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29;
-      int j = (int)(x % (uint64_t)(i + 1)), keep = order[i];
+      int j = (int)(mix_next(&x) % (uint64_t)(i + 1)), keep = order[i];
       order[i] = order[j], order[j] = keep;
     }
     for (int i = 0; i <= c->inputs; i++) {
-      x ^= x >> 31, x *= 0xbf58476d1ce4e5b9ull, x ^= x >> 29;
-      at += (x % 16) * PAGE_BYTES;
+      at += (mix_next(&x) % 16) * PAGE_BYTES;
       o->same_at[t][order[i]] = at;
       at += pages_of(c, order[i]) * PAGE_BYTES;
     }
