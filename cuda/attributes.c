@@ -276,6 +276,11 @@ static int device_value(const nvhcq_device_info *info, CUdevice_attribute a, int
   case CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED:
     *v = 1;
     return 1;
+  /* cuMemCreate's memory exports to and imports from file descriptors (vmm.c); memMapIPCDrv-style
+   * clients check this first */
+  case CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED:
+    *v = 1;
+    return 1;
   /* The GPU's memory is no NUMA node of its own (NUMA_CONFIG 0); the host node it is near is. */
   case CU_DEVICE_ATTRIBUTE_NUMA_ID:
     *v = -1;

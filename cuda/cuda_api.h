@@ -279,7 +279,12 @@ typedef enum CUmemAllocationType_enum {
   CU_MEM_ALLOCATION_TYPE_MANAGED = 0x2
 } CUmemAllocationType;
 typedef enum CUmemAllocationHandleType_enum {
-  CU_MEM_HANDLE_TYPE_NONE = 0x0
+  CU_MEM_HANDLE_TYPE_NONE = 0x0,
+  CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 0x1,
+  CU_MEM_HANDLE_TYPE_WIN32 = 0x2,
+  CU_MEM_HANDLE_TYPE_WIN32_KMT = 0x4,
+  CU_MEM_HANDLE_TYPE_FABRIC = 0x8,
+  CU_MEM_HANDLE_TYPE_MAX = 0x7FFFFFFF
 } CUmemAllocationHandleType;
 typedef unsigned long long CUmemGenericAllocationHandle_v1;
 typedef CUmemGenericAllocationHandle_v1 CUmemGenericAllocationHandle;

@@ -27,6 +27,12 @@
   X(CUresult, cuMemGetAllocationPropertiesFromHandle,                                              \
     (CUmemAllocationProp * prop, CUmemGenericAllocationHandle handle))                             \
   X(CUresult, cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle * handle, void *addr))    \
+  X(CUresult, cuMemExportToShareableHandle,                                                        \
+    (void *shareableHandle, CUmemGenericAllocationHandle handle,                                   \
+     CUmemAllocationHandleType handleType, unsigned long long flags))                              \
+  X(CUresult, cuMemImportFromShareableHandle,                                                      \
+    (CUmemGenericAllocationHandle * handle, void *osHandle,                                        \
+     CUmemAllocationHandleType shHandleType))                                                      \
   X(CUresult, cuInit, (unsigned int Flags))                                                        \
   X(CUresult, cuDriverGetVersion, (int *driverVersion))                                            \
   X(CUresult, cuGetErrorString, (CUresult error, const char **pStr))                               \

@@ -1,4 +1,5 @@
-/* Virtual memory management: cuMemCreate's physical memory (nvhcq_physical), address ranges
+/* Virtual memory management: cuMemCreate's physical memory (nvhcq_physical, shareable through
+ * POSIX file descriptors), address ranges
  * (nvhcq_reservation), cuMemMap's mappings, which get their GPU mapping (a buffer of nvhcq's, in
  * the allocation table) only once cuMemSetAccess grants the device read-write access. */
 #include <stdlib.h>
@@ -104,8 +105,8 @@ static CUresult check_create(size_t size, const CUmemAllocationProp *prop,
   if (flags || size == 0 || misaligned(size)) return CUDA_ERROR_INVALID_VALUE;
   CUresult r = check_prop(prop);
   if (r) return r;
-  if (prop->requestedHandleTypes != CU_MEM_HANDLE_TYPE_NONE)
-    return nvcu_unsupported("shareable handles of cuMemCreate's memory");
+  if (prop->requestedHandleTypes & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return nvcu_unsupported("shareable handles other than POSIX file descriptors (Win32, fabric)");
   if (prop->allocFlags.compressionType)
     return nvcu_unsupported("compressible memory (nvhcq maps memory without compression)");
   if (prop->allocFlags.usage) return nvcu_unsupported("cuMemCreate's usage flags");
@@ -170,6 +171,80 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void 
   if (!r) {
     m->phys->refs++;
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)m->phys;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* ---- shareable handles (POSIX file descriptors) ---- */
+
+CUresult cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType type, unsigned long long flags) {
+  if (!shareable || flags) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return type == CU_MEM_HANDLE_TYPE_NONE
+               ? CUDA_ERROR_INVALID_VALUE
+               : nvcu_unsupported("shareable handles other than POSIX file descriptors");
+  NVCU_LOCK();
+  CUresult r = nvcu_check_init();
+  nvcu_phys *p = r ? NULL : phys_of(handle);
+  if (!r && (!p || !p->refs)) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r && !(p->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+    nvcu_log("cuMemExportToShareableHandle: the memory was created without "
+             "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR in prop.requestedHandleTypes");
+    r = CUDA_ERROR_INVALID_VALUE;
+  }
+  int fd = -1;
+  if (!r) r = nvcu_status(nvhcq_physical_export_fd(p->p, &fd), "cuMemExportToShareableHandle");
+  if (!r) *(int *)shareable = fd;
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* The memory is on one of the GPUs: the current context's is tried first, then each other. */
+static CUresult import_fd(int fd, nvhcq_physical **out, int *device) {
+  nvcu_device *d;
+  int current = -1;
+  if (!nvcu_current(&d, &current) && !nvhcq_physical_import_fd(d->dev, fd, out)) {
+    *device = current;
+    return CUDA_SUCCESS;
+  }
+  for (int i = 0; !nvcu_device_get(i, &d); i++)
+    if (i != current && !nvhcq_physical_import_fd(d->dev, fd, out)) {
+      *device = i;
+      return CUDA_SUCCESS;
+    }
+  nvcu_log("cuMemImportFromShareableHandle: file descriptor %d: %s", fd, nvhcq_last_error());
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *os_handle,
+                                        CUmemAllocationHandleType type) {
+  if (!handle) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return type == CU_MEM_HANDLE_TYPE_NONE
+               ? CUDA_ERROR_INVALID_VALUE
+               : nvcu_unsupported("shareable handles other than POSIX file descriptors");
+  int fd = (int)(intptr_t)os_handle;
+  NVCU_LOCK();
+  CUresult r = nvcu_check_init();
+  nvcu_phys *p = NULL;
+  int device = 0;
+  if (!r && fd < 0) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r && !(p = calloc(1, sizeof *p))) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r) r = import_fd(fd, &p->p, &device);
+  if (!r) {
+    p->prop =
+        (CUmemAllocationProp){.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                              .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}};
+    p->size = nvhcq_physical_size(p->p);
+    p->refs = 1;
+    p->next = physicals;
+    physicals = p;
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
+  } else {
+    free(p);
   }
   NVCU_UNLOCK();
   return r;

@@ -280,6 +280,15 @@ NVHCQ_API nvhcq_status nvhcq_physical_create(nvhcq_device *dev, uint64_t size,
  * physical memory before closing its device. NULL is fine. */
 NVHCQ_API nvhcq_status nvhcq_physical_destroy(nvhcq_physical *p);
 NVHCQ_API uint64_t nvhcq_physical_size(const nvhcq_physical *p);
+/* Shares physical memory with another process (or another device handle of this one): *fd is a
+ * new file descriptor (not close-on-exec) that names `p`; hand it over by SCM_RIGHTS or by
+ * inheritance and close it when done. nvhcq_physical_import_fd makes, from such a descriptor, a
+ * physical memory handle of the same bytes for `dev` (the GPU the memory is on); it works for
+ * descriptors from cuMemExportToShareableHandle (POSIX file descriptor) too. The memory lives while
+ * any handle or mapping of it, in any process, lives; the descriptor itself need not outlive the
+ * import. Imported memory whose size is not a multiple of NVHCQ_PHYSICAL_GRANULARITY is refused. */
+NVHCQ_API nvhcq_status nvhcq_physical_export_fd(nvhcq_physical *p, int *fd);
+NVHCQ_API nvhcq_status nvhcq_physical_import_fd(nvhcq_device *dev, int fd, nvhcq_physical **out);
 /* Reserves `size` bytes of GPU addresses aligned to `alignment` (0: the granularity; else a power
  * of two multiple of it), at `address` if it is not 0 and all of it is free there, elsewhere if
  * not (nvhcq_reservation_gpu_address says where). */

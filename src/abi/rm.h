@@ -91,6 +91,9 @@ enum {
   NV906F_CTRL_CMD_RESET_CHANNEL = 0x906f0102,
   NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK = 0x20802a02,
   NV2080_CTRL_CMD_CE_GET_ALL_CAPS = 0x20802a0a,
+  NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD = 0x3d05,
+  NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD = 0x3d06,
+  NV0041_CTRL_CMD_GET_SURFACE_INFO = 0x410110,
 };
 
 /* GR info indexes. */
@@ -366,6 +369,48 @@ typedef struct {
   uint32_t b2aOptimalReadCes[8][8], b2aOptimalWriteCes[8][8];
 } NV0000_CTRL_SYSTEM_GET_P2P_CAPS_MATRIX_PARAMS;
 NVHCQ_ASSERT_LAYOUT(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_MATRIX_PARAMS, 1352);
+/* An RM object named in the export and import controls (NV0000_CTRL_OS_UNIX_EXPORT_OBJECT, type
+ * RM: the object's device, parent and handle; on import the parent and handle it gets, 0 for
+ * RM to pick). */
+#define NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TYPE_RM 1u
+typedef struct {
+  uint32_t type;
+  uint32_t hDevice, hParent, hObject;
+} NV0000_CTRL_OS_UNIX_EXPORT_OBJECT;
+NVHCQ_ASSERT_LAYOUT(NV0000_CTRL_OS_UNIX_EXPORT_OBJECT, 16);
+
+/* NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD: ties the object to `fd`, a /dev/nvidiactl file
+ * opened for nothing else (the kernel's RM takes it as input; flags 0). */
+typedef struct {
+  NV0000_CTRL_OS_UNIX_EXPORT_OBJECT object;
+  int32_t fd;
+  uint32_t flags;
+} NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TO_FD_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TO_FD_PARAMS, 24);
+NVHCQ_ASSERT_OFFSET(NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TO_FD_PARAMS, fd, 16);
+
+/* NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD: a duplicate of the object `fd` holds, under
+ * object.hParent, its handle written back to object.hObject. */
+typedef struct {
+  int32_t fd;
+  NV0000_CTRL_OS_UNIX_EXPORT_OBJECT object;
+} NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_FROM_FD_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_FROM_FD_PARAMS, 20);
+NVHCQ_ASSERT_OFFSET(NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_FROM_FD_PARAMS, object, 4);
+
+/* NV0041_CTRL_CMD_GET_SURFACE_INFO, on a memory object: `count` (index, data) pairs at `list`
+ * (a user pointer RM copies in and out). The physical size comes in two 32-bit halves. */
+#define NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_LO 2u
+#define NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_HI 3u
+typedef struct {
+  uint32_t index, data;
+} NV0041_CTRL_SURFACE_INFO;
+typedef struct {
+  uint32_t count, pad;
+  uint64_t list;
+} NV0041_CTRL_GET_SURFACE_INFO_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV0041_CTRL_GET_SURFACE_INFO_PARAMS, 16);
+
 /* p2pCaps bits (NV0000_CTRL_SYSTEM_GET_P2P_CAPS_*_SUPPORTED). */
 #define NV0000_P2P_CAP_WRITES   (1u << 0)
 #define NV0000_P2P_CAP_READS    (1u << 1)

@@ -1,7 +1,8 @@
-/* Physical memory and reserved ranges: nvhcq_physical_*, nvhcq_reservation_* and
- * nvhcq_buffer_map_physical. A mapping is a device buffer whose memory is a piece of a physical
- * allocation and whose addresses are a piece of a reserved range; destroying it unmaps it (once
- * the GPU has passed the work before), and the physical memory lives while mapped. */
+/* Physical memory and reserved ranges: nvhcq_physical_* (with export to and import from file
+ * descriptors), nvhcq_reservation_* and nvhcq_buffer_map_physical. A mapping is a device buffer
+ * whose memory is a piece of a physical allocation and whose addresses are a piece of a reserved
+ * range; destroying it unmaps it (once the GPU has passed the work before), and the physical memory
+ * lives while mapped. */
 #include "core/physical.h"
 
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 
 #include "core/device.h"
 #include "core/reclaim.h"
+#include "driver/door.h"
 #include "util/abi.h"
 #include "util/handle.h"
 
@@ -61,6 +63,93 @@ nvhcq_status nvhcq_physical_destroy(nvhcq_physical *p) {
 
 uint64_t nvhcq_physical_size(const nvhcq_physical *p) {
   return physical_check(p, "nvhcq_physical_size") ? 0 : p->size;
+}
+
+/* ---- sharing through file descriptors ---- */
+
+/* RM ties an exported object to a /dev/nvidiactl file opened for nothing else (the kernel module
+ * keeps the export in that file's private data), so each export opens one. Another process that
+ * receives the descriptor (SCM_RIGHTS, inheritance) imports a duplicate of the object into its
+ * own RM client; the memory lives while any client holds it. */
+nvhcq_status nvhcq_physical_export_fd(nvhcq_physical *p, int *fd_out) {
+  if (!fd_out)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_physical_export_fd: fd is NULL");
+  NVHCQ_TRY(physical_check(p, "nvhcq_physical_export_fd"));
+  NVHCQ_TRY(nvhcq_device_check(p->dev));
+  int fd;
+  NVHCQ_TRY(nvhcq_open_ctl(&fd));
+  NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TO_FD_PARAMS e = {
+      .object = {.type = NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TYPE_RM,
+                 .hDevice = p->dev->h_device,
+                 .hParent = p->dev->h_device,
+                 .hObject = p->handle},
+      .fd = fd};
+  nvhcq_status s = nvhcq_rm_control(&p->dev->rm, p->dev->rm.root,
+                                    NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD, &e, sizeof e);
+  if (s) {
+    nvhcq_door->close(fd);
+    return nvhcq_fail_context(s,
+                              "exporting %llu bytes of physical memory on GPU %d to a file "
+                              "descriptor",
+                              (unsigned long long)p->size, p->dev->index);
+  }
+  *fd_out = fd;
+  return NVHCQ_SUCCESS;
+}
+
+/* The physical size of RM memory object `handle`. */
+static nvhcq_status surface_size(nvhcq_device *dev, uint32_t handle, uint64_t *size) {
+  NV0041_CTRL_SURFACE_INFO info[2] = {{.index = NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_LO},
+                                      {.index = NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_HI}};
+  NV0041_CTRL_GET_SURFACE_INFO_PARAMS q = {.count = 2, .list = (uint64_t)(uintptr_t)info};
+  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, handle, NV0041_CTRL_CMD_GET_SURFACE_INFO, &q, sizeof q));
+  *size = (uint64_t)info[1].data << 32 | info[0].data;
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status import_object(nvhcq_device *dev, int fd, uint32_t *handle, uint64_t *size) {
+  NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_FROM_FD_PARAMS m = {
+      .fd = fd,
+      .object = {.type = NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TYPE_RM,
+                 .hDevice = dev->h_device,
+                 .hParent = dev->h_device}};
+  NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->rm.root, NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD,
+                             &m, sizeof m));
+  *handle = m.object.hObject;
+  nvhcq_status s = surface_size(dev, *handle, size);
+  if (!s && (*size == 0 || misaligned(*size)))
+    s = nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
+                   "the memory is %llu bytes, not a multiple of 2 MiB pages; nvhcq maps only "
+                   "physical memory of NVHCQ_PHYSICAL_GRANULARITY pages",
+                   (unsigned long long)*size);
+  if (s) nvhcq_rm_free(&dev->rm, dev->h_device, *handle);
+  return s;
+}
+
+nvhcq_status nvhcq_physical_import_fd(nvhcq_device *dev, int fd, nvhcq_physical **out) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!out)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_physical_import_fd: out is NULL");
+  if (fd < 0)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_physical_import_fd: fd %d is not a file descriptor", fd);
+  nvhcq_physical *p = calloc(1, sizeof *p);
+  if (!p) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  uint32_t handle = 0;
+  uint64_t size = 0;
+  nvhcq_status s = import_object(dev, fd, &handle, &size);
+  if (s) {
+    free(p);
+    return nvhcq_fail_context(s,
+                              "importing physical memory from file descriptor %d on GPU %d "
+                              "(is it one nvhcq_physical_export_fd or cuMemExportToShareable"
+                              "Handle gave, of memory on this GPU?)",
+                              fd, dev->index);
+  }
+  *p = (nvhcq_physical){
+      .magic = NVHCQ_PHYSICAL_MAGIC, .dev = dev, .size = size, .handle = handle, .refs = 1};
+  *out = p;
+  return NVHCQ_SUCCESS;
 }
 
 /* ---- reserved ranges ---- */

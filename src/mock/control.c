@@ -194,6 +194,12 @@ static uint32_t params_size(uint32_t cmd) {
     return sizeof(NV2080_CTRL_CE_GET_ALL_CAPS_PARAMS);
   case NV0000_CTRL_CMD_SYSTEM_GET_P2P_CAPS_MATRIX:
     return sizeof(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_MATRIX_PARAMS);
+  case NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD:
+    return sizeof(NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TO_FD_PARAMS);
+  case NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD:
+    return sizeof(NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_FROM_FD_PARAMS);
+  case NV0041_CTRL_CMD_GET_SURFACE_INFO:
+    return sizeof(NV0041_CTRL_GET_SURFACE_INFO_PARAMS);
   default:
     return 0;
   }
@@ -313,6 +319,11 @@ uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
   if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES)
     return sm_error_states(p->hClient, params);
   if (p->cmd == NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO) return mmu_fault_info(target, params);
+  if (p->cmd == NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD)
+    return target == client ? mock_export_object(p->hClient, params) : MOCK_ERR_INVALID_ARGUMENT;
+  if (p->cmd == NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD)
+    return target == client ? mock_import_object(p->hClient, params) : MOCK_ERR_INVALID_ARGUMENT;
+  if (p->cmd == NV0041_CTRL_CMD_GET_SURFACE_INFO) return mock_surface_info(target, params);
   if ((p->cmd >> 16) == 0x906f || (p->cmd >> 16) == 0xc36f ||
       p->cmd == NVA06F_CTRL_CMD_GPFIFO_SCHEDULE)
     return channel_control(p, params);

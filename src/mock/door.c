@@ -52,6 +52,7 @@ static int mock_open(const char *path, int flags) {
       nvhcq_mock.fds[i].control = NULL;
       nvhcq_mock.fds[i].events = 0;
       nvhcq_mock.fds[i].client = nvhcq_mock.fds[i].vaspace = 0;
+      nvhcq_mock.fds[i].export_memfd = -1;
       nvhcq_mock.fds[i].space = kind == FD_UVM ? mock_space_new() : 0;
       __atomic_store_n(&nvhcq_mock.fds[i].kind, kind, __ATOMIC_RELEASE);
       fd = MOCK_FD_BASE + i;
@@ -78,6 +79,8 @@ static int mock_close(int fd) {
   mock_fd *f = fd_slot(fd);
   if (f) {
     f->queue = NULL; /* its ring may be unmapped next */
+    if (f->export_memfd >= 0) close(f->export_memfd);
+    f->export_memfd = -1;
     __atomic_store_n(&f->kind, FD_FREE, __ATOMIC_RELEASE);
   }
   pthread_mutex_unlock(&nvhcq_mock.lock);

@@ -24,12 +24,15 @@ enum {
   MOCK_ERR_INVALID_ARGUMENT = 0x1f,
   MOCK_ERR_INVALID_CLASS = 0x22,
   MOCK_ERR_INVALID_CLIENT = 0x23,
+  MOCK_ERR_INVALID_DEVICE = 0x26,
   MOCK_ERR_INVALID_LIMIT = 0x2e,
   MOCK_ERR_INVALID_OBJECT_HANDLE = 0x33,
   MOCK_ERR_INVALID_OBJECT_PARENT = 0x36,
   MOCK_ERR_INVALID_PARAM_STRUCT = 0x3a,
+  MOCK_ERR_INVALID_PARAMETER = 0x3b,
   MOCK_ERR_NO_MEMORY = 0x51,
   MOCK_ERR_NOT_SUPPORTED = 0x56,
+  MOCK_ERR_OBJECT_NOT_FOUND = 0x57,
 };
 
 /* Xids the command processor raises. */
@@ -67,6 +70,11 @@ typedef struct mock_fd {
    * space of the UVM fd they track (0 before UVM_TOOLS_INIT_EVENT_TRACKER). */
   int space;
   uint32_t client, vaspace;
+  /* Control fds a memory object was exported to (NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD):
+   * the object's backing store (a memfd of its own, -1 if none), size, class and GPU. */
+  int export_memfd;
+  uint64_t export_size;
+  uint32_t export_class, export_gpu;
 } mock_fd;
 
 /* A GPU mapping: a UVM external range or one of RM's own (NV_ESC_RM_MAP_MEMORY_DMA), and the
@@ -164,6 +172,10 @@ uint64_t mock_vidmem_used(uint32_t gpu);
 
 /* ---- controls (control.c) ---- */
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params);
+/* Exporting a memory object to a control fd, importing one from it, its size (rm.c). */
+uint32_t mock_export_object(uint32_t client, NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TO_FD_PARAMS *p);
+uint32_t mock_import_object(uint32_t client, NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_FROM_FD_PARAMS *p);
+uint32_t mock_surface_info(const mock_obj *memory, NV0041_CTRL_GET_SURFACE_INFO_PARAMS *p);
 extern const uint8_t nvhcq_mock_uuid[16];
 /* GPU i's UUID: GPU 0's with i added to the last byte. */
 void mock_uuid_of(uint32_t gpu, uint8_t out[16]);

@@ -1,6 +1,7 @@
 /* The mock's RM objects: allocation with the real driver's parameter checks, freeing of whole
  * subtrees, memory with host backing stores, CPU mappings and the card list. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -105,6 +106,70 @@ static uint32_t rm_free(NVOS00_PARAMETERS *p) {
   mock_obj *o = mock_find(p->hRoot, p->hObjectOld);
   if (!o) return MOCK_ERR_INVALID_OBJECT_HANDLE;
   free_subtree(p->hRoot, o->handle);
+  return MOCK_NV_OK;
+}
+
+/* ---- export to and import from control fds ---- */
+
+static mock_fd *ctl_fd(int fd) {
+  if (fd < MOCK_FD_BASE || fd >= MOCK_FD_BASE + MOCK_MAX_FDS) return NULL;
+  mock_fd *f = &nvhcq_mock.fds[fd - MOCK_FD_BASE];
+  return f->kind == FD_CTL ? f : NULL;
+}
+
+/* As RM: memory objects only, one export per fd (the fd keeps the memory alive). */
+uint32_t mock_export_object(uint32_t client, NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TO_FD_PARAMS *p) {
+  mock_fd *f = ctl_fd(p->fd);
+  if (p->object.type != NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TYPE_RM || p->flags || !f ||
+      f->export_memfd >= 0 || f->map)
+    return MOCK_ERR_INVALID_PARAMETER;
+  const mock_obj *o = mock_find(client, p->object.hObject);
+  if (!o) return MOCK_ERR_OBJECT_NOT_FOUND;
+  if (o->memfd < 0 || (o->hclass != NV01_MEMORY_LOCAL_USER && o->hclass != NV01_MEMORY_SYSTEM))
+    return MOCK_ERR_NOT_SUPPORTED;
+  f->export_memfd = fcntl(o->memfd, F_DUPFD_CLOEXEC, 0);
+  if (f->export_memfd < 0) return MOCK_ERR_NO_MEMORY;
+  f->export_size = o->size, f->export_class = o->hclass, f->export_gpu = o->gpu;
+  return MOCK_NV_OK;
+}
+
+uint32_t mock_import_object(uint32_t client, NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_FROM_FD_PARAMS *p) {
+  const mock_fd *f = ctl_fd(p->fd);
+  if (p->object.type != NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TYPE_RM || !f || f->export_memfd < 0)
+    return MOCK_ERR_INVALID_PARAMETER;
+  const mock_obj *parent = mock_find(client, p->object.hParent);
+  if (!parent) return MOCK_ERR_INVALID_OBJECT_PARENT;
+  if (parent->gpu != f->export_gpu) return MOCK_ERR_INVALID_DEVICE;
+  uint32_t h = p->object.hObject ? p->object.hObject : nvhcq_mock.next_handle++;
+  if (mock_find(client, h)) return MOCK_ERR_INSERT_DUPLICATE_NAME;
+  mock_obj *o = add_obj(client, h, parent->handle, f->export_class);
+  if (!o) return MOCK_ERR_NO_MEMORY;
+  o->size = f->export_size;
+  o->memfd = fcntl(f->export_memfd, F_DUPFD_CLOEXEC, 0);
+  void *at = o->memfd < 0 ? MAP_FAILED
+                          : mmap(NULL, o->size, PROT_READ | PROT_WRITE, MAP_SHARED, o->memfd, 0);
+  if (at == MAP_FAILED) {
+    nvhcq_mock.nobjs--;
+    release_obj(o);
+    return MOCK_ERR_NO_MEMORY;
+  }
+  o->backing = at; /* a duplicate: the device memory it counts is the exporter's */
+  p->object.hObject = h;
+  return MOCK_NV_OK;
+}
+
+uint32_t mock_surface_info(const mock_obj *memory, NV0041_CTRL_GET_SURFACE_INFO_PARAMS *p) {
+  if (memory->memfd < 0) return MOCK_ERR_INVALID_OBJECT_HANDLE;
+  NV0041_CTRL_SURFACE_INFO *info = (NV0041_CTRL_SURFACE_INFO *)(uintptr_t)p->list;
+  if (!info || !p->count) return MOCK_ERR_INVALID_ARGUMENT;
+  for (uint32_t i = 0; i < p->count; i++) {
+    if (info[i].index == NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_LO)
+      info[i].data = (uint32_t)memory->size;
+    else if (info[i].index == NV0041_CTRL_SURFACE_INFO_INDEX_PHYS_SIZE_HI)
+      info[i].data = (uint32_t)(memory->size >> 32);
+    else
+      return MOCK_ERR_INVALID_ARGUMENT;
+  }
   return MOCK_NV_OK;
 }
 

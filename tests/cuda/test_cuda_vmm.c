@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cuda_test.h"
 #define IS(x, code)                                                                                \
@@ -18,11 +21,6 @@
 
 /* Left to the library's stubs (not in cuda_api.h): declared as cuda.h does, types simplified. */
 CUresult cuMemMapArrayAsync(void *mapInfoList, unsigned int count, void *hStream);
-CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
-                                      CUmemAllocationHandleType handleType,
-                                      unsigned long long flags);
-CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
-                                        CUmemAllocationHandleType shHandleType);
 
 static CUmemAllocationProp device_prop(void) {
   CUmemAllocationProp p;
@@ -56,7 +54,7 @@ static void test_granularity_and_refusals(void) {
   CUmemGenericAllocationHandle h = 0;
   IS(cuMemCreate(&h, G + 4096, &prop, 0), CUDA_ERROR_INVALID_VALUE);
   IS(cuMemCreate(&h, G, &prop, 1), CUDA_ERROR_INVALID_VALUE);
-  prop.requestedHandleTypes = (CUmemAllocationHandleType)1; /* POSIX file descriptor */
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_WIN32;
   IS(cuMemCreate(&h, G, &prop, 0), CUDA_ERROR_NOT_SUPPORTED);
   prop = device_prop();
   prop.allocFlags.compressionType = 1;
@@ -69,10 +67,10 @@ static void test_granularity_and_refusals(void) {
   IS(cuMemAddressReserve(&va, G + 1, 0, 0, 0), CUDA_ERROR_INVALID_VALUE);
   IS(cuMemAddressReserve(&va, G, 3 * G, 0, 0), CUDA_ERROR_INVALID_VALUE);
   IS(cuMemMapArrayAsync(NULL, 0, NULL), CUDA_ERROR_NOT_SUPPORTED);
-  IS(cuMemExportToShareableHandle(NULL, 0, (CUmemAllocationHandleType)1, 0),
-     CUDA_ERROR_NOT_SUPPORTED);
-  IS(cuMemImportFromShareableHandle(NULL, NULL, (CUmemAllocationHandleType)1),
-     CUDA_ERROR_NOT_SUPPORTED);
+  IS(cuMemExportToShareableHandle(NULL, 0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+     CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemImportFromShareableHandle(NULL, NULL, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+     CUDA_ERROR_INVALID_VALUE);
 }
 
 /* The hint is honoured where free: a range freed is reserved again at its address. */
@@ -317,6 +315,94 @@ static void test_proc_address(void) {
   }
 }
 
+/* share_child.c's bytes: seed for the parent's, seed + 1 for the child's. */
+static uint8_t pattern(size_t i, unsigned seed) {
+  return (uint8_t)(i * 131u + seed + (i >> 12));
+}
+
+static int matches(const uint8_t *b, size_t n, unsigned seed) {
+  for (size_t i = 0; i < n; i++)
+    if (b[i] != pattern(i, seed)) return 0;
+  return 1;
+}
+
+/* test_cuda_share_child, beside this program, run with the descriptor inherited: it checks the
+ * parent's bytes and writes its own, which the parent reads through its import `at`. */
+static void other_process(int fd, CUdeviceptr mine, CUdeviceptr at, size_t n, uint8_t *buf) {
+  char exe[4096], args[3][32];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 32);
+  TEST_CHECK(len > 0);
+  if (len <= 0) return;
+  exe[len] = 0;
+  strcpy(strrchr(exe, '/') + 1, "test_cuda_share_child");
+  for (size_t i = 0; i < n; i++) buf[i] = pattern(i, 40);
+  OK(cuMemcpyHtoD_v2(mine, buf, n));
+  snprintf(args[0], sizeof args[0], "%d", fd);
+  snprintf(args[1], sizeof args[1], "%zu", n);
+  snprintf(args[2], sizeof args[2], "%d", 40);
+  pid_t pid = fork();
+  if (pid == 0) {
+    execl(exe, exe, args[0], args[1], args[2], (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  TEST_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  TEST_CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                 "%s exited with %d (127: not found)", exe, WEXITSTATUS(status));
+  memset(buf, 0, n);
+  OK(cuMemcpyDtoH_v2(buf, at, n));
+  TEST_CHECK_MSG(matches(buf, n, 41), "the other process's bytes are not in the memory");
+}
+
+/* cuMemCreate's memory with the POSIX file descriptor handle type: exported, imported here (the
+ * same bytes through both mappings) and, on a GPU, in another process the descriptor is inherited
+ * by; refusals of handles made without the type, other types, flags and descriptors that hold no
+ * export. */
+static void test_shareable(void) {
+  NEED_DEVICE();
+  const CUmemAllocationHandleType POSIX = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  CUmemAllocationProp prop = device_prop(), got;
+  CUmemGenericAllocationHandle plain = 0, h = 0, h2 = 0;
+  int fd = -1, none = open("/dev/null", O_RDONLY);
+  OK(cuMemCreate(&plain, G, &prop, 0));
+  IS(cuMemExportToShareableHandle(&fd, plain, POSIX, 0), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemRelease(plain));
+  prop.requestedHandleTypes = POSIX;
+  OK(cuMemCreate(&h, 2 * G, &prop, 0));
+  IS(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_WIN32, 0), CUDA_ERROR_NOT_SUPPORTED);
+  IS(cuMemExportToShareableHandle(&fd, h, POSIX, 1), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemExportToShareableHandle(&fd, h, POSIX, 0));
+  TEST_CHECK(fd >= 0);
+  IS(cuMemImportFromShareableHandle(&h2, (void *)(intptr_t)-1, POSIX), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemImportFromShareableHandle(&h2, (void *)(intptr_t)none, POSIX), CUDA_ERROR_INVALID_VALUE);
+  close(none);
+  OK(cuMemImportFromShareableHandle(&h2, (void *)(intptr_t)fd, POSIX));
+  OK(cuMemGetAllocationPropertiesFromHandle(&got, h2));
+  TEST_CHECK(got.type == CU_MEM_ALLOCATION_TYPE_PINNED && got.requestedHandleTypes == POSIX &&
+             got.location.type == CU_MEM_LOCATION_TYPE_DEVICE && got.location.id == 0);
+  CUdeviceptr va = 0;
+  OK(cuMemAddressReserve(&va, 4 * G, 0, 0, 0));
+  OK(cuMemMap(va, 2 * G, 0, h, 0));
+  OK(cuMemMap(va + 2 * G, 2 * G, 0, h2, 0));
+  set_rw(va, 4 * G, CUDA_SUCCESS);
+  uint8_t *in = malloc(2 * G), *out = malloc(2 * G);
+  fill(in, 2 * G, 17);
+  OK(cuMemcpyHtoD_v2(va, in, 2 * G));
+  OK(cuMemcpyDtoH_v2(out, va + 2 * G, 2 * G));
+  TEST_CHECK_MSG(memcmp(in, out, 2 * G) == 0, "the import is not the exported memory");
+  if (!on_mock())
+    other_process(fd, va, va + 2 * G, 2 * G, out);
+  else
+    printf("  (not run on the mock, whose memory is this process's: the other process's part)\n");
+  if (!on_mock()) close(fd); /* the mock's descriptors are its own numbers */
+  OK(cuMemUnmap(va, 4 * G));
+  OK(cuMemRelease(h));
+  OK(cuMemRelease(h2));
+  OK(cuMemAddressFree(va, 4 * G));
+  free(in);
+  free(out);
+}
+
 TEST_MAIN(TEST(test_proc_address), TEST(test_granularity_and_refusals), TEST(test_reserve_hint),
           TEST(test_map_copy_spanning), TEST(test_attributes), TEST(test_release_order),
-          TEST(test_kernel_spanning))
+          TEST(test_kernel_spanning), TEST(test_shareable))

@@ -1179,6 +1179,69 @@ static void t_physical_mappings(void) {
   physical_mappings("background");
 }
 
+/* Physical memory exported to a file descriptor and imported from it (as another process would)
+ * is the same bytes: written through a mapping of the one, read through a mapping of the other,
+ * also after the export's descriptor and the first handle are gone; bad descriptors are refused
+ * with nothing left behind. */
+static void t_physical_sharing(void) {
+  SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();
+  enum { G = NVHCQ_PHYSICAL_GRANULARITY };
+  nvhcq_device *dev = open_mock_uvm("eager");
+  if (!dev) return;
+  static uint8_t in[G], out[G];
+  nvhcq_physical *p = NULL, *q = NULL, *none = NULL;
+  nvhcq_reservation *r = NULL;
+  nvhcq_buffer *a = NULL, *b = NULL;
+  int fd = -1, plain = -1;
+  nvhcq_buffer *warm = NULL; /* the device's staging memory for reads and writes: counted before */
+  TEST_CHECK(nvhcq_buffer_create(dev, G, NVHCQ_MEMORY_DEVICE, &warm) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_write(warm, 0, in, G) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(out, warm, 0, G) == NVHCQ_SUCCESS);
+  nvhcq_buffer_destroy(warm);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+  uint32_t objects = nvhcq_mock_live().objects;
+  TEST_CHECK(nvhcq_physical_create(dev, 2 * G, &p) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_physical_export_fd(p, NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK_MSG(nvhcq_physical_export_fd(p, &fd) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_physical_import_fd(dev, -1, &none) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  plain = nvhcq_door->open("/dev/nvidiactl", 2); /* a control fd that holds no export */
+  TEST_CHECK(nvhcq_physical_import_fd(dev, plain, &none) != NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(strstr(nvhcq_last_error(), "cuMemExportToShareableHandle") != NULL, "%s",
+                 nvhcq_last_error());
+  TEST_CHECK(none == NULL);
+  TEST_CHECK_MSG(nvhcq_physical_import_fd(dev, fd, &q) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK(nvhcq_physical_size(q) == 2 * G);
+  nvhcq_door->close(fd); /* the import holds the memory now */
+  nvhcq_door->close(plain);
+  TEST_CHECK(nvhcq_reservation_create(2 * G, 0, 0, &r) == NVHCQ_SUCCESS);
+  uint64_t base = nvhcq_reservation_gpu_address(r);
+  TEST_CHECK(nvhcq_buffer_map_physical(r, base, p, G, G, &a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_map_physical(r, base + G, q, G, G, &b) == NVHCQ_SUCCESS);
+  if (!a || !b) goto done;
+  fill(in, G, 91);
+  TEST_CHECK(nvhcq_buffer_write(a, 0, in, G) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_read(out, b, 0, G) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(memcmp(out, in, G) == 0, "the imported memory is not the exported bytes");
+  TEST_CHECK(nvhcq_buffer_destroy(a) == NVHCQ_SUCCESS);
+  a = NULL;
+  TEST_CHECK(nvhcq_physical_destroy(p) == NVHCQ_SUCCESS);
+  p = NULL;
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+  memset(out, 0, G);
+  TEST_CHECK(nvhcq_buffer_read(out, b, 0, G) == NVHCQ_SUCCESS);
+  TEST_CHECK(memcmp(out, in, G) == 0);
+done:
+  nvhcq_buffer_destroy(a);
+  nvhcq_buffer_destroy(b);
+  nvhcq_physical_destroy(p);
+  nvhcq_physical_destroy(q);
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(nvhcq_reservation_destroy(r) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK_MSG(nvhcq_mock_live().objects == objects, "%u RM objects, %u before",
+                 nvhcq_mock_live().objects, objects);
+  close_mock(dev);
+}
+
 TEST_MAIN(TEST(t_h200_profile), TEST(t_small_host_buffers), TEST(t_two_gpus),
           TEST(t_other_profiles), TEST(t_copies_every_kind), TEST(t_cross_queue_wait),
           TEST(t_wait_modes), TEST(t_wait_and_write_values), TEST(t_recorded_replay),
@@ -1186,4 +1249,4 @@ TEST_MAIN(TEST(t_h200_profile), TEST(t_small_host_buffers), TEST(t_two_gpus),
           TEST(t_command_processor_direct), TEST(t_address_spaces),
           TEST(t_move_maps_every_allocation), TEST(t_close_leaves_slow_calls_behind),
           TEST(t_close_frees_forgotten_buffers), TEST(t_rm_only_mapping), TEST(t_register_host),
-          TEST(t_physical_mappings))
+          TEST(t_physical_mappings), TEST(t_physical_sharing))

@@ -1,0 +1,62 @@
+/* The other process of test_cuda_vmm's test_shareable: imports the memory whose POSIX file
+ * descriptor it inherited, checks the bytes the parent wrote and writes its own for the parent to
+ * check. usage: test_cuda_share_child FD SIZE SEED; exit 0 when the bytes matched and its own are
+ * written, 1 on a CUDA error or a mismatch (said on stderr). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_api.h"
+
+#define TRY(x)                                                                                     \
+  do {                                                                                             \
+    CUresult r_ = (x);                                                                             \
+    if (r_ != CUDA_SUCCESS) {                                                                      \
+      fprintf(stderr, "share_child: %s: %d\n", #x, (int)r_);                                       \
+      return 1;                                                                                    \
+    }                                                                                              \
+  } while (0)
+
+static uint8_t pattern(size_t i, unsigned seed) {
+  return (uint8_t)(i * 131u + seed + (i >> 12));
+}
+
+static int check_and_write(CUdeviceptr va, size_t size, unsigned seed) {
+  uint8_t *buf = malloc(size);
+  if (!buf) return 1;
+  int bad = cuMemcpyDtoH_v2(buf, va, size) != CUDA_SUCCESS;
+  for (size_t i = 0; i < size && !bad; i++)
+    if (buf[i] != pattern(i, seed)) {
+      fprintf(stderr, "share_child: byte %zu is %u, not %u\n", i, buf[i], pattern(i, seed));
+      bad = 1;
+    }
+  for (size_t i = 0; i < size; i++) buf[i] = pattern(i, seed + 1);
+  if (!bad) bad = cuMemcpyHtoD_v2(va, buf, size) != CUDA_SUCCESS;
+  free(buf);
+  return bad;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) return fprintf(stderr, "usage: %s FD SIZE SEED\n", argv[0]), 1;
+  int fd = atoi(argv[1]);
+  size_t size = strtoull(argv[2], NULL, 0);
+  unsigned seed = (unsigned)atoi(argv[3]);
+  CUcontext ctx;
+  CUmemGenericAllocationHandle h;
+  CUdeviceptr va;
+  TRY(cuInit(0));
+  TRY(cuDevicePrimaryCtxRetain(&ctx, 0));
+  TRY(cuCtxSetCurrent(ctx));
+  TRY(cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fd,
+                                     CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+  TRY(cuMemAddressReserve(&va, size, 0, 0, 0));
+  TRY(cuMemMap(va, size, 0, h, 0));
+  CUmemAccessDesc access = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  TRY(cuMemSetAccess(va, size, &access, 1));
+  int bad = check_and_write(va, size, seed);
+  TRY(cuMemUnmap(va, size));
+  TRY(cuMemRelease(h));
+  TRY(cuMemAddressFree(va, size));
+  TRY(cuDevicePrimaryCtxRelease_v2(0));
+  return bad;
+}
