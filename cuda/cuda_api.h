@@ -41,6 +41,19 @@ typedef struct CUarray_st *CUarray;
 typedef struct CUgreenCtx_st *CUgreenCtx;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
 typedef struct CUexecAffinityParam_st CUexecAffinityParam;
+typedef enum CUcigDataType_enum {
+  CIG_DATA_TYPE_D3D12_COMMAND_QUEUE = 0x1,
+  CIG_DATA_TYPE_NV_BLOB = 0x2
+} CUcigDataType;
+typedef struct CUctxCigParam_st {
+  CUcigDataType sharedDataType;
+  void *sharedData;
+} CUctxCigParam;
+typedef struct CUctxCreateParams_st {
+  CUexecAffinityParam *execAffinityParams;
+  int numExecAffinityParams;
+  CUctxCigParam *cigParams;
+} CUctxCreateParams;
 typedef struct CUuuid_st {
   char bytes[16];
 } CUuuid;

@@ -496,7 +496,7 @@
     (CUcontext * pctx, CUexecAffinityParam * paramsArray, int numParams, unsigned int flags,       \
      CUdevice dev))                                                                                \
   X(CUresult, cuCtxCreate_v4,                                                                      \
-    (CUcontext * pctx, void *ctxCreateParams, unsigned int flags, CUdevice dev))                   \
+    (CUcontext * pctx, CUctxCreateParams * ctxCreateParams, unsigned int flags, CUdevice dev))     \
   X(CUresult, cuGraphAddKernelNode,                                                                \
     (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
      size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams))                        \

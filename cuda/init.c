@@ -366,8 +366,16 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
   });
 }
 
-CUresult cuCtxCreate_v4(CUcontext *pctx, void *ctxCreateParams, unsigned int flags, CUdevice dev) {
-  if (ctxCreateParams) return nvcu_unsupported("cuCtxCreate_v4 with CUctxCreateParams");
+/* cuda.h's cuCtxCreate since CUDA 13. Parameters that ask for nothing (both lists empty, as the
+ * CUDA 13 samples pass them zeroed) make an ordinary context, as libcuda does. */
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                        CUdevice dev) {
+  const CUctxCreateParams *p = ctxCreateParams;
+  if (p && p->cigParams)
+    return nvcu_unsupported("cuCtxCreate with CIG (graphics-shared) parameters");
+  if (p && p->numExecAffinityParams > 0 && p->execAffinityParams)
+    return nvcu_unsupported("cuCtxCreate with execution affinity");
+  if (p && p->numExecAffinityParams < 0) return CUDA_ERROR_INVALID_VALUE;
   return cuCtxCreate_v2(pctx, flags, dev);
 }
 

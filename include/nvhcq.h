@@ -281,8 +281,9 @@ NVHCQ_API nvhcq_status nvhcq_physical_create(nvhcq_device *dev, uint64_t size,
 NVHCQ_API nvhcq_status nvhcq_physical_destroy(nvhcq_physical *p);
 NVHCQ_API uint64_t nvhcq_physical_size(const nvhcq_physical *p);
 /* Shares physical memory with another process (or another device handle of this one): *fd is a
- * new file descriptor (not close-on-exec) that names `p`; hand it over by SCM_RIGHTS or by
- * inheritance and close it when done. nvhcq_physical_import_fd makes, from such a descriptor, a
+ * new file descriptor that names `p` (close-on-exec, as all of nvhcq's: clear FD_CLOEXEC for a
+ * child to inherit it across exec); hand it over by SCM_RIGHTS or by inheritance and close it
+ * when done. nvhcq_physical_import_fd makes, from such a descriptor, a
  * physical memory handle of the same bytes for `dev` (the GPU the memory is on); it works for
  * descriptors from cuMemExportToShareableHandle (POSIX file descriptor) too. The memory lives while
  * any handle or mapping of it, in any process, lives; the descriptor itself need not outlive the

@@ -406,11 +406,40 @@ static nvhcq_status nvrtc_compile(const char *src, size_t size, const char *arch
   return nvrtc_run(src, size, arch, options, num_options, 0, bin, bin_size);
 }
 
+/* nvJitLink assembles PTX as relocatable code, which ptxas refuses below PTX ISA 3.1 ("'Compile
+ * only(-c)' requires PTX ISA .version 3.1 or later", nvJitLink 13.0), while libcuda's JIT takes
+ * such PTX whole (cuda-samples' matrixMulDynlinkJIT embeds .version 1.4, .target sm_10). Such PTX
+ * is given to nvJitLink as 3.1: the .target directive, not the version, selects the sm_1x
+ * semantics, and PTX 3.1 is a superset of the earlier ISAs. *copy: the text to assemble instead
+ * (to be freed), or NULL to take the input as it is. */
+static nvhcq_status ptx_for_linking(const char *ptx, size_t size, char **copy) {
+  *copy = NULL;
+  const char *v = NULL;
+  for (size_t i = 0; i + 10 < size && !v; i++)
+    if ((i == 0 || ptx[i - 1] == '\n' || ptx[i - 1] == '\t' || ptx[i - 1] == ' ') &&
+        !memcmp(ptx + i, ".version ", 9))
+      v = ptx + i + 9;
+  if (!v || v[0] < '0' || v[0] > '3' || v[1] != '.' || v[2] < '0' || v[2] > '9')
+    return NVHCQ_SUCCESS;
+  if (v[0] == '3' && v[2] >= '1') return NVHCQ_SUCCESS;
+  if (v - ptx + 3 < (ptrdiff_t)size && v[3] >= '0' && v[3] <= '9') return NVHCQ_SUCCESS; /* 2.10? */
+  if (!(*copy = malloc(size))) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  memcpy(*copy, ptx, size);
+  memcpy(*copy + (v - ptx), "3.1", 3);
+  return NVHCQ_SUCCESS;
+}
+
 static nvhcq_status jit_compile(const char *ptx, size_t size, const char *arch,
                                 const char *const *options, int num_options, void **bin,
                                 size_t *bin_size) {
+  char *raised;
+  NVHCQ_TRY(ptx_for_linking(ptx, size, &raised));
+  if (raised) ptx = raised;
   const char **opts = calloc((size_t)num_options + 2, sizeof *opts);
-  if (!opts) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  if (!opts) {
+    free(raised);
+    return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  }
   char arch_opt[64];
   int n = 0;
   if (!has_arch_option(options, num_options)) {
@@ -433,6 +462,7 @@ static nvhcq_status jit_compile(const char *ptx, size_t size, const char *arch,
   if (!s) s = take_cubin(nvjitlink.f[JIT_CUBINSIZE], nvjitlink.f[JIT_CUBIN], h, bin, bin_size);
   if (h) nvjitlink.f[JIT_DESTROY](&h);
   free(opts);
+  free(raised);
   return s;
 }
 
@@ -652,7 +682,10 @@ nvhcq_status nvhcq_linker_add(nvhcq_linker *l, nvhcq_link_input kind, const void
                       "nvhcq_linker_add: the link is complete already; create another linker");
   if (kind == NVHCQ_LINK_PTX) size = strnlen(data, size); /* nvJitLink takes the text alone */
   const char *input = name && *name ? name : "input";
-  int r = nvjitlink.f[JIT_ADD](l->h, (int)kind, data, size, input);
+  char *raised = NULL;
+  if (kind == NVHCQ_LINK_PTX) NVHCQ_TRY(ptx_for_linking(data, size, &raised));
+  int r = nvjitlink.f[JIT_ADD](l->h, (int)kind, raised ? raised : data, size, input);
+  free(raised);
   linker_take_logs(l);
   if (r)
     return nvhcq_fail(NVHCQ_ERROR_COMPILE,

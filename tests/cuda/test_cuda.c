@@ -180,6 +180,18 @@ static void test_contexts(void) {
   int active;
   OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
   TEST_CHECK(active == 1);
+  /* CUDA 13's cuCtxCreate: zeroed parameters (as its samples pass) ask for an ordinary context */
+  CUctxCreateParams params;
+  CUctxCigParam cig = {CIG_DATA_TYPE_NV_BLOB, NULL};
+  memset(&params, 0, sizeof params);
+  OK(cuCtxCreate_v4(&created, &params, 0, 0));
+  OK(cuCtxGetCurrent(&cur));
+  TEST_CHECK(cur == created);
+  OK(cuCtxDestroy_v2(created));
+  params.cigParams = &cig;
+  TEST_CHECK(cuCtxCreate_v4(&created, &params, 0, 0) == CUDA_ERROR_NOT_SUPPORTED);
+  OK(cuCtxGetCurrent(&cur));
+  TEST_CHECK(cur == a);
   OK(cuDevicePrimaryCtxRelease_v2(0));
   OK(cuCtxSynchronize());
 }

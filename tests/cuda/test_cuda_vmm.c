@@ -340,6 +340,8 @@ static void other_process(int fd, CUdeviceptr mine, CUdeviceptr at, size_t n, ui
   snprintf(args[0], sizeof args[0], "%d", fd);
   snprintf(args[1], sizeof args[1], "%zu", n);
   snprintf(args[2], sizeof args[2], "%d", 40);
+  /* The library's descriptors are close-on-exec; this one is meant for the child. */
+  TEST_CHECK(fcntl(fd, F_SETFD, 0) == 0);
   pid_t pid = fork();
   if (pid == 0) {
     execl(exe, exe, args[0], args[1], args[2], (char *)NULL);

@@ -130,6 +130,36 @@ static void t_ptx_through_nvjitlink(void) {
   TEST_CHECK(s == NVHCQ_ERROR_COMPILE);
 }
 
+/* PTX older than ISA 3.1 (CUDA 4-era code as cuda-samples' matrixMulDynlinkJIT embeds), which
+ * nvJitLink's relocatable assembly alone would refuse, assembles as libcuda's JIT takes it. */
+static const char old_ptx[] = "\t.version 1.4\n"
+                              "\t.target sm_10, map_f64_to_f32\n"
+                              "\t.entry old_store (\n"
+                              "\t\t.param .u64 __cudaparm_old_store_p)\n"
+                              "\t{\n"
+                              "\t.reg .u32 %r<3>;\n"
+                              "\t.reg .u64 %rd<3>;\n"
+                              "\tld.param.u64 \t%rd1, [__cudaparm_old_store_p];\n"
+                              "\tmov.u32 \t%r1, 7;\n"
+                              "\tst.global.u32 \t[%rd1+0], %r1;\n"
+                              "\texit;\n"
+                              "\t}\n";
+
+static void t_old_ptx(void) {
+  NEED_COMPILER();
+  void *bin;
+  size_t n;
+  nvhcq_status s = nvhcq_binary_compile(old_ptx, sizeof old_ptx - 1, "sm_90", NULL, 0, &bin, &n);
+  if (s == NVHCQ_ERROR_NOT_FOUND) TEST_SKIP("needs nvJitLink, which was not found");
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  if (s) return;
+  nvhcq_cubin *c;
+  TEST_CHECK(nvhcq_cubin_parse(bin, n, &c) == NVHCQ_SUCCESS && c->sm == 90);
+  TEST_CHECK(nvhcq_cubin_find_kernel(c, "old_store") != NULL);
+  nvhcq_cubin_free(c);
+  nvhcq_binary_destroy(bin);
+}
+
 static int count_entries(void) {
   char dir[300];
   snprintf(dir, sizeof dir, "%s/nvhcq", cache_dir);
@@ -251,4 +281,5 @@ static void t_bad_arguments(void) {
 
 TEST_MAIN(TEST(t_missing_compiler_library), TEST(t_detect), TEST(t_bad_arguments),
           TEST(t_compile_each_arch), TEST(t_broken_source_returns_log),
-          TEST(t_ptx_through_nvjitlink), TEST(t_cache_hit_and_corruption), TEST(t_cache_off))
+          TEST(t_ptx_through_nvjitlink), TEST(t_old_ptx), TEST(t_cache_hit_and_corruption),
+          TEST(t_cache_off))
