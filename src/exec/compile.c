@@ -423,8 +423,11 @@ static nvhcq_status ptx_for_linking(const char *ptx, size_t size, char **copy) {
     return NVHCQ_SUCCESS;
   if (v[0] == '3' && v[2] >= '1') return NVHCQ_SUCCESS;
   if (v - ptx + 3 < (ptrdiff_t)size && v[3] >= '0' && v[3] <= '9') return NVHCQ_SUCCESS; /* 2.10? */
-  if (!(*copy = malloc(size))) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  /* nvJitLink reads PTX as a string: the copy ends with a NUL as the input does */
+  if (!(*copy = malloc(size + 1)))
+    return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
   memcpy(*copy, ptx, size);
+  (*copy)[size] = '\0';
   memcpy(*copy + (v - ptx), "3.1", 3);
   return NVHCQ_SUCCESS;
 }
