@@ -113,6 +113,22 @@ static CUresult check_create(size_t size, const CUmemAllocationProp *prop,
   return CUDA_SUCCESS;
 }
 
+/* Takes p (its memory made) into the table and hands out its handle; on failure frees p. */
+static CUresult phys_adopt(CUresult r, nvcu_phys *p, const CUmemAllocationProp *prop,
+                           CUmemGenericAllocationHandle *handle) {
+  if (r) {
+    free(p);
+    return r;
+  }
+  p->prop = *prop;
+  p->size = nvhcq_physical_size(p->p);
+  p->refs = 1;
+  p->next = physicals;
+  physicals = p;
+  *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                      const CUmemAllocationProp *prop, unsigned long long flags) {
   if (!handle) return CUDA_ERROR_INVALID_VALUE;
@@ -123,16 +139,7 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
   if (!r) r = nvcu_device_get(prop->location.id, &d);
   if (!r && !(p = calloc(1, sizeof *p))) r = CUDA_ERROR_OUT_OF_MEMORY;
   if (!r) r = nvcu_status(nvhcq_physical_create(d->dev, size, &p->p), "cuMemCreate");
-  if (!r) {
-    p->prop = *prop;
-    p->size = size;
-    p->refs = 1;
-    p->next = physicals;
-    physicals = p;
-    *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
-  } else {
-    free(p);
-  }
+  r = phys_adopt(r, p, prop, handle);
   NVCU_UNLOCK();
   return r;
 }
@@ -233,19 +240,10 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
   if (!r && fd < 0) r = CUDA_ERROR_INVALID_VALUE;
   if (!r && !(p = calloc(1, sizeof *p))) r = CUDA_ERROR_OUT_OF_MEMORY;
   if (!r) r = import_fd(fd, &p->p, &device);
-  if (!r) {
-    p->prop =
-        (CUmemAllocationProp){.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
                               .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                               .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = device}};
-    p->size = nvhcq_physical_size(p->p);
-    p->refs = 1;
-    p->next = physicals;
-    physicals = p;
-    *handle = (CUmemGenericAllocationHandle)(uintptr_t)p;
-  } else {
-    free(p);
-  }
+  r = phys_adopt(r, p, &prop, handle);
   NVCU_UNLOCK();
   return r;
 }
