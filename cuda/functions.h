@@ -27,6 +27,20 @@
   X(CUresult, cuMemGetAllocationPropertiesFromHandle,                                              \
     (CUmemAllocationProp * prop, CUmemGenericAllocationHandle handle))                             \
   X(CUresult, cuMemRetainAllocationHandle, (CUmemGenericAllocationHandle * handle, void *addr))    \
+  X(CUresult, cuGraphAddMemAllocNode,                                                              \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams))                              \
+  X(CUresult, cuGraphMemAllocNodeGetParams,                                                        \
+    (CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS * params_out))                                  \
+  X(CUresult, cuGraphAddMemFreeNode,                                                               \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, CUdeviceptr dptr))                                                    \
+  X(CUresult, cuGraphMemFreeNodeGetParams, (CUgraphNode hNode, CUdeviceptr * dptr_out))            \
+  X(CUresult, cuDeviceGraphMemTrim, (CUdevice device))                                             \
+  X(CUresult, cuDeviceGetGraphMemAttribute,                                                        \
+    (CUdevice device, CUgraphMem_attribute attr, void *value))                                     \
+  X(CUresult, cuDeviceSetGraphMemAttribute,                                                        \
+    (CUdevice device, CUgraphMem_attribute attr, void *value))                                     \
   X(CUresult, cuMemExportToShareableHandle,                                                        \
     (void *shareableHandle, CUmemGenericAllocationHandle handle,                                   \
      CUmemAllocationHandleType handleType, unsigned long long flags))                              \

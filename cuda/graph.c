@@ -32,6 +32,9 @@ static void graph_free(struct CUgraph_st *g) {
   for (uint32_t i = 0; i < g->node_count; i++) nvcu_node_free(g->nodes[i]);
   free(g->nodes);
   g->magic = 0;
+  NVCU_LOCK();
+  nvcu_graph_mem_unref(g->mem, 0);
+  NVCU_UNLOCK();
   nvcu_urefs_release(&g->urefs);
   free(g);
 }
@@ -526,6 +529,8 @@ CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
   if (!phGraphNode || nvcu_graph_check(childGraph)) return CUDA_ERROR_INVALID_VALUE;
   if (nvcu_graph_check(hGraph)) return CUDA_ERROR_INVALID_HANDLE;
   if (childGraph == hGraph) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_graph_has_mem(childGraph))
+    return nvcu_unsupported("a graph with allocation or free nodes as a child graph");
   NVCU_LOCK();
   struct CUgraph_st *copy = nvcu_graph_copy(childGraph);
   nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_GRAPH};
@@ -588,6 +593,10 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
     return cuGraphAddEventWaitNode(out, g, deps, n, p->eventWait.event);
   case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     return cuGraphAddEventRecordNode(out, g, deps, n, p->eventRecord.event);
+  case CU_GRAPH_NODE_TYPE_MEM_ALLOC: /* v2's layout is v1's */
+    return cuGraphAddMemAllocNode(out, g, deps, n, (CUDA_MEM_ALLOC_NODE_PARAMS *)&p->alloc);
+  case CU_GRAPH_NODE_TYPE_MEM_FREE:
+    return cuGraphAddMemFreeNode(out, g, deps, n, p->free.dptr);
   default:
     nvcu_log("cuGraphAddNode: node type %d", (int)p->type);
     return nvcu_unsupported("this graph node type");

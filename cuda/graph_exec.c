@@ -463,6 +463,7 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   flat_free(hGraphExec->nodes, hGraphExec->node_count);
   free(hGraphExec->top);
   hGraphExec->magic = 0;
+  nvcu_graph_mem_unref(hGraphExec->mem, 1);
   NVCU_UNLOCK();
   nvcu_urefs_release(&hGraphExec->urefs);
   free(hGraphExec);
@@ -493,7 +494,8 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
   flat f = {0};
   uint32_t *order = NULL;
   NVCU_LOCK();
-  CUresult r = flatten(g, &f, UINT32_MAX, 1, NULL, &(uint32_t){0});
+  CUresult r = nvcu_graph_mem_instantiated(g, x);
+  if (!r) r = flatten(g, &f, UINT32_MAX, 1, NULL, &(uint32_t){0});
   if (r == CUDA_ERROR_INVALID_VALUE) *result = CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE;
   x->nodes = f.v, x->node_count = f.n;
   if (!r) r = index_top(x);

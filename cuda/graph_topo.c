@@ -181,6 +181,8 @@ CUresult cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentN
 /* A node and every edge to or from it go; the graph's other nodes keep their order. */
 CUresult cuGraphDestroyNode(CUgraphNode hNode) {
   if (nvcu_node_check(hNode)) return CUDA_ERROR_INVALID_HANDLE;
+  if (nvcu_graph_has_mem(hNode->graph)) /* CUDA's rule for graphs with memory nodes */
+    return nvcu_unsupported("destroying a node of a graph with allocation nodes");
   NVCU_LOCK();
   struct CUgraph_st *g = hNode->graph;
   for (uint32_t i = 0; i < g->node_count; i++) remove_dep(g->nodes[i], hNode);
@@ -198,6 +200,8 @@ CUresult cuGraphDestroyNode(CUgraphNode hNode) {
 CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph) {
   if (!phGraphClone) return CUDA_ERROR_INVALID_VALUE;
   if (nvcu_graph_check(originalGraph)) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_graph_has_mem(originalGraph))
+    return nvcu_unsupported("cloning a graph with allocation nodes (CUDA does not either)");
   NVCU_LOCK();
   struct CUgraph_st *c = nvcu_graph_copy(originalGraph);
   NVCU_UNLOCK();

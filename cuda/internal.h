@@ -57,6 +57,11 @@ typedef struct nvcu_alloc {
   unsigned int flags;
   struct CUmemPoolHandle_st *pool; /* the pool it came from (cuMemAllocAsync), or NULL */
   uint64_t *pages; /* managed memory: each page's advice and last prefetch (managed.c), or NULL */
+  /* A graph's allocation node's memory (graph_mem.c), held until the graph and its executable
+   * graph are gone; a free node for it, or the caller's cuMemFree once a launch made it theirs,
+   * only marks it free. NULL for every other allocation. */
+  struct nvcu_graph_mem *graph_mem;
+  int graph_freed; /* a free node of some graph frees it */
 } nvcu_alloc;
 
 typedef struct nvcu_param {
@@ -184,6 +189,7 @@ struct CUgraph_st {
   struct CUgraph_st *origin;    /* the graph this one was cloned from, for cuGraphNodeFindInClone */
   struct CUgraphNode_st *owner; /* the child graph node this graph belongs to */
   nvcu_urefs urefs;             /* user objects the graph owns references to */
+  struct nvcu_graph_mem *mem;   /* its allocation nodes' memory, or NULL (graph_mem.c) */
 };
 
 /* Per node of an instantiated graph (child graphs inlined): its values, dependencies, the step of
@@ -230,6 +236,7 @@ struct CUgraphExec_st {
   nvcu_urefs urefs; /* the graph's user object references, held until destroyed */
   int stale;        /* a change of a node recorded without variables waits for rerecording */
   int broken;       /* rerecording failed: launches are refused */
+  struct nvcu_graph_mem *mem; /* the graph's allocations, held too (graph_mem.c) */
 };
 
 enum {
@@ -271,6 +278,23 @@ CUresult nvcu_alloc_pool_memory(size_t size, struct CUmemPoolHandle_st *pool, CU
 /* Takes an allocation out of the table and destroys its buffer, which nvhcq releases once the GPU
  * has passed all work submitted so far (under the lock). */
 CUresult nvcu_alloc_release(nvcu_alloc *a);
+/* Device memory of `device` for a graph's allocation node, owned by `mem`. */
+CUresult nvcu_alloc_graph_memory(int device, size_t size, struct nvcu_graph_mem *mem,
+                                 CUdeviceptr *out);
+
+/* ---- graph allocations (graph_mem.c) ---- */
+/* Whether a cuMemFree or cuMemFreeAsync of `a` is a graph allocation's, which stays: *r then says
+ * how the free ends (refused when a free node of a graph frees it). */
+int nvcu_graph_mem_kept(nvcu_alloc *a, CUresult *r);
+CUresult nvcu_graph_mem_capture_alloc(struct CUstream_st *st, size_t size,
+                                      const CUmemPoolProps *props, CUdeviceptr *dptr);
+CUresult nvcu_graph_mem_capture_free(struct CUstream_st *st, CUdeviceptr dptr);
+/* An executable graph of g takes (or gives back) its share of g's allocations; only one may exist.
+ */
+CUresult nvcu_graph_mem_instantiated(struct CUgraph_st *g, struct CUgraphExec_st *x);
+void nvcu_graph_mem_unref(struct nvcu_graph_mem *mem, int exec);
+/* Whether a graph has allocation nodes (it then cannot be cloned, nested or have nodes removed). */
+int nvcu_graph_has_mem(const struct CUgraph_st *g);
 /* Waits until all work submitted so far on the device has completed. */
 CUresult nvcu_wait_all(nvcu_device *d);
 /* Run a copy or memset between GPU addresses now, after everything submitted before. */

@@ -75,16 +75,16 @@ CUresult nvcu_wait_all(nvcu_device *d) {
 /* ---- allocation ---- */
 
 /* A new allocation like `a` (its kind in host, managed, pool), under the lock. */
-static CUresult allocate_locked(size_t size, nvcu_alloc a, CUdeviceptr *out) {
-  nvcu_device *d;
-  int index;
-  CUresult r = nvcu_current(&d, &index);
+static CUresult allocate_on(nvcu_device *d, int index, size_t size, nvcu_alloc a,
+                            CUdeviceptr *out) {
   nvhcq_buffer *b = NULL;
-  const char *what = a.managed ? "cuMemAllocManaged" : a.host ? "cuMemAllocHost" : "cuMemAlloc";
-  if (!r)
-    r = nvcu_status(
-        nvhcq_buffer_create(d->dev, size, a.host ? NVHCQ_MEMORY_HOST : NVHCQ_MEMORY_DEVICE, &b),
-        what);
+  const char *what = a.managed     ? "cuMemAllocManaged"
+                     : a.host      ? "cuMemAllocHost"
+                     : a.graph_mem ? "a graph's allocation node"
+                                   : "cuMemAlloc";
+  CUresult r = nvcu_status(
+      nvhcq_buffer_create(d->dev, size, a.host ? NVHCQ_MEMORY_HOST : NVHCQ_MEMORY_DEVICE, &b),
+      what);
   if (r) return r;
   a.base = a.host ? (uint64_t)(uintptr_t)nvhcq_buffer_host_pointer(b) : nvhcq_buffer_gpu_address(b);
   a.size = size, a.buf = b, a.device = index;
@@ -94,6 +94,13 @@ static CUresult allocate_locked(size_t size, nvcu_alloc a, CUdeviceptr *out) {
   else
     *out = a.base;
   return r;
+}
+
+static CUresult allocate_locked(size_t size, nvcu_alloc a, CUdeviceptr *out) {
+  nvcu_device *d;
+  int index;
+  CUresult r = nvcu_current(&d, &index);
+  return r ? r : allocate_on(d, index, size, a, out);
 }
 
 static CUresult allocate(size_t size, nvcu_alloc a, CUdeviceptr *out) {
@@ -107,6 +114,13 @@ static CUresult allocate(size_t size, nvcu_alloc a, CUdeviceptr *out) {
 
 CUresult nvcu_alloc_pool_memory(size_t size, struct CUmemPoolHandle_st *pool, CUdeviceptr *out) {
   return allocate_locked(size, (nvcu_alloc){.pool = pool}, out);
+}
+
+CUresult nvcu_alloc_graph_memory(int device, size_t size, struct nvcu_graph_mem *mem,
+                                 CUdeviceptr *out) {
+  nvcu_device *d;
+  CUresult r = nvcu_device_get(device, &d);
+  return r ? r : allocate_on(d, device, size, (nvcu_alloc){.graph_mem = mem}, out);
 }
 
 CUresult nvcu_alloc_release(nvcu_alloc *a) {
@@ -126,7 +140,7 @@ static CUresult release(uint64_t base, int host) {
   CUresult r = CUDA_ERROR_INVALID_VALUE;
   int freed_by_free = a && !a->registered && !a->vmm && (a->host ? a->managed : 1);
   int match = a && (host ? a->host && !a->managed && !a->registered : freed_by_free);
-  if (match && a->base == base) r = nvcu_alloc_release(a);
+  if (match && a->base == base && !nvcu_graph_mem_kept(a, &r)) r = nvcu_alloc_release(a);
   NVCU_UNLOCK();
   return r;
 }

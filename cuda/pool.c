@@ -108,7 +108,7 @@ void nvcu_pool_freed(CUmemoryPool pool, uint64_t size) {
 
 static CUresult alloc_from(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
                            struct CUstream_st *st) {
-  if (st->capture) return nvcu_unsupported("stream-ordered allocation in a captured stream");
+  if (st->capture) return nvcu_graph_mem_capture_alloc(st, size, &pool->props, dptr);
   if (pool->device != st->device) return nvcu_unsupported("allocating from another device's pool");
   if (pool->props.maxSize && size > pool->props.maxSize - pool->used)
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -153,8 +153,10 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   nvcu_alloc *a = r ? NULL : nvcu_alloc_find(dptr);
   if (!r && (!a || a->host || a->vmm || a->registered || a->base != dptr))
     r = CUDA_ERROR_INVALID_VALUE;
-  if (!r && st->capture) r = nvcu_unsupported("stream-ordered free in a captured stream");
-  if (!r) r = nvcu_alloc_release(a);
+  if (!r && st->capture)
+    r = nvcu_graph_mem_capture_free(st, dptr);
+  else if (!r && !nvcu_graph_mem_kept(a, &r))
+    r = nvcu_alloc_release(a);
   NVCU_UNLOCK();
   return r;
 }

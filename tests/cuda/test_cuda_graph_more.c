@@ -620,6 +620,120 @@ static void test_long_capture(void) {
   OK(cuModuleUnload(mod));
 }
 
+/* ---- memory nodes ---- */
+
+static CUDA_MEM_ALLOC_NODE_PARAMS alloc_params(size_t bytes) {
+  CUDA_MEM_ALLOC_NODE_PARAMS p;
+  memset(&p, 0, sizeof p);
+  p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  p.bytesize = bytes;
+  return p;
+}
+
+static uint64_t graph_mem_used(void) {
+  cuuint64_t v = 0;
+  OK(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &v));
+  return v;
+}
+
+/* An allocation node, a memset into its memory and a free node, launched twice: the memory is
+ * there for the nodes between; its parameters read back; what CUDA refuses for such graphs. */
+static void test_mem_nodes_explicit(void) {
+  NEED_DEVICE();
+  uint64_t before = graph_mem_used();
+  CUgraph g;
+  CUgraphNode a, m, f, extra;
+  CUgraphExec x, x2;
+  OK(cuGraphCreate(&g, 0));
+  CUDA_MEM_ALLOC_NODE_PARAMS ap = alloc_params(4 * N);
+  OK(cuGraphAddMemAllocNode(&a, g, NULL, 0, &ap));
+  TEST_CHECK(ap.dptr != 0);
+  TEST_CHECK(graph_mem_used() == before + 4 * N);
+  CUDA_MEMSET_NODE_PARAMS mp = memset_32(ap.dptr, 0x5eed, N);
+  OK(cuGraphAddMemsetNode(&m, g, &a, 1, &mp, NULL));
+  OK(cuGraphAddMemFreeNode(&f, g, &m, 1, ap.dptr));
+  TEST_CHECK(cuGraphAddMemFreeNode(&extra, g, &m, 1, ap.dptr) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGraphAddMemFreeNode(&extra, g, &m, 1, ap.dptr + 4) == CUDA_ERROR_INVALID_VALUE);
+  CUDA_MEM_ALLOC_NODE_PARAMS got;
+  CUdeviceptr freed = 0;
+  CUgraphNodeType type;
+  OK(cuGraphMemAllocNodeGetParams(a, &got));
+  TEST_CHECK(got.dptr == ap.dptr && got.bytesize == 4 * N);
+  OK(cuGraphMemFreeNodeGetParams(f, &freed));
+  TEST_CHECK(freed == ap.dptr);
+  OK(cuGraphNodeGetType(a, &type));
+  TEST_CHECK(type == CU_GRAPH_NODE_TYPE_MEM_ALLOC);
+  CUgraph clone;
+  TEST_CHECK(cuGraphClone(&clone, g) == CUDA_ERROR_NOT_SUPPORTED);
+  TEST_CHECK(cuGraphDestroyNode(m) == CUDA_ERROR_NOT_SUPPORTED);
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  TEST_CHECK(cuGraphInstantiateWithFlags(&x2, g, 0) == CUDA_ERROR_NOT_SUPPORTED);
+  for (int i = 0; i < 2; i++) {
+    OK(cuGraphLaunch(x, NULL));
+    OK(cuCtxSynchronize());
+    TEST_CHECK(all_are(ap.dptr, N, 0x5eed)); /* still the graph's: nvhcq keeps it mapped */
+  }
+  TEST_CHECK(cuMemFree_v2(ap.dptr) == CUDA_ERROR_INVALID_VALUE); /* its graph frees it */
+  OK(cuGraphExecDestroy(x));
+  TEST_CHECK(graph_mem_used() == before + 4 * N); /* the graph still holds it */
+  OK(cuGraphDestroy(g));
+  TEST_CHECK(graph_mem_used() == before);
+}
+
+/* cuMemAllocAsync and a memset captured, the allocation left to the caller: it is usable after
+ * the launch, freed with cuMemFreeAsync, and a second launch has it again; a free captured later
+ * makes a free node. */
+static void test_mem_nodes_captured(void) {
+  NEED_DEVICE();
+  uint64_t before = graph_mem_used();
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr p = 0, q = 0;
+  CUgraph g, g2;
+  CUgraphExec x, x2;
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  OK(cuMemAllocAsync(&p, 4 * N, s));
+  OK(cuMemsetD32Async(p, 77, N, s));
+  OK(cuStreamEndCapture(s, &g));
+  TEST_CHECK(p != 0 && graph_mem_used() == before + 4 * N);
+  size_t count = 0;
+  OK(cuGraphGetNodes(g, NULL, &count));
+  TEST_CHECK(count == 2);
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  for (int i = 0; i < 2; i++) {
+    OK(cuGraphLaunch(x, s));
+    OK(cuStreamSynchronize(s));
+    TEST_CHECK(all_are(p, N, 77));
+    OK(cuMemsetD32_v2(p, 5, N)); /* the caller's between launches */
+    OK(cuMemFreeAsync(p, s));    /* and freed, as CUDA lets it be */
+    OK(cuStreamSynchronize(s));
+  }
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  OK(cuMemAllocAsync(&q, 4 * N, s));
+  OK(cuMemsetD32Async(q, 9, N, s));
+  OK(cuMemFreeAsync(q, s));
+  OK(cuStreamEndCapture(s, &g2));
+  OK(cuGraphGetNodes(g2, NULL, &count));
+  TEST_CHECK(count == 3);
+  OK(cuGraphInstantiateWithFlags(&x2, g2, 0));
+  OK(cuGraphLaunch(x2, s));
+  OK(cuStreamSynchronize(s));
+  TEST_CHECK(cuMemFreeAsync(q, s) == CUDA_ERROR_INVALID_VALUE); /* its graph frees it */
+  OK(cuGraphExecDestroy(x));
+  OK(cuGraphExecDestroy(x2));
+  OK(cuGraphDestroy(g));
+  OK(cuGraphDestroy(g2));
+  TEST_CHECK(graph_mem_used() == before);
+  cuuint64_t high = 1, zero = 0;
+  OK(cuDeviceSetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &zero));
+  OK(cuDeviceGetGraphMemAttribute(0, CU_GRAPH_MEM_ATTR_USED_MEM_HIGH, &high));
+  TEST_CHECK(high == before);
+  OK(cuDeviceGraphMemTrim(0));
+  OK(cuStreamDestroy_v2(s));
+}
+
 TEST_MAIN(TEST(test_proc_address), TEST(test_user_objects), TEST(test_enable_disable),
           TEST(test_capture_to_graph), TEST(test_kernel_attributes), TEST(test_kernel_nodes_run),
-          TEST(test_framework_graphs), TEST(test_long_capture))
+          TEST(test_framework_graphs), TEST(test_long_capture), TEST(test_mem_nodes_explicit),
+          TEST(test_mem_nodes_captured))
