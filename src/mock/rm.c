@@ -38,17 +38,21 @@ static mock_obj *add_obj(uint32_t client, uint32_t handle, uint32_t parent, uint
   return o;
 }
 
+/* The mock's own mapping of the object's memfd (o->size bytes). */
+static uint32_t map_backing(mock_obj *o) {
+  void *at = o->memfd < 0 ? MAP_FAILED
+                          : mmap(NULL, o->size, PROT_READ | PROT_WRITE, MAP_SHARED, o->memfd, 0);
+  if (at == MAP_FAILED) return MOCK_ERR_NO_MEMORY;
+  o->backing = at;
+  return MOCK_NV_OK;
+}
+
 /* A memfd of `size` bytes and the mock's own mapping of it. */
 static uint32_t give_backing(mock_obj *o, uint64_t size) {
   o->memfd = memfd_create("nvhcq-mock", MFD_CLOEXEC);
   if (o->memfd < 0) return MOCK_ERR_NO_MEMORY;
   o->size = size;
-  void *at = ftruncate(o->memfd, (off_t)size) == 0
-                 ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, o->memfd, 0)
-                 : MAP_FAILED;
-  if (at == MAP_FAILED) return MOCK_ERR_NO_MEMORY;
-  o->backing = at;
-  return MOCK_NV_OK;
+  return ftruncate(o->memfd, (off_t)size) == 0 ? map_backing(o) : MOCK_ERR_NO_MEMORY;
 }
 
 /* Channels whose doorbell word lies in a usermode object that goes forget it. */
@@ -146,14 +150,11 @@ uint32_t mock_import_object(uint32_t client, NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_F
   if (!o) return MOCK_ERR_NO_MEMORY;
   o->size = f->export_size;
   o->memfd = fcntl(f->export_memfd, F_DUPFD_CLOEXEC, 0);
-  void *at = o->memfd < 0 ? MAP_FAILED
-                          : mmap(NULL, o->size, PROT_READ | PROT_WRITE, MAP_SHARED, o->memfd, 0);
-  if (at == MAP_FAILED) {
+  if (map_backing(o)) { /* a duplicate: the device memory it counts is the exporter's */
     nvhcq_mock.nobjs--;
     release_obj(o);
     return MOCK_ERR_NO_MEMORY;
   }
-  o->backing = at; /* a duplicate: the device memory it counts is the exporter's */
   p->object.hObject = h;
   return MOCK_NV_OK;
 }
