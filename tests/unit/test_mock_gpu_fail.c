@@ -394,6 +394,9 @@ static void t_deaf_channel_times_out_clearly(void) {
   if (open_device(1)) return;
   /* Short for the stuck wait only: recovery on a loaded machine may take longer. */
   TEST_CHECK(nvhcq_device_set_timeout(dev, 250) == NVHCQ_SUCCESS);
+  /* Every channel has taken up what opening submitted, or the injection may find the compute
+   * channel's last GP_PUT (seen later under valgrind) instead of the copy's. */
+  TEST_CHECK(nvhcq_device_cpu_wait_idle(dev) == NVHCQ_SUCCESS);
   TEST_CHECK(nvhcq_mock_gpu_fail("doorbell_stuck", 1, 0) == 0);
   nvhcq_status s = copy_to_host();
   TEST_CHECK(nvhcq_device_set_timeout(dev, 10000) == NVHCQ_SUCCESS);
