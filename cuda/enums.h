@@ -370,6 +370,26 @@
   X(CU_AD_FORMAT_SIGNED_INT32, 0x0a)                                                               \
   X(CU_AD_FORMAT_HALF, 0x10)                                                                       \
   X(CU_AD_FORMAT_FLOAT, 0x20)                                                                      \
+  X(CU_RESOURCE_TYPE_ARRAY, 0)                                                                     \
+  X(CU_RESOURCE_TYPE_MIPMAPPED_ARRAY, 1)                                                           \
+  X(CU_RESOURCE_TYPE_LINEAR, 2)                                                                    \
+  X(CU_RESOURCE_TYPE_PITCH2D, 3)                                                                   \
+  X(CU_TR_ADDRESS_MODE_WRAP, 0)                                                                    \
+  X(CU_TR_ADDRESS_MODE_CLAMP, 1)                                                                   \
+  X(CU_TR_ADDRESS_MODE_MIRROR, 2)                                                                  \
+  X(CU_TR_ADDRESS_MODE_BORDER, 3)                                                                  \
+  X(CU_TR_FILTER_MODE_POINT, 0)                                                                    \
+  X(CU_TR_FILTER_MODE_LINEAR, 1)                                                                   \
+  X(CU_TRSF_READ_AS_INTEGER, 0x01)                                                                 \
+  X(CU_TRSF_NORMALIZED_COORDINATES, 0x02)                                                          \
+  X(CU_TRSF_SRGB, 0x10)                                                                            \
+  X(CU_TRSF_DISABLE_TRILINEAR_OPTIMIZATION, 0x20)                                                  \
+  X(CU_TRSF_SEAMLESS_CUBEMAP, 0x40)                                                                \
+  X(CUDA_ARRAY3D_LAYERED, 0x01)                                                                    \
+  X(CUDA_ARRAY3D_SURFACE_LDST, 0x02)                                                               \
+  X(CUDA_ARRAY3D_CUBEMAP, 0x04)                                                                    \
+  X(CUDA_ARRAY3D_TEXTURE_GATHER, 0x08)                                                             \
+  X(CU_RES_VIEW_FORMAT_NONE, 0)                                                                    \
   X(CU_MEM_ATTACH_GLOBAL, 0x1)                                                                     \
   X(CU_MEM_ATTACH_HOST, 0x2)                                                                       \
   X(CU_MEM_ATTACH_SINGLE, 0x4)                                                                     \

@@ -196,6 +196,40 @@
      CUstream hStream))                                                                            \
   X(CUresult, cuMemcpy3D_v2, (const CUDA_MEMCPY3D *pCopy))                                         \
   X(CUresult, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *pCopy, CUstream hStream))                  \
+  X(CUresult, cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray))  \
+  X(CUresult, cuArray3DCreate_v2,                                                                  \
+    (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray))                            \
+  X(CUresult, cuArrayGetDescriptor_v2, (CUDA_ARRAY_DESCRIPTOR * pArrayDescriptor, CUarray hArray)) \
+  X(CUresult, cuArray3DGetDescriptor_v2,                                                           \
+    (CUDA_ARRAY3D_DESCRIPTOR * pArrayDescriptor, CUarray hArray))                                  \
+  X(CUresult, cuArrayDestroy, (CUarray hArray))                                                    \
+  X(CUresult, cuMemcpyHtoA_v2,                                                                     \
+    (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount))                   \
+  X(CUresult, cuMemcpyAtoH_v2,                                                                     \
+    (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount))                         \
+  X(CUresult, cuMemcpyDtoA_v2,                                                                     \
+    (CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice, size_t ByteCount))                 \
+  X(CUresult, cuMemcpyAtoD_v2,                                                                     \
+    (CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset, size_t ByteCount))                 \
+  X(CUresult, cuMemcpyAtoA_v2,                                                                     \
+    (CUarray dstArray, size_t dstOffset, CUarray srcArray, size_t srcOffset, size_t ByteCount))    \
+  X(CUresult, cuMemcpyHtoAAsync_v2,                                                                \
+    (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount, CUstream hStream)) \
+  X(CUresult, cuMemcpyAtoHAsync_v2,                                                                \
+    (void *dstHost, CUarray srcArray, size_t srcOffset, size_t ByteCount, CUstream hStream))       \
+  X(CUresult, cuTexObjectCreate,                                                                   \
+    (CUtexObject * pTexObject, const CUDA_RESOURCE_DESC *pResDesc,                                 \
+     const CUDA_TEXTURE_DESC *pTexDesc, const CUDA_RESOURCE_VIEW_DESC *pResViewDesc))              \
+  X(CUresult, cuTexObjectDestroy, (CUtexObject texObject))                                         \
+  X(CUresult, cuTexObjectGetResourceDesc, (CUDA_RESOURCE_DESC * pResDesc, CUtexObject texObject))  \
+  X(CUresult, cuTexObjectGetTextureDesc, (CUDA_TEXTURE_DESC * pTexDesc, CUtexObject texObject))    \
+  X(CUresult, cuTexObjectGetResourceViewDesc,                                                      \
+    (CUDA_RESOURCE_VIEW_DESC * pResViewDesc, CUtexObject texObject))                               \
+  X(CUresult, cuSurfObjectCreate,                                                                  \
+    (CUsurfObject * pSurfObject, const CUDA_RESOURCE_DESC *pResDesc))                              \
+  X(CUresult, cuSurfObjectDestroy, (CUsurfObject surfObject))                                      \
+  X(CUresult, cuSurfObjectGetResourceDesc,                                                         \
+    (CUDA_RESOURCE_DESC * pResDesc, CUsurfObject surfObject))                                      \
   X(CUresult, cuMemcpyPeer,                                                                        \
     (CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice, CUcontext srcContext,     \
      size_t ByteCount))                                                                            \

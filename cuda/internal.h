@@ -266,6 +266,11 @@ CUresult nvcu_check_init(void);
 CUresult nvcu_current(nvcu_device **out, int *index);
 CUresult nvcu_device_get(int index, nvcu_device **out);
 
+/* ---- array.c ---- */
+/* A 2D or 3D copy with a CUDA array at either end, synchronous (stream only says where it was
+ * asked: a capturing stream refuses it). */
+CUresult nvcu_copy_array_3d(const CUDA_MEMCPY3D *p, CUstream stream);
+
 /* ---- memory.c ---- */
 nvcu_alloc *nvcu_alloc_find(uint64_t address);
 /* Whether `address` lies in a range cuMemAddressReserve reserved (vmm.c). */

@@ -13,6 +13,11 @@
   X(CUDA_KERNEL_NODE_PARAMS_v2, 72)                                                                \
   X(CUDA_MEMCPY3D, 200)                                                                            \
   X(CUDA_MEMCPY2D, 128)                                                                            \
+  X(CUDA_ARRAY_DESCRIPTOR, 24)                                                                     \
+  X(CUDA_ARRAY3D_DESCRIPTOR, 40)                                                                   \
+  X(CUDA_RESOURCE_DESC, 144)                                                                       \
+  X(CUDA_TEXTURE_DESC, 104)                                                                        \
+  X(CUDA_RESOURCE_VIEW_DESC, 112)                                                                  \
   X(CUDA_MEMSET_NODE_PARAMS, 40)                                                                   \
   X(CUDA_MEMSET_NODE_PARAMS_v2, 48)                                                                \
   X(CUDA_HOST_NODE_PARAMS, 16)                                                                     \
@@ -52,6 +57,14 @@
   X(CUDA_MEMCPY2D, srcPitch, 48)                                                                   \
   X(CUDA_MEMCPY2D, dstMemoryType, 72)                                                              \
   X(CUDA_MEMCPY2D, dstPitch, 104)                                                                  \
+  X(CUDA_ARRAY3D_DESCRIPTOR, Format, 24)                                                           \
+  X(CUDA_ARRAY3D_DESCRIPTOR, Flags, 32)                                                            \
+  X(CUDA_RESOURCE_DESC, res, 8)                                                                    \
+  X(CUDA_RESOURCE_DESC, res.pitch2D.pitchInBytes, 40)                                              \
+  X(CUDA_RESOURCE_DESC, flags, 136)                                                                \
+  X(CUDA_TEXTURE_DESC, filterMode, 12)                                                             \
+  X(CUDA_TEXTURE_DESC, borderColor, 40)                                                            \
+  X(CUDA_RESOURCE_VIEW_DESC, firstLayer, 40)                                                       \
   X(CUDA_MEMSET_NODE_PARAMS, value, 16)                                                            \
   X(CUDA_MEMSET_NODE_PARAMS, elementSize, 20)                                                      \
   X(CUDA_MEMSET_NODE_PARAMS, width, 24)                                                            \

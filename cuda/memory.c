@@ -621,7 +621,6 @@ CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInByt
 
 /* One end of a 2D copy as an address (host or device: one address space here). */
 static CUresult end_2d(CUmemorytype type, const void *host, CUdeviceptr device, uint64_t *out) {
-  if (type == CU_MEMORYTYPE_ARRAY) return nvcu_unsupported("CUDA arrays in 2D copies");
   *out = type == CU_MEMORYTYPE_HOST ? (uint64_t)(uintptr_t)host : device;
   return CUDA_SUCCESS;
 }
@@ -672,6 +671,26 @@ static int side_fits(uint64_t base, size_t x, size_t y, size_t z, size_t pitch, 
 /* A 2D copy, row by row (one copy when both sides are contiguous). */
 static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, int sync) {
   if (!p) return CUDA_ERROR_INVALID_VALUE;
+  if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+    CUDA_MEMCPY3D q = {.srcXInBytes = p->srcXInBytes,
+                       .srcY = p->srcY,
+                       .srcMemoryType = p->srcMemoryType,
+                       .srcHost = p->srcHost,
+                       .srcDevice = p->srcDevice,
+                       .srcArray = p->srcArray,
+                       .srcPitch = p->srcPitch,
+                       .dstXInBytes = p->dstXInBytes,
+                       .dstY = p->dstY,
+                       .dstMemoryType = p->dstMemoryType,
+                       .dstHost = p->dstHost,
+                       .dstDevice = p->dstDevice,
+                       .dstArray = p->dstArray,
+                       .dstPitch = p->dstPitch,
+                       .WidthInBytes = p->WidthInBytes,
+                       .Height = p->Height,
+                       .Depth = 1};
+    return nvcu_copy_array_3d(&q, sync ? NULL : stream);
+  }
   uint64_t src = 0, dst = 0;
   CUresult r = end_2d(p->srcMemoryType, p->srcHost, p->srcDevice, &src);
   if (!r) r = end_2d(p->dstMemoryType, p->dstHost, p->dstDevice, &dst);
@@ -697,10 +716,12 @@ static CUresult copy_2d(const CUDA_MEMCPY2D *p, CUstream stream, int sync) {
   return r;
 }
 
-/* A 3D copy between host and device memory (arrays are not implemented). A pitch of 0 means
+/* A 3D copy (with arrays: array.c). A pitch of 0 means
  * rows are contiguous, a height of 0 that slices are, as for 2D copies. */
 static CUresult copy_3d(const CUDA_MEMCPY3D *p, CUstream stream, int sync) {
   if (!p || p->srcLOD || p->dstLOD || p->reserved0 || p->reserved1) return CUDA_ERROR_INVALID_VALUE;
+  if (p->srcMemoryType == CU_MEMORYTYPE_ARRAY || p->dstMemoryType == CU_MEMORYTYPE_ARRAY)
+    return nvcu_copy_array_3d(p, sync ? NULL : stream);
   uint64_t src = 0, dst = 0;
   CUresult r = end_2d(p->srcMemoryType, p->srcHost, p->srcDevice, &src);
   if (!r) r = end_2d(p->dstMemoryType, p->dstHost, p->dstDevice, &dst);

@@ -6,12 +6,13 @@
  * handle and set that message.
  *
  * Names (0.2): every function is nvhcq_<kind>_<verb>, its first word the kind of object it acts
- * on (device, buffer, physical, reservation, signal, queue, module, kernel, graph, binary,
- * source, linker, status, version).
+ * on (device, buffer, physical, reservation, image, texture, surface, signal, queue, module,
+ * kernel, graph, binary, source, linker, status, version).
  * Each kind that is made and released has one verb pair for it: devices are opened and closed
  * (nvhcq_device_open/_close), modules loaded and unloaded (nvhcq_module_load, _load_file,
  * _load_any / nvhcq_module_unload), binaries compiled and destroyed (nvhcq_binary_compile /
- * _destroy), and buffers, signals, queues, graphs and linkers created and destroyed
+ * _destroy), and buffers, images, textures, surfaces, signals, queues, graphs and linkers
+ * created and destroyed
  * (nvhcq_<kind>_create / nvhcq_<kind>_destroy). Destroying NULL is fine. A wait says who waits:
  * *_cpu_wait* blocks the calling thread until the GPU got somewhere; *_gpu_wait* records a command
  * that makes the GPU wait, and returns at once. Copies take their destination first, as memcpy
@@ -316,6 +317,111 @@ NVHCQ_API nvhcq_status nvhcq_buffer_read(void *dst, nvhcq_buffer *src, size_t sr
                                          size_t size);
 NVHCQ_API nvhcq_status nvhcq_buffer_copy(nvhcq_buffer *dst, size_t dst_offset, nvhcq_buffer *src,
                                          size_t src_offset, size_t size);
+
+/* ---- images, texture objects and surface objects (Hopper and later) ---------------------
+ * An image is GPU memory in the block-linear layout the texture units read (CUDA's arrays); a
+ * texture object samples an image, linear memory or a pitched 2D region through the texture
+ * units; a surface object reads and writes an image texel by texel. Kernels take an object's
+ * handle where CUDA C takes a cudaTextureObject_t / cudaSurfaceObject_t (tex2D, surf2Dwrite):
+ * an object made here works with cubins and PTX built for CUDA's objects. Images are copied to
+ * and from buffers and host memory by the calls below; they are synchronous. */
+typedef struct nvhcq_image nvhcq_image;
+typedef struct nvhcq_texture nvhcq_texture;
+typedef struct nvhcq_surface nvhcq_surface;
+
+typedef uint32_t nvhcq_texel_type;
+#define NVHCQ_TEXEL_U8  1u
+#define NVHCQ_TEXEL_U16 2u
+#define NVHCQ_TEXEL_U32 3u
+#define NVHCQ_TEXEL_S8  4u
+#define NVHCQ_TEXEL_S16 5u
+#define NVHCQ_TEXEL_S32 6u
+#define NVHCQ_TEXEL_F16 7u
+#define NVHCQ_TEXEL_F32 8u
+
+#define NVHCQ_IMAGE_LAYERED 1u /* depth counts layers of a 1D or 2D image */
+#define NVHCQ_IMAGE_SURFACE 2u /* surface objects may be made over it */
+
+typedef struct nvhcq_image_desc {
+  uint32_t struct_size; /* set by the caller: sizeof(nvhcq_image_desc) */
+  uint32_t width;       /* texels, 1 or more */
+  uint32_t height;      /* 0: one-dimensional */
+  uint32_t depth;       /* 0: not 3D; with NVHCQ_IMAGE_LAYERED the number of layers */
+  nvhcq_texel_type type;
+  uint32_t channels; /* 1, 2 or 4 */
+  uint32_t flags;    /* NVHCQ_IMAGE_* */
+} nvhcq_image_desc;
+
+/* A part of an image: texels from (x, y, z) on, width x height x depth of them (rows and slices
+ * or layers: 1 where the image has none). */
+typedef struct nvhcq_image_region {
+  uint32_t x, y, z;
+  uint32_t width, height, depth;
+} nvhcq_image_region;
+
+NVHCQ_API nvhcq_status nvhcq_image_create(nvhcq_device *dev, const nvhcq_image_desc *desc,
+                                          nvhcq_image **out);
+/* Refused while texture or surface objects over it remain. */
+NVHCQ_API nvhcq_status nvhcq_image_destroy(nvhcq_image *image);
+NVHCQ_API nvhcq_status nvhcq_image_get_desc(const nvhcq_image *image, nvhcq_image_desc *desc);
+/* GPU memory the image takes, in bytes. */
+NVHCQ_API size_t nvhcq_image_size(const nvhcq_image *image);
+/* Copies between a region (NULL: all of it) and linear memory whose rows are `pitch` bytes apart
+ * and slices `slice_pitch` bytes apart (0: packed). After all earlier work of the device. */
+NVHCQ_API nvhcq_status nvhcq_image_copy_from_buffer(nvhcq_image *dst, const nvhcq_image_region *r,
+                                                    nvhcq_buffer *src, size_t src_offset,
+                                                    size_t pitch, size_t slice_pitch);
+NVHCQ_API nvhcq_status nvhcq_image_copy_to_buffer(nvhcq_buffer *dst, size_t dst_offset,
+                                                  size_t pitch, size_t slice_pitch,
+                                                  nvhcq_image *src, const nvhcq_image_region *r);
+NVHCQ_API nvhcq_status nvhcq_image_write(nvhcq_image *dst, const nvhcq_image_region *r,
+                                         const void *src, size_t pitch, size_t slice_pitch);
+NVHCQ_API nvhcq_status nvhcq_image_read(void *dst, size_t pitch, size_t slice_pitch,
+                                        nvhcq_image *src, const nvhcq_image_region *r);
+/* Between two images of the same texel size. */
+NVHCQ_API nvhcq_status nvhcq_image_copy(nvhcq_image *dst, const nvhcq_image_region *dst_region,
+                                        nvhcq_image *src, const nvhcq_image_region *src_region);
+
+typedef uint32_t nvhcq_texture_source;
+#define NVHCQ_TEXTURE_IMAGE   0u /* `image` */
+#define NVHCQ_TEXTURE_LINEAR  1u /* `width` texels of `buffer` from `offset` (1D, no filtering) */
+#define NVHCQ_TEXTURE_PITCH2D 2u /* width x height texels of `buffer`, rows `pitch` apart */
+
+typedef uint32_t nvhcq_address_mode;
+#define NVHCQ_ADDRESS_WRAP   0u /* repeat (normalized coordinates only, else clamp) */
+#define NVHCQ_ADDRESS_CLAMP  1u /* to the edge texel */
+#define NVHCQ_ADDRESS_MIRROR 2u /* (normalized coordinates only, else clamp) */
+#define NVHCQ_ADDRESS_BORDER 3u /* the border colour outside */
+
+#define NVHCQ_TEXTURE_LINEAR_FILTER     1u /* linear interpolation, else the nearest texel */
+#define NVHCQ_TEXTURE_NORMALIZED_COORDS 2u /* coordinates in [0, 1), else in texels */
+#define NVHCQ_TEXTURE_READ_AS_INTEGER   4u /* 8/16-bit integers as such, not as [0,1] / [-1,1] */
+#define NVHCQ_TEXTURE_SRGB              8u /* sRGB to linear on read */
+
+typedef struct nvhcq_texture_desc {
+  uint32_t struct_size; /* set by the caller: sizeof(nvhcq_texture_desc) */
+  nvhcq_texture_source source;
+  nvhcq_image *image;
+  nvhcq_buffer *buffer; /* LINEAR and PITCH2D: offset 256-byte (LINEAR 16-byte) aligned */
+  size_t offset, pitch; /* pitch: a multiple of 32 bytes */
+  uint32_t width, height;
+  nvhcq_texel_type type; /* LINEAR and PITCH2D (an image has its own) */
+  uint32_t channels;
+  nvhcq_address_mode address[3]; /* per coordinate */
+  uint32_t flags;                /* NVHCQ_TEXTURE_* */
+  float border[4];               /* RGBA for NVHCQ_ADDRESS_BORDER */
+} nvhcq_texture_desc;
+
+NVHCQ_API nvhcq_status nvhcq_texture_create(nvhcq_device *dev, const nvhcq_texture_desc *desc,
+                                            nvhcq_texture **out);
+NVHCQ_API nvhcq_status nvhcq_texture_destroy(nvhcq_texture *texture);
+/* The 64-bit kernel argument (a cudaTextureObject_t); 0 for NULL. */
+NVHCQ_API uint64_t nvhcq_texture_handle(const nvhcq_texture *texture);
+/* Over an image made with NVHCQ_IMAGE_SURFACE. */
+NVHCQ_API nvhcq_status nvhcq_surface_create(nvhcq_image *image, nvhcq_surface **out);
+NVHCQ_API nvhcq_status nvhcq_surface_destroy(nvhcq_surface *surface);
+/* The 64-bit kernel argument (a cudaSurfaceObject_t); 0 for NULL. */
+NVHCQ_API uint64_t nvhcq_surface_handle(const nvhcq_surface *surface);
 
 /* ---- signals ---------------------------------------------------------------------------- */
 

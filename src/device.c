@@ -546,6 +546,7 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
   if (dev->sync_queue) nvhcq_queue_destroy(dev->sync_queue);
   for (int i = 0; i < 2; i++)
     if (dev->sync_signal[i]) nvhcq_signal_destroy(dev->sync_signal[i]);
+  nvhcq_texture_pool_fini(dev);
   nvhcq_compute_fini(dev);
   nvhcq_memory_drop(&dev->staging);
   nvhcq_memory_drop(&dev->staging_small);

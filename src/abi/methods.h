@@ -80,5 +80,12 @@ enum { NVHCQ_SUBC_HOST = 0, NVHCQ_SUBC_COMPUTE = 1, NVHCQ_SUBC_COPY = 4 };
 #define NVC6C0_INVALIDATE_CONSTANT                      (1u << 12)
 #define NVC6C0_SEND_SIGNALING_PCAS2_B_PREFETCH          8u
 #define NVC6C0_SEND_SIGNALING_PCAS2_B_PREFETCH_SCHEDULE 9u
+/* Texture header and sampler pools: A upper address, B lower, C the largest index. */
+#define NVC6C0_INVALIDATE_TEXTURE_HEADER_CACHE_NO_WFI 0x0244
+#define NVC6C0_INVALIDATE_SAMPLER_CACHE_NO_WFI        0x1424
+#define NVC6C0_SET_TEX_SAMPLER_POOL_A                 0x155c
+#define NVC6C0_SET_TEX_HEADER_POOL_A                  0x1574
+/* Hopper (cbc0) and later only: which texture header format the engine reads. */
+#define NVCBC0_SET_TEXTURE_HEADER_VERSION 0x07ac
 
 #endif

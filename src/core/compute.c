@@ -104,6 +104,7 @@ void nvhcq_compute_push_state(nvhcq_device *dev, nvhcq_push *p) {
   nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_SHARED_MEMORY_WINDOW_A, shared, 2);
   nvhcq_push_method(p, NVHCQ_SUBC_COMPUTE, NVC6C0_SET_SHADER_LOCAL_MEMORY_WINDOW_A, local, 2);
   push_local_memory(&dev->compute_state, p);
+  nvhcq_texture_pool_push(dev, p);
 }
 
 nvhcq_status nvhcq_compute_ensure_local_memory(nvhcq_device *dev, uint32_t bytes) {

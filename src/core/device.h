@@ -15,6 +15,7 @@
 #include "core/reclaim.h"
 #include "core/signal.h"
 #include "core/slab.h"
+#include "core/texture_pool.h"
 #include "core/timeline.h"
 #include "driver/rm.h"
 #include "util/handle.h"
@@ -85,6 +86,7 @@ struct nvhcq_device {
 
   nvhcq_timeline_state timeline;     /* timeline.c */
   nvhcq_compute_state compute_state; /* compute.c */
+  nvhcq_texture_pool textures;       /* texture_pool.c */
   nvhcq_fault_state fault;           /* fault.c */
   nvhcq_slabs slabs;                 /* small device buffers (slab.c) */
   int no_slabs;                      /* NVHCQ_DEBUG_NO_SLABS: each buffer its own allocation */

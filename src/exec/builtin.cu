@@ -13,3 +13,42 @@ extern "C" __global__ void nvhcq_copy16(const uint4 *__restrict__ src, uint4 *__
   }
   for (; i < n16; i += stride) dst[i] = src[i];
 }
+
+#include "hw/block_linear.h"
+
+template <typename T> __device__ __forceinline__ void move(uint64_t to, uint64_t from) {
+  *(T *)to = *(const T *)from;
+}
+
+// Between a block-linear image and linear memory (hw/block_linear.h says the layout), one unit of
+// 1 to 16 bytes per thread and step: units never straddle a GOB's 16-byte pieces.
+extern "C" __global__ void nvhcq_image_copy(nvhcq_bl_copy_args a) {
+  uint64_t total = (uint64_t)a.units_x * a.height * a.depth;
+  uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+  for (uint64_t i = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    uint32_t u = (uint32_t)(i % a.units_x);
+    uint64_t r = i / a.units_x;
+    uint32_t row = (uint32_t)(r % a.height), slice = (uint32_t)(r / a.height);
+    uint64_t img =
+        a.image + nvhcq_bl_offset(&a.shape, a.x_bytes + u * a.unit, a.y + row, a.z + slice);
+    uint64_t lin = a.linear + slice * a.slice + row * a.pitch + (uint64_t)u * a.unit;
+    uint64_t to = a.to_image ? img : lin, from = a.to_image ? lin : img;
+    switch (a.unit) {
+    case 16:
+      move<uint4>(to, from);
+      break;
+    case 8:
+      move<uint2>(to, from);
+      break;
+    case 4:
+      move<uint32_t>(to, from);
+      break;
+    case 2:
+      move<uint16_t>(to, from);
+      break;
+    default:
+      move<uint8_t>(to, from);
+      break;
+    }
+  }
+}

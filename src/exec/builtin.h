@@ -16,4 +16,10 @@ extern const nvhcq_builtin_cubin nvhcq_builtin_cubins[];
 /* The device syscalls (syscalls.cu: printf, assert, malloc, free), the same way. */
 extern const nvhcq_builtin_cubin nvhcq_syscall_cubins[];
 
+typedef struct nvhcq_device nvhcq_device;
+typedef struct nvhcq_module nvhcq_module;
+/* The module of built-in kernels for the device's GPU, loaded on first use; NULL when the build
+ * has none for it (copy.c). */
+nvhcq_module *nvhcq_builtin_module(nvhcq_device *dev);
+
 #endif

@@ -135,18 +135,23 @@ static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, 
   return NVHCQ_SUCCESS;
 }
 
-/* The built-in copy kernel for this GPU, or NULL: an exact match, else the newest cubin of the
- * same major version that is not newer than the GPU. */
-static nvhcq_kernel *copy_kernel(nvhcq_device *dev) {
-  if (dev->builtin_tried) return dev->copy_kernel;
+/* The built-in kernels' module for this GPU, or NULL: an exact match, else the newest cubin of
+ * the same major version that is not newer than the GPU. Loaded once. */
+nvhcq_module *nvhcq_builtin_module(nvhcq_device *dev) {
+  if (dev->builtin_tried) return dev->builtin;
   dev->builtin_tried = 1;
   unsigned sm = nvhcq_sm_number(dev->info.sm_version);
   const nvhcq_builtin_cubin *best = NULL;
   for (const nvhcq_builtin_cubin *b = nvhcq_builtin_cubins; b->sm; b++)
     if (b->sm / 10 == sm / 10 && b->sm <= sm && (!best || b->sm > best->sm)) best = b;
-  if (!best || nvhcq_module_load(dev, best->data, best->size, &dev->builtin) ||
-      nvhcq_module_get_kernel(dev->builtin, "nvhcq_copy16", &dev->copy_kernel))
+  if (best && nvhcq_module_load(dev, best->data, best->size, &dev->builtin)) dev->builtin = NULL;
+  if (dev->builtin && nvhcq_module_get_kernel(dev->builtin, "nvhcq_copy16", &dev->copy_kernel))
     dev->copy_kernel = NULL;
+  return dev->builtin;
+}
+
+static nvhcq_kernel *copy_kernel(nvhcq_device *dev) {
+  nvhcq_builtin_module(dev);
   return dev->copy_kernel;
 }
 

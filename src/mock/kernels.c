@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hw/block_linear.h"
 #include "hw/elf.h"
 #include "hw/occupancy.h"
 #include "mock/internal.h"
@@ -15,6 +16,8 @@
 /* The library's own copy kernel (src/exec/builtin.cu): its cubin comes without PTX, and the mock
  * does what it does (dst[i] = src[i] for i < n16, 16-byte elements) on the CPU. */
 #define BUILTIN_COPY "nvhcq_copy16"
+/* The image copy kernel, done on the CPU with the same layout formula (hw/block_linear.h). */
+#define BUILTIN_IMAGE_COPY "nvhcq_image_copy"
 
 typedef struct mock_kernel {
   char *name;
@@ -22,7 +25,7 @@ typedef struct mock_kernel {
   uint32_t param_offset;       /* parameters in constant bank 0 */
   uint32_t static_shared;      /* what nvhcq counts into the QMD's shared size before dynamic */
   const nvhcq_ptx_kernel *ptx; /* NULL: no PTX (why in the module's missing) */
-  int builtin_copy;
+  int builtin_copy;            /* 1: BUILTIN_COPY, 2: BUILTIN_IMAGE_COPY */
   /* The cubin's parameter offsets by ordinal (from param_offset): ptxas aligns a parameter to
    * its address in bank 0, the PTX's layout to the parameter block's start. */
   uint32_t *param_at, param_count;
@@ -69,6 +72,7 @@ static int has_all(const nvhcq_ptx_module *p, const nvhcq_cubin *c) {
   for (uint32_t i = 0; i < c->kernel_count; i++) {
     const nvhcq_ptx_kernel *k;
     if (strcmp(c->kernels[i].name, BUILTIN_COPY) &&
+        strcmp(c->kernels[i].name, BUILTIN_IMAGE_COPY) &&
         nvhcq_ptx_kernel_find(p, c->kernels[i].name, &k))
       return 0;
   }
@@ -138,7 +142,9 @@ static int fill_kernels(mock_module *m, const nvhcq_cubin *c) {
     k->code = m->gpu_address + ck->code_offset;
     k->param_offset = ck->param_offset;
     k->static_shared = ck->shared_size ? ck->shared_size : NVHCQ_RESERVED_SHARED;
-    k->builtin_copy = strcmp(ck->name, BUILTIN_COPY) == 0;
+    k->builtin_copy = !strcmp(ck->name, BUILTIN_COPY)         ? 1
+                      : !strcmp(ck->name, BUILTIN_IMAGE_COPY) ? 2
+                                                              : 0;
     if (copy_param_table(k, ck)) return -1;
     if (m->ptx && !k->builtin_copy && nvhcq_ptx_kernel_find(m->ptx, ck->name, &k->ptx))
       snprintf(m->missing, sizeof m->missing, "its module's PTX has no kernel of that name");
@@ -271,6 +277,27 @@ static int builtin_copy(const nvhcq_mock_grid *g, const uint8_t *params) {
   return 0;
 }
 
+/* nvhcq_image_copy(args) on the CPU, unit by unit. */
+static int builtin_image_copy(const nvhcq_mock_grid *g, const uint8_t *params) {
+  nvhcq_bl_copy_args a;
+  memcpy(&a, params, sizeof a);
+  for (uint32_t z = 0; z < a.depth; z++)
+    for (uint32_t y = 0; y < a.height; y++)
+      for (uint32_t u = 0; u < a.units_x; u++) {
+        uint64_t img =
+            a.image + nvhcq_bl_offset(&a.shape, a.x_bytes + u * a.unit, a.y + y, a.z + z);
+        uint64_t lin = a.linear + z * a.slice + y * a.pitch + (uint64_t)u * a.unit;
+        void *pi = nvhcq_mock_gpu_pointer(img, a.unit), *pl = nvhcq_mock_gpu_pointer(lin, a.unit);
+        if (!pi || !pl) {
+          if (g->sm_error) g->sm_error->write = a.to_image ? pl != NULL : pi != NULL;
+          return fail(g, MOCK_XID_MMU, pi ? lin : img, "%s: %s outside any mapping",
+                      BUILTIN_IMAGE_COPY, pi ? "linear memory" : "the image");
+        }
+        memcpy(a.to_image ? pi : pl, a.to_image ? pl : pi, a.unit);
+      }
+  return 0;
+}
+
 /* The warp error code the SM would save for an interpreter fault (0: none, the global ESR says). */
 static uint32_t warp_error_for(nvhcq_ptx_fault_kind kind) {
   switch (kind) {
@@ -330,12 +357,15 @@ static int relayout_params(const nvhcq_mock_grid *g, const mock_kernel *k, size_
 }
 
 static int run_kernel(const nvhcq_mock_grid *g, const mock_module *m, const mock_kernel *k) {
-  size_t params_size = k->ptx ? nvhcq_ptx_kernel_params_size(k->ptx) : 24;
+  size_t params_size = k->ptx                 ? nvhcq_ptx_kernel_params_size(k->ptx)
+                       : k->builtin_copy == 2 ? sizeof(nvhcq_bl_copy_args)
+                                              : 24;
   const uint8_t *params =
       nvhcq_mock_gpu_pointer(g->cbank0_address + k->param_offset, params_size ? params_size : 1);
   if (!params)
     return fail(g, MOCK_XID_MMU, g->cbank0_address, "kernel %s: constant bank 0 is unmapped%s",
                 k->name, "");
+  if (k->builtin_copy == 2) return builtin_image_copy(g, params);
   if (k->builtin_copy) return builtin_copy(g, params);
   if (!k->ptx) return fail(g, MOCK_XID_GR, k->code, "kernel %s: %s", k->name, m->missing);
   uint8_t *moved = NULL;
