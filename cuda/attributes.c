@@ -198,18 +198,21 @@ static int common_value(CUdevice_attribute a, int *v) {
     return 1;
   /* Managed memory is pinned host memory both processors use in place, at any time (so concurrent
    * access holds); registered memory's device pointer is its host pointer; stream-ordered
-   * allocation from device-memory pools. Pageable memory the GPU cannot reach unregistered. */
+   * allocation from device-memory pools, and from host pools of pinned host memory (the NUMA
+   * node a host pool names changes nothing). Pageable memory the GPU cannot reach unregistered. */
   case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
   case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:
   case CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM:
   case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
+  case CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED:
+  case CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED:
     *v = 1;
     return 1;
   default:
     /* Everything else is a feature nvhcq's library does not offer (pageable memory access, IPC,
-     * shareable VMM handles, host memory pools, multi-device cooperative launches, ...): 0, so
+     * shareable VMM handles, multi-device cooperative launches, ...): 0, so
      * clients don't use it. */
     *v = 0;
     return 0;

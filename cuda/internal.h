@@ -277,9 +277,10 @@ nvcu_alloc *nvcu_alloc_find(uint64_t address);
 int nvcu_vmm_reserved(uint64_t address);
 /* Puts an allocation made elsewhere (vmm.c) into the table (under the lock). */
 CUresult nvcu_alloc_add(const nvcu_alloc *a);
-/* Device memory of `size` bytes from `pool` on the current device, in the table (under the lock).
- */
-CUresult nvcu_alloc_pool_memory(size_t size, struct CUmemPoolHandle_st *pool, CUdeviceptr *out);
+/* `size` bytes from `pool` for `device`, in the table (under the lock): device memory, or pinned
+ * host memory for a host or managed pool (`managed`: a managed pool's). */
+CUresult nvcu_alloc_pool_memory(int device, size_t size, struct CUmemPoolHandle_st *pool,
+                                int managed, CUdeviceptr *out);
 /* Takes an allocation out of the table and destroys its buffer, which nvhcq releases once the GPU
  * has passed all work submitted so far (under the lock). */
 CUresult nvcu_alloc_release(nvcu_alloc *a);
@@ -308,7 +309,9 @@ CUresult nvcu_run_memset(nvcu_device *d, struct CUstream_st *st, const nvcu_op *
 
 /* ---- pool.c ---- */
 /* An allocation of `size` bytes from the pool went (its memory may still be in the GPU's use). */
-void nvcu_pool_freed(struct CUmemPoolHandle_st *pool, uint64_t size);
+void nvcu_pool_freed(struct CUmemPoolHandle_st *pool, uint64_t size, int device);
+/* Whether the pool hands out pinned host memory (a host or managed pool). */
+int nvcu_pool_is_host(const struct CUmemPoolHandle_st *pool);
 
 /* ---- peer.c ---- */
 /* Maps device owner's buffers, those made so far and later, into device dev's address space at

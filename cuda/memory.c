@@ -112,8 +112,14 @@ static CUresult allocate(size_t size, nvcu_alloc a, CUdeviceptr *out) {
   return r;
 }
 
-CUresult nvcu_alloc_pool_memory(size_t size, struct CUmemPoolHandle_st *pool, CUdeviceptr *out) {
-  return allocate_locked(size, (nvcu_alloc){.pool = pool}, out);
+CUresult nvcu_alloc_pool_memory(int device, size_t size, struct CUmemPoolHandle_st *pool,
+                                int managed, CUdeviceptr *out) {
+  nvcu_device *d;
+  CUresult r = nvcu_device_get(device, &d);
+  int host = nvcu_pool_is_host(pool);
+  nvcu_alloc a = {
+      .pool = pool, .host = host, .managed = managed, .flags = managed ? CU_MEM_ATTACH_GLOBAL : 0};
+  return r ? r : allocate_on(d, device, size, a, out);
 }
 
 CUresult nvcu_alloc_graph_memory(int device, size_t size, struct nvcu_graph_mem *mem,
@@ -129,17 +135,19 @@ CUresult nvcu_alloc_release(nvcu_alloc *a) {
   uint64_t size = a->size;
   free(a->pages);
   alloc_remove(a);
-  if (pool) nvcu_pool_freed(pool, size);
+  int device = a->device;
+  if (pool) nvcu_pool_freed(pool, size, device);
   return nvcu_status(nvhcq_buffer_destroy(b), "freeing memory");
 }
 
-/* cuMemFree frees device and managed memory, cuMemFreeHost what cuMemHostAlloc made. */
+/* cuMemFree frees device and managed memory and any pool's, cuMemFreeHost what cuMemHostAlloc
+ * made. */
 static CUresult release(uint64_t base, int host) {
   NVCU_LOCK();
   nvcu_alloc *a = nvcu_alloc_find(base);
   CUresult r = CUDA_ERROR_INVALID_VALUE;
-  int freed_by_free = a && !a->registered && !a->vmm && (a->host ? a->managed : 1);
-  int match = a && (host ? a->host && !a->managed && !a->registered : freed_by_free);
+  int freed_by_free = a && !a->registered && !a->vmm && (a->host ? a->managed || a->pool : 1);
+  int match = a && (host ? a->host && !a->managed && !a->registered && !a->pool : freed_by_free);
   if (match && a->base == base && !nvcu_graph_mem_kept(a, &r)) r = nvcu_alloc_release(a);
   NVCU_UNLOCK();
   return r;

@@ -8,14 +8,16 @@
 
 #define NVCU_POOL_MAGIC 0x4c4f4f50
 
-/* A free the GPU may still be behind: its bytes stay reserved until the timelines pass. */
+/* A free the GPU may still be behind: its bytes stay reserved until the timelines of the device
+ * it was made for pass. */
 typedef struct pending_free {
   uint64_t size, need[2];
+  int device;
 } pending_free;
 
 struct CUmemPoolHandle_st {
   uint32_t magic;
-  int device;
+  int device; /* a device pool's; -1 for host and managed pools, which serve every device */
   int is_default, destroyed;
   CUmemPoolProps props;
   uint64_t release_threshold;
@@ -27,8 +29,11 @@ struct CUmemPoolHandle_st {
   size_t pending_count, pending_cap;
 };
 
-static struct CUmemPoolHandle_st default_pools[NVCU_MAX_DEVICES];
-static CUmemoryPool current_pools[NVCU_MAX_DEVICES];
+/* Default and current pools by slot: a device's, then the host's and the managed pool (CUDA 13's
+ * cuMemGetDefaultMemPool and cuMemSetMemPool name those by location and allocation type). */
+enum { HOST_SLOT = NVCU_MAX_DEVICES, MANAGED_SLOT, SLOTS };
+static struct CUmemPoolHandle_st default_pools[SLOTS];
+static CUmemoryPool current_pools[SLOTS];
 
 static CUresult device_check(CUdevice dev) {
   int count = 0;
@@ -38,14 +43,21 @@ static CUresult device_check(CUdevice dev) {
                                                            : CUDA_ERROR_INVALID_DEVICE;
 }
 
-static CUmemoryPool default_pool(int dev) {
-  CUmemoryPool p = &default_pools[dev];
+static CUmemoryPool default_pool(int slot) {
+  static const CUmemPoolProps host = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                      .location = {CU_MEM_LOCATION_TYPE_HOST, 0}};
+  static const CUmemPoolProps managed = {.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED,
+                                         .location = {CU_MEM_LOCATION_TYPE_NONE, 0}};
+  CUmemoryPool p = &default_pools[slot];
+  CUmemPoolProps device = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                           .location = {CU_MEM_LOCATION_TYPE_DEVICE, slot}};
   if (p->magic != NVCU_POOL_MAGIC)
     *p = (struct CUmemPoolHandle_st){.magic = NVCU_POOL_MAGIC,
-                                     .device = dev,
+                                     .device = slot < HOST_SLOT ? slot : -1,
                                      .is_default = 1,
-                                     .props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
-                                               .location = {CU_MEM_LOCATION_TYPE_DEVICE, dev}},
+                                     .props = slot == HOST_SLOT      ? host
+                                              : slot == MANAGED_SLOT ? managed
+                                                                     : device,
                                      .reuse = {1, 1, 1}};
   return p;
 }
@@ -59,16 +71,25 @@ static CUresult pool_check(CUmemoryPool pool) {
                                                                     : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* Whether a host or managed pool (pinned host memory, or managed memory, which is pinned host
+ * memory here) rather than a device's. */
+static int serves_any_device(const struct CUmemPoolHandle_st *pool) {
+  return pool->device < 0;
+}
+
+int nvcu_pool_is_host(const struct CUmemPoolHandle_st *pool) {
+  return serves_any_device(pool);
+}
+
 /* Bytes freed whose release the GPU has not passed yet; drops those it has. */
 static uint64_t pending_bytes(CUmemoryPool pool) {
-  nvcu_device *d;
-  if (nvcu_device_get(pool->device, &d)) return 0;
   uint64_t bytes = 0;
   size_t k = 0;
   for (size_t i = 0; i < pool->pending_count; i++) {
     pending_free f = pool->pending[i];
-    int done = nvhcq_signal_value(d->timeline[0]) >= f.need[0] &&
-               nvhcq_signal_value(d->timeline[1]) >= f.need[1];
+    nvcu_device *d;
+    int done = nvcu_device_get(f.device, &d) || (nvhcq_signal_value(d->timeline[0]) >= f.need[0] &&
+                                                 nvhcq_signal_value(d->timeline[1]) >= f.need[1]);
     if (!done) pool->pending[k++] = f, bytes += f.size;
   }
   pool->pending_count = k;
@@ -86,7 +107,7 @@ static void pool_free_struct(CUmemoryPool pool) {
   if (!pool->is_default) free(pool);
 }
 
-void nvcu_pool_freed(CUmemoryPool pool, uint64_t size) {
+void nvcu_pool_freed(CUmemoryPool pool, uint64_t size, int device) {
   nvcu_device *d;
   pool->used -= size;
   pool->live--;
@@ -94,25 +115,31 @@ void nvcu_pool_freed(CUmemoryPool pool, uint64_t size) {
     pool_free_struct(pool);
     return;
   }
-  if (nvcu_device_get(pool->device, &d)) return;
+  if (nvcu_device_get(device, &d)) return;
   if (pool->pending_count == pool->pending_cap) {
     size_t cap = pool->pending_cap ? 2 * pool->pending_cap : 16;
     pending_free *grown = realloc(pool->pending, cap * sizeof *grown);
     if (!grown) return; /* then the bytes read as released a little early */
     pool->pending = grown, pool->pending_cap = cap;
   }
-  pool->pending[pool->pending_count++] = (pending_free){size, {d->submitted[0], d->submitted[1]}};
+  pool->pending[pool->pending_count++] =
+      (pending_free){size, {d->submitted[0], d->submitted[1]}, device};
 }
 
 /* ---- allocation and free ---- */
 
 static CUresult alloc_from(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
                            struct CUstream_st *st) {
+  int any = serves_any_device(pool);
+  if (st->capture && any)
+    return nvcu_unsupported("allocating from a host or managed pool in a captured stream");
   if (st->capture) return nvcu_graph_mem_capture_alloc(st, size, &pool->props, dptr);
-  if (pool->device != st->device) return nvcu_unsupported("allocating from another device's pool");
+  if (!any && pool->device != st->device)
+    return nvcu_unsupported("allocating from another device's pool");
   if (pool->props.maxSize && size > pool->props.maxSize - pool->used)
     return CUDA_ERROR_OUT_OF_MEMORY;
-  CUresult r = nvcu_alloc_pool_memory(size, pool, dptr);
+  CUresult r = nvcu_alloc_pool_memory(
+      st->device, size, pool, pool->props.allocType == CU_MEM_ALLOCATION_TYPE_MANAGED, dptr);
   if (r) return r;
   pool->used += size;
   pool->live++;
@@ -151,7 +178,7 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   struct CUstream_st *st;
   CUresult r = nvcu_stream_get(hStream, &st);
   nvcu_alloc *a = r ? NULL : nvcu_alloc_find(dptr);
-  if (!r && (!a || a->host || a->vmm || a->registered || a->base != dptr))
+  if (!r && (!a || (a->host && !a->pool) || a->vmm || a->registered || a->base != dptr))
     r = CUDA_ERROR_INVALID_VALUE;
   if (!r && st->capture)
     r = nvcu_graph_mem_capture_free(st, dptr);
@@ -193,24 +220,27 @@ CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
 
 /* ---- pools by location and allocation type (CUDA 13) ---- */
 
-/* The device whose pools a location and allocation type name: pinned device memory is all there
- * is; host and managed pools are refused as cuMemPoolCreate refuses them. */
-static CUresult location_device(const CUmemLocation *loc, CUmemAllocationType type,
-                                CUresult bad_device, int *dev) {
+/* The slot of the pools a location and allocation type name: a device's for pinned memory there,
+ * the host's for pinned memory on the host (any NUMA node: nvhcq's pinned memory has none of its
+ * own), the managed one for managed memory at any preferred location CUDA accepts. */
+static CUresult location_slot(const CUmemLocation *loc, CUmemAllocationType type,
+                              CUresult bad_device, int *slot) {
   int pinned = type == CU_MEM_ALLOCATION_TYPE_PINNED;
+  int managed = type == CU_MEM_ALLOCATION_TYPE_MANAGED;
   int host = loc->type == CU_MEM_LOCATION_TYPE_HOST || loc->type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
-  if (pinned && loc->type == CU_MEM_LOCATION_TYPE_DEVICE) {
-    if (device_check(loc->id)) {
-      nvcu_log("memory pool location: %d is not a device ordinal", loc->id);
-      return bad_device;
-    }
-    *dev = loc->id;
+  if (loc->type == CU_MEM_LOCATION_TYPE_DEVICE && (pinned || managed) && device_check(loc->id)) {
+    nvcu_log("memory pool location: %d is not a device ordinal", loc->id);
+    return bad_device;
+  }
+  if (pinned && (loc->type == CU_MEM_LOCATION_TYPE_DEVICE || host)) {
+    *slot = host ? HOST_SLOT : loc->id;
     return CUDA_SUCCESS;
   }
-  if (pinned && host) return nvcu_unsupported("host memory pools");
-  if (type == CU_MEM_ALLOCATION_TYPE_MANAGED &&
-      (host || loc->type == CU_MEM_LOCATION_TYPE_DEVICE || loc->type == CU_MEM_LOCATION_TYPE_NONE))
-    return nvcu_unsupported("managed memory pools");
+  if (managed && (host || loc->type == CU_MEM_LOCATION_TYPE_DEVICE ||
+                  loc->type == CU_MEM_LOCATION_TYPE_NONE)) {
+    *slot = MANAGED_SLOT;
+    return CUDA_SUCCESS;
+  }
   nvcu_log("memory pool location type %d with allocation type %d: not a pool CUDA has",
            (int)loc->type, (int)type);
   return CUDA_ERROR_INVALID_VALUE;
@@ -219,34 +249,42 @@ static CUresult location_device(const CUmemLocation *loc, CUmemAllocationType ty
 CUresult cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location,
                                 CUmemAllocationType type) {
   if (!pool_out || !location) return CUDA_ERROR_INVALID_VALUE;
-  int dev = 0;
+  int slot = 0;
   NVCU_LOCK();
-  CUresult r = location_device(location, type, CUDA_ERROR_INVALID_DEVICE, &dev);
-  if (!r) *pool_out = default_pool(dev);
+  CUresult r = location_slot(location, type, CUDA_ERROR_INVALID_DEVICE, &slot);
+  if (!r) *pool_out = default_pool(slot);
   NVCU_UNLOCK();
   return r;
 }
 
 CUresult cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location, CUmemAllocationType type) {
   if (!pool || !location) return CUDA_ERROR_INVALID_VALUE;
-  int dev = 0;
+  int slot = 0;
   NVCU_LOCK();
-  CUresult r = location_device(location, type, CUDA_ERROR_INVALID_VALUE, &dev);
-  if (!r) *pool = current_pool(dev);
+  CUresult r = location_slot(location, type, CUDA_ERROR_INVALID_VALUE, &slot);
+  if (!r) *pool = current_pool(slot);
   NVCU_UNLOCK();
   return r;
 }
 
-/* For pinned device memory, cuDeviceSetMemPool of the location's device. */
+/* For pinned device memory, cuDeviceSetMemPool of the location's device; for the host's and the
+ * managed pool, a pool of that kind. */
 CUresult cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type, CUmemoryPool pool) {
   if (!location) return CUDA_ERROR_INVALID_VALUE;
-  int dev = 0;
+  int slot = 0;
   NVCU_LOCK();
-  CUresult r = location_device(location, type, CUDA_ERROR_INVALID_VALUE, &dev);
+  CUresult r = location_slot(location, type, CUDA_ERROR_INVALID_VALUE, &slot);
+  if (!r && slot >= HOST_SLOT) {
+    r = pool_check(pool);
+    int managed = !r && pool->props.allocType == CU_MEM_ALLOCATION_TYPE_MANAGED;
+    if (!r && (pool->device >= 0 || managed != (slot == MANAGED_SLOT)))
+      r = CUDA_ERROR_INVALID_VALUE;
+    if (!r) current_pools[slot] = pool;
+  }
   NVCU_UNLOCK();
-  if (r) return r;
-  r = cuDeviceSetMemPool(dev, pool);
-  if (r) nvcu_log("cuMemSetMemPool: not a live pool of device %d", dev);
+  if (r || slot >= HOST_SLOT) return r;
+  r = cuDeviceSetMemPool(slot, pool);
+  if (r) nvcu_log("cuMemSetMemPool: not a live pool of device %d", slot);
   return r;
 }
 
@@ -265,7 +303,8 @@ static CUresult access_check(CUmemoryPool pool, const CUmemAccessDesc *a) {
     nvcu_log("cuMemPoolSetAccess: flags %d are not CU_MEM_ACCESS_FLAGS_PROT_*", (int)a->flags);
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (a->location.id == pool->device && a->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+  if (!serves_any_device(pool) && a->location.id == pool->device &&
+      a->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
     nvcu_log("cuMemPoolSetAccess: device %d owns the pool and keeps read-write access",
              pool->device);
     return CUDA_ERROR_INVALID_VALUE;
@@ -280,6 +319,10 @@ static CUresult access_apply(CUmemoryPool pool, const CUmemAccessDesc *a) {
   int dev = a->location.id;
   CUresult r = CUDA_SUCCESS;
   if (dev == pool->device) return r;
+  if (serves_any_device(pool)) { /* pinned host memory: every device reaches it already */
+    pool->access[dev] = a->flags;
+    return r;
+  }
   if (a->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE) r = nvcu_peer_map(dev, pool->device);
   if (r == CUDA_ERROR_PEER_ACCESS_UNSUPPORTED) r = CUDA_ERROR_INVALID_VALUE;
   if (!r) pool->access[dev] = a->flags;
@@ -305,7 +348,8 @@ CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
   int host = location->type == CU_MEM_LOCATION_TYPE_HOST ||
              location->type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
   if (!r && host) {
-    *flags = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    *flags = serves_any_device(memPool) ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                        : CU_MEM_ACCESS_FLAGS_PROT_NONE;
   } else if (!r && location->type == CU_MEM_LOCATION_TYPE_DEVICE && !device_check(location->id)) {
     *flags = location->id == memPool->device ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
                                              : memPool->access[location->id];
@@ -319,16 +363,21 @@ CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
 }
 
 /* Pinned device memory of one device, exported through no handle: what nvhcq allocates. */
+/* Device pools, host pools (pinned host memory) and managed pools (CUDA 13; managed memory is
+ * pinned host memory here, so the preferred location only has to be one CUDA accepts). */
 static CUresult props_check(const CUmemPoolProps *p) {
-  if (p->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED)
-    return nvcu_unsupported("managed memory pools");
-  if (p->allocType != CU_MEM_ALLOCATION_TYPE_PINNED) return CUDA_ERROR_INVALID_VALUE;
-  if (p->location.type == CU_MEM_LOCATION_TYPE_HOST ||
-      p->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
-      p->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
-    return nvcu_unsupported("host memory pools");
-  if (p->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return CUDA_ERROR_INVALID_VALUE;
-  if (device_check(p->location.id)) return CUDA_ERROR_INVALID_VALUE;
+  CUmemLocationType t = p->location.type;
+  int host = t == CU_MEM_LOCATION_TYPE_HOST || t == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+             t == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT;
+  if (p->allocType == CU_MEM_ALLOCATION_TYPE_MANAGED) {
+    if (!host && t != CU_MEM_LOCATION_TYPE_NONE && t != CU_MEM_LOCATION_TYPE_DEVICE)
+      return CUDA_ERROR_INVALID_VALUE;
+  } else if (p->allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+             (!host && t != CU_MEM_LOCATION_TYPE_DEVICE)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (t == CU_MEM_LOCATION_TYPE_DEVICE && device_check(p->location.id))
+    return CUDA_ERROR_INVALID_VALUE;
   if (p->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
     return nvcu_unsupported("memory pools with shareable handles");
   if (p->usage) return nvcu_unsupported("memory pool usage flags");
@@ -343,10 +392,14 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps) {
   CUmemoryPool p = r ? NULL : calloc(1, sizeof *p);
   if (!r && !p) r = CUDA_ERROR_OUT_OF_MEMORY;
   if (!r) {
-    *p = (struct CUmemPoolHandle_st){.magic = NVCU_POOL_MAGIC,
-                                     .device = poolProps->location.id,
-                                     .props = *poolProps,
-                                     .reuse = {1, 1, 1}};
+    *p = (struct CUmemPoolHandle_st){
+        .magic = NVCU_POOL_MAGIC,
+        .device = poolProps->allocType == CU_MEM_ALLOCATION_TYPE_PINNED &&
+                          poolProps->location.type == CU_MEM_LOCATION_TYPE_DEVICE
+                      ? poolProps->location.id
+                      : -1,
+        .props = *poolProps,
+        .reuse = {1, 1, 1}};
     *pool = p;
   }
   NVCU_UNLOCK();
@@ -359,7 +412,8 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool) {
   CUresult r = pool_check(pool);
   if (!r && pool->is_default) r = CUDA_ERROR_INVALID_VALUE;
   if (!r) {
-    if (current_pools[pool->device] == pool) current_pools[pool->device] = NULL;
+    for (int i = 0; i < SLOTS; i++)
+      if (current_pools[i] == pool) current_pools[i] = NULL;
     pool->destroyed = 1;
     if (pool->live == 0) pool_free_struct(pool);
   }

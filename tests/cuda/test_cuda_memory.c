@@ -401,8 +401,8 @@ static void test_pools(void) {
   props.allocType = CU_MEM_ALLOCATION_TYPE_INVALID;
   IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_INVALID_VALUE);
   props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-  props.location.type = CU_MEM_LOCATION_TYPE_HOST;
-  IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_NOT_SUPPORTED);
+  props.location.type = CU_MEM_LOCATION_TYPE_INVALID;
+  IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_INVALID_VALUE);
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   props.handleTypes = (CUmemAllocationHandleType)1;
   IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_NOT_SUPPORTED);
@@ -419,6 +419,58 @@ static void test_pools(void) {
   OK(cuGraphDestroy(g)); /* and its memory with it */
   IS(cuMemFree_v2(a), CUDA_ERROR_INVALID_VALUE);
   OK(cuMemFreeHost(host));
+  OK(cuStreamDestroy_v2(s));
+}
+
+/* Host pools (pinned host memory) and managed pools (CUDA 13): the CPU and the GPU both reach
+ * what they hand out; frees give it back; capture refuses them. */
+static void test_host_and_managed_pools(void) {
+  NEED_DEVICE();
+  CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                          .location = {CU_MEM_LOCATION_TYPE_HOST, 0}};
+  CUmemoryPool hp, mp;
+  OK(cuMemPoolCreate(&hp, &props));
+  props.allocType = CU_MEM_ALLOCATION_TYPE_MANAGED, props.location.type = CU_MEM_LOCATION_TYPE_NONE;
+  OK(cuMemPoolCreate(&mp, &props));
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  enum { N = 65536 };
+  CUdeviceptr h, m, d;
+  OK(cuMemAllocFromPoolAsync(&h, N, hp, s));
+  OK(cuMemAllocFromPoolAsync(&m, N, mp, s));
+  OK(cuMemAlloc_v2(&d, N));
+  for (int i = 0; i < N; i++) ((uint8_t *)(uintptr_t)h)[i] = (uint8_t)(i * 7 + 3);
+  OK(cuMemcpyAsync(d, h, N, s));   /* host pool -> device */
+  OK(cuMemcpyAsync(m, d, N, s));   /* device -> managed pool */
+  OK(cuMemsetD8Async(h, 0, N, s)); /* the GPU writes host pool memory */
+  OK(cuStreamSynchronize(s));
+  int bad = 0;
+  for (int i = 0; i < N; i++)
+    bad += ((uint8_t *)(uintptr_t)m)[i] != (uint8_t)(i * 7 + 3) || ((uint8_t *)(uintptr_t)h)[i];
+  TEST_CHECK_MSG(bad == 0, "%d bytes wrong through host and managed pool memory", bad);
+  CUmemoryPool owner = NULL;
+  OK(cuPointerGetAttribute(&owner, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, h));
+  TEST_CHECK(owner == hp);
+  TEST_CHECK(pool_u64(hp, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == N);
+  CUmemAccess_flags f = CU_MEM_ACCESS_FLAGS_PROT_NONE;
+  CUmemLocation host = {CU_MEM_LOCATION_TYPE_HOST, 0};
+  OK(cuMemPoolGetAccess(&f, hp, &host));
+  TEST_CHECK(f == CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  CUmemAccessDesc dev0 = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+  OK(cuMemPoolSetAccess(hp, &dev0, 1));
+  OK(cuMemFreeAsync(h, s));
+  OK(cuMemFree_v2(m));
+  OK(cuStreamSynchronize(s));
+  TEST_CHECK(pool_u64(hp, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 0);
+  TEST_CHECK(pool_u64(mp, CU_MEMPOOL_ATTR_USED_MEM_CURRENT) == 0);
+  OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  IS(cuMemAllocFromPoolAsync(&h, 64, hp, s), CUDA_ERROR_NOT_SUPPORTED);
+  CUgraph g;
+  cuStreamEndCapture(s, &g); /* the capture was invalidated by the refusal */
+  if (g) cuGraphDestroy(g);
+  OK(cuMemPoolDestroy(hp));
+  OK(cuMemPoolDestroy(mp));
+  OK(cuMemFree_v2(d));
   OK(cuStreamDestroy_v2(s));
 }
 
@@ -728,5 +780,5 @@ static void test_constant_rewrite(void) {
 }
 
 TEST_MAIN(TEST(test_proc_address), TEST(test_register), TEST(test_managed), TEST(test_pools),
-          TEST(test_memset_2d), TEST(test_copy_3d), TEST(test_peer), TEST(test_kernels_host_memory),
-          TEST(test_constant_rewrite))
+          TEST(test_host_and_managed_pools), TEST(test_memset_2d), TEST(test_copy_3d),
+          TEST(test_peer), TEST(test_kernels_host_memory), TEST(test_constant_rewrite))

@@ -137,7 +137,7 @@ static void test_pool_locations(void) {
   OK(cuMemSetMemPool(&dev0, CU_MEM_ALLOCATION_TYPE_PINNED, def));
   OK(cuMemGetMemPool(&cur, &dev0, CU_MEM_ALLOCATION_TYPE_PINNED));
   TEST_CHECK(cur == def);
-  /* what CUDA refuses, and what nvhcq does not have */
+  /* what CUDA refuses */
   CUmemLocation host = {CU_MEM_LOCATION_TYPE_HOST, 0}, none = {CU_MEM_LOCATION_TYPE_NONE, 0};
   CUmemLocation bad = {CU_MEM_LOCATION_TYPE_DEVICE, 99};
   TEST_CHECK(cuMemGetDefaultMemPool(&cur, &bad, CU_MEM_ALLOCATION_TYPE_PINNED) ==
@@ -148,10 +148,25 @@ static void test_pool_locations(void) {
              CUDA_ERROR_INVALID_VALUE);
   TEST_CHECK(cuMemGetDefaultMemPool(&cur, &dev0, CU_MEM_ALLOCATION_TYPE_INVALID) ==
              CUDA_ERROR_INVALID_VALUE);
-  TEST_CHECK(cuMemGetDefaultMemPool(&cur, &host, CU_MEM_ALLOCATION_TYPE_PINNED) ==
-             CUDA_ERROR_NOT_SUPPORTED);
-  TEST_CHECK(cuMemGetMemPool(&cur, &none, CU_MEM_ALLOCATION_TYPE_MANAGED) ==
-             CUDA_ERROR_NOT_SUPPORTED);
+  /* the host's and the managed default pools; a host pool of one's own made current */
+  CUmemoryPool hdef = NULL, mdef = NULL, hmine = NULL;
+  OK(cuMemGetDefaultMemPool(&hdef, &host, CU_MEM_ALLOCATION_TYPE_PINNED));
+  OK(cuMemGetMemPool(&cur, &host, CU_MEM_ALLOCATION_TYPE_PINNED));
+  TEST_CHECK(hdef && cur == hdef && hdef != def);
+  OK(cuMemGetMemPool(&mdef, &none, CU_MEM_ALLOCATION_TYPE_MANAGED));
+  TEST_CHECK(mdef && mdef != hdef && mdef != def);
+  CUmemPoolProps hprops = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED, .location = host};
+  OK(cuMemPoolCreate(&hmine, &hprops));
+  TEST_CHECK(cuMemSetMemPool(&none, CU_MEM_ALLOCATION_TYPE_MANAGED, hmine) ==
+             CUDA_ERROR_INVALID_VALUE); /* not a managed pool */
+  TEST_CHECK(cuMemSetMemPool(&host, CU_MEM_ALLOCATION_TYPE_PINNED, mine) ==
+             CUDA_ERROR_INVALID_VALUE); /* a device's pool */
+  OK(cuMemSetMemPool(&host, CU_MEM_ALLOCATION_TYPE_PINNED, hmine));
+  OK(cuMemGetMemPool(&cur, &host, CU_MEM_ALLOCATION_TYPE_PINNED));
+  TEST_CHECK(cur == hmine);
+  OK(cuMemPoolDestroy(hmine)); /* no longer current */
+  OK(cuMemGetMemPool(&cur, &host, CU_MEM_ALLOCATION_TYPE_PINNED));
+  TEST_CHECK(cur == hdef);
   TEST_CHECK(cuMemGetDefaultMemPool(NULL, &dev0, CU_MEM_ALLOCATION_TYPE_PINNED) ==
              CUDA_ERROR_INVALID_VALUE);
   TEST_CHECK(cuMemSetMemPool(&dev0, CU_MEM_ALLOCATION_TYPE_PINNED, NULL) ==
