@@ -567,6 +567,12 @@ typedef enum CUarray_format_enum {
   CU_AD_FORMAT_HALF = 0x10,
   CU_AD_FORMAT_FLOAT = 0x20
 } CUarray_format;
+#define CU_IPC_HANDLE_SIZE 64
+typedef struct CUipcMemHandle_st {
+  char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcMemHandle_v1;
+typedef CUipcMemHandle_v1 CUipcMemHandle;
+#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 typedef unsigned long long CUtexObject;
 typedef unsigned long long CUsurfObject;
 typedef struct CUmipmappedArray_st *CUmipmappedArray;

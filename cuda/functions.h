@@ -196,6 +196,10 @@
      CUstream hStream))                                                                            \
   X(CUresult, cuMemcpy3D_v2, (const CUDA_MEMCPY3D *pCopy))                                         \
   X(CUresult, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *pCopy, CUstream hStream))                  \
+  X(CUresult, cuIpcGetMemHandle, (CUipcMemHandle * pHandle, CUdeviceptr dptr))                     \
+  X(CUresult, cuIpcOpenMemHandle_v2,                                                               \
+    (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags))                              \
+  X(CUresult, cuIpcCloseMemHandle, (CUdeviceptr dptr))                                             \
   X(CUresult, cuArrayCreate_v2, (CUarray * pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray))  \
   X(CUresult, cuArray3DCreate_v2,                                                                  \
     (CUarray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray))                            \

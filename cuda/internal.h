@@ -62,6 +62,9 @@ typedef struct nvcu_alloc {
    * only marks it free. NULL for every other allocation. */
   struct nvcu_graph_mem *graph_mem;
   int graph_freed; /* a free node of some graph frees it */
+  /* Memory of another process opened by cuIpcOpenMemHandle (ipc.c): the range it is mapped in,
+   * destroyed by cuIpcCloseMemHandle; else NULL. */
+  nvhcq_reservation *ipc_range;
 } nvcu_alloc;
 
 typedef struct nvcu_param {
@@ -265,6 +268,10 @@ CUresult nvcu_check_init(void);
 /* The device of the current context (opened), or an error. */
 CUresult nvcu_current(nvcu_device **out, int *index);
 CUresult nvcu_device_get(int index, nvcu_device **out);
+
+/* ---- ipc.c ---- */
+/* Whether cuIpcGetMemHandle shares the allocation: cuMemAlloc's device memory. */
+int nvcu_ipc_capable(const nvcu_alloc *a);
 
 /* ---- array.c ---- */
 /* A 2D or 3D copy with a CUDA array at either end, synchronous (stream only says where it was

@@ -13,6 +13,7 @@
   X(CUDA_KERNEL_NODE_PARAMS_v2, 72)                                                                \
   X(CUDA_MEMCPY3D, 200)                                                                            \
   X(CUDA_MEMCPY2D, 128)                                                                            \
+  X(CUipcMemHandle, 64)                                                                            \
   X(CUDA_ARRAY_DESCRIPTOR, 24)                                                                     \
   X(CUDA_ARRAY3D_DESCRIPTOR, 40)                                                                   \
   X(CUDA_RESOURCE_DESC, 144)                                                                       \

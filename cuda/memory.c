@@ -146,7 +146,8 @@ static CUresult release(uint64_t base, int host) {
   NVCU_LOCK();
   nvcu_alloc *a = nvcu_alloc_find(base);
   CUresult r = CUDA_ERROR_INVALID_VALUE;
-  int freed_by_free = a && !a->registered && !a->vmm && (a->host ? a->managed || a->pool : 1);
+  int freed_by_free =
+      a && !a->registered && !a->vmm && !a->ipc_range && (a->host ? a->managed || a->pool : 1);
   int match = a && (host ? a->host && !a->managed && !a->registered && !a->pool : freed_by_free);
   if (match && a->base == base && !nvcu_graph_mem_kept(a, &r)) r = nvcu_alloc_release(a);
   NVCU_UNLOCK();
@@ -346,7 +347,9 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
     if (!a->pool) return CUDA_ERROR_INVALID_VALUE;
     *(struct CUmemPoolHandle_st **)data = a->pool;
     break;
-  case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
+  case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: /* what cuIpcGetMemHandle shares */
+    *(int *)data = nvcu_ipc_capable(a);
+    break;
   case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
     *(int *)data = 0;
     break;

@@ -291,6 +291,21 @@ NVHCQ_API uint64_t nvhcq_physical_size(const nvhcq_physical *p);
  * import. Imported memory whose size is not a multiple of NVHCQ_PHYSICAL_GRANULARITY is refused. */
 NVHCQ_API nvhcq_status nvhcq_physical_export_fd(nvhcq_physical *p, int *fd);
 NVHCQ_API nvhcq_status nvhcq_physical_import_fd(nvhcq_device *dev, int fd, nvhcq_physical **out);
+/* Sharing a device buffer with other processes of the same user, without file descriptors (as
+ * CUDA's cuIpcGetMemHandle does): the handle is 64 bytes to pass by any means (a pipe, a file,
+ * shared memory). It names the device allocation the buffer lies in, all of which becomes
+ * importable (a small buffer shares the 2 MiB allocation it is a block of), and stays valid while
+ * the exporter's buffer lives. nvhcq_physical_import_ipc makes, in the importing process, physical
+ * memory of that whole allocation for `dev` (the same GPU), to map with nvhcq_buffer_map_physical;
+ * *offset and *size say where the exported buffer lies in it. Handles from NVIDIA's library are
+ * not these. */
+typedef struct nvhcq_ipc_handle {
+  uint8_t bytes[64];
+} nvhcq_ipc_handle;
+NVHCQ_API nvhcq_status nvhcq_buffer_export_ipc(nvhcq_buffer *buf, nvhcq_ipc_handle *handle);
+NVHCQ_API nvhcq_status nvhcq_physical_import_ipc(nvhcq_device *dev, const nvhcq_ipc_handle *handle,
+                                                 nvhcq_physical **out, uint64_t *offset,
+                                                 uint64_t *size);
 /* Reserves `size` bytes of GPU addresses aligned to `alignment` (0: the granularity; else a power
  * of two multiple of it), at `address` if it is not 0 and all of it is free there, elsewhere if
  * not (nvhcq_reservation_gpu_address says where). */

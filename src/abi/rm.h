@@ -22,6 +22,8 @@ enum {
   NV_ESC_RM_FREE = 0x29,
   NV_ESC_RM_CONTROL = 0x2a,
   NV_ESC_RM_ALLOC = 0x2b,
+  NV_ESC_RM_DUP_OBJECT = 0x34,
+  NV_ESC_RM_SHARE = 0x35,
   NV_ESC_RM_MAP_MEMORY = 0x4e,
   NV_ESC_RM_UNMAP_MEMORY = 0x4f,
   NV_ESC_RM_MAP_MEMORY_DMA = 0x57,
@@ -185,6 +187,34 @@ typedef struct {
   uint32_t hRoot, hObjectParent, hObjectOld, status;
 } NVOS00_PARAMETERS;
 NVHCQ_ASSERT_LAYOUT(NVOS00_PARAMETERS, 16);
+
+/* NV_ESC_RM_DUP_OBJECT (nvos.h NVOS55): a new handle in hClient under hParent for object
+ * hObjectSrc of client hClientSrc (another process's client, where its share policy allows).
+ * hObject 0: RM picks the new handle. */
+typedef struct {
+  uint32_t hClient, hParent, hObject, hClientSrc, hObjectSrc, flags, status;
+} NVOS55_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NVOS55_PARAMETERS, 28);
+
+/* NV_ESC_RM_SHARE (nvos.h NVOS57; RS_SHARE_POLICY from rs_access.h): whom else an object may be
+ * duplicated by. OS_SECURITY_TOKEN: clients of the same user; COMPOSE adds to the policies. */
+typedef struct {
+  uint32_t target;
+  uint32_t access_mask; /* RS_ACCESS_MASK's one limb: bit RS_ACCESS_* */
+  uint16_t type;        /* RS_SHARE_TYPE_* */
+  uint8_t action;       /* RS_SHARE_ACTION_FLAG_* */
+  uint8_t pad;
+} RS_SHARE_POLICY;
+typedef struct {
+  uint32_t hClient, hObject;
+  RS_SHARE_POLICY policy;
+  uint32_t status;
+} NVOS57_PARAMETERS;
+NVHCQ_ASSERT_LAYOUT(NVOS57_PARAMETERS, 24);
+NVHCQ_ASSERT_OFFSET(NVOS57_PARAMETERS, status, 20);
+#define RS_ACCESS_DUP_OBJECT            0u
+#define RS_SHARE_TYPE_OS_SECURITY_TOKEN 2u
+#define RS_SHARE_ACTION_FLAG_COMPOSE    (1u << 2)
 
 typedef struct {
   uint32_t hRoot, hObjectParent, hObjectNew, hClass, flags;

@@ -7,9 +7,11 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/device.h"
 #include "core/reclaim.h"
+#include "core/slab.h"
 #include "driver/door.h"
 #include "util/abi.h"
 #include "util/handle.h"
@@ -149,6 +151,105 @@ nvhcq_status nvhcq_physical_import_fd(nvhcq_device *dev, int fd, nvhcq_physical 
   *p = (nvhcq_physical){
       .magic = NVHCQ_PHYSICAL_MAGIC, .dev = dev, .size = size, .handle = handle, .refs = 1};
   *out = p;
+  return NVHCQ_SUCCESS;
+}
+
+/* ---- sharing through RM's share policy (IPC handles) ---- */
+
+#define IPC_MAGIC 0x5049564eu /* "NVIP" */
+
+/* What an IPC handle carries: RM handles are global, so the exporter's client and memory handle
+ * name the allocation in any process; the importer duplicates it under its own device once the
+ * exporter has let the same user's clients do so. */
+typedef struct ipc_contents {
+  uint32_t magic, version;
+  uint32_t client, object;
+  uint64_t offset, size; /* the exported buffer in the allocation */
+  uint8_t uuid[16];      /* the GPU */
+  uint32_t pid;
+  uint8_t pad[12];
+} ipc_contents;
+_Static_assert(sizeof(ipc_contents) == sizeof(nvhcq_ipc_handle), "an IPC handle's contents");
+
+/* The RM allocation a device buffer's bytes lie in, and where in it the buffer starts. */
+static nvhcq_status allocation_of(const nvhcq_buffer *b, uint32_t *object, uint64_t *offset) {
+  if (b->kind != NVHCQ_MEMORY_DEVICE || b->registered)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_buffer_export_ipc: only device memory (NVHCQ_MEMORY_DEVICE) can be "
+                      "shared this way; share host memory through a file or shared memory");
+  if (b->slab) {
+    const nvhcq_buffer *m = nvhcq_slab_memory(b);
+    *object = m->handle, *offset = b->gpu_address - m->gpu_address;
+  } else if (b->physical) {
+    *object = b->physical->handle, *offset = b->physical_offset;
+  } else {
+    *object = b->handle, *offset = 0;
+  }
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_buffer_export_ipc(nvhcq_buffer *b, nvhcq_ipc_handle *handle) {
+  NVHCQ_TRY(nvhcq_buffer_check(b, "nvhcq_buffer_export_ipc"));
+  if (!handle)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_buffer_export_ipc: handle is NULL");
+  ipc_contents c = {.magic = IPC_MAGIC, .version = 1, .size = b->size, .pid = (uint32_t)getpid()};
+  NVHCQ_TRY(allocation_of(b, &c.object, &c.offset));
+  NVHCQ_TRY(nvhcq_device_check(b->dev));
+  nvhcq_status s = nvhcq_rm_share(&b->dev->rm, c.object);
+  if (s)
+    return nvhcq_fail_context(s, "nvhcq_buffer_export_ipc of %zu bytes on GPU %d", b->size,
+                              b->dev->index);
+  c.client = b->dev->rm.root;
+  memcpy(c.uuid, b->dev->info.uuid, sizeof c.uuid);
+  memcpy(handle, &c, sizeof c);
+  return NVHCQ_SUCCESS;
+}
+
+static nvhcq_status ipc_contents_of(nvhcq_device *dev, const nvhcq_ipc_handle *h, ipc_contents *c) {
+  memcpy(c, h, sizeof *c);
+  if (c->magic != IPC_MAGIC || c->version != 1)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_physical_import_ipc: the handle is not one nvhcq_buffer_export_ipc "
+                      "made (handles from NVIDIA's library are not these)");
+  if (memcmp(c->uuid, dev->info.uuid, sizeof c->uuid))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_physical_import_ipc: the memory is on another GPU than %s; import it "
+                      "on the GPU it was exported from",
+                      dev->info.uuid_string);
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_physical_import_ipc(nvhcq_device *dev, const nvhcq_ipc_handle *h,
+                                       nvhcq_physical **out, uint64_t *offset, uint64_t *size) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!h || !out || !offset || !size)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_physical_import_ipc: handle, out, offset and size must be set");
+  ipc_contents c;
+  NVHCQ_TRY(ipc_contents_of(dev, h, &c));
+  nvhcq_physical *p = calloc(1, sizeof *p);
+  if (!p) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  uint32_t handle = 0;
+  uint64_t bytes = 0;
+  nvhcq_status s = nvhcq_rm_dup(&dev->rm, dev->h_device, c.client, c.object, &handle);
+  if (!s) s = surface_size(dev, handle, &bytes);
+  if (!s && (bytes == 0 || misaligned(bytes) || c.offset > bytes || c.size > bytes - c.offset))
+    s = nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
+                   "the shared allocation is %llu bytes (the buffer %llu at %llu); nvhcq maps "
+                   "only whole 2 MiB pages",
+                   (unsigned long long)bytes, (unsigned long long)c.size,
+                   (unsigned long long)c.offset);
+  if (s) {
+    if (handle) nvhcq_rm_free(&dev->rm, dev->h_device, handle);
+    free(p);
+    return nvhcq_fail_context(s,
+                              "nvhcq_physical_import_ipc of memory from process %u on GPU %d (is "
+                              "the exporter's buffer still alive, and is it the same user?)",
+                              c.pid, dev->index);
+  }
+  *p = (nvhcq_physical){
+      .magic = NVHCQ_PHYSICAL_MAGIC, .dev = dev, .size = bytes, .handle = handle, .refs = 1};
+  *out = p, *offset = c.offset, *size = c.size;
   return NVHCQ_SUCCESS;
 }
 

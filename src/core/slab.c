@@ -214,3 +214,7 @@ void nvhcq_slab_free(nvhcq_buffer *b) {
   if (gone) slab_destroy(gone);
   nvhcq_retire(b);
 }
+
+nvhcq_buffer *nvhcq_slab_memory(const nvhcq_buffer *b) {
+  return b->slab->memory;
+}

@@ -34,6 +34,8 @@ nvhcq_status nvhcq_slab_alloc_mapped(nvhcq_device *dev, size_t size,
 /* Pinned host memory (NVHCQ_MEMORY_HOST) of 1 to NVHCQ_SLAB_LARGEST bytes, 4 KiB-aligned. */
 nvhcq_status nvhcq_slab_alloc_host(nvhcq_device *dev, size_t size,
                                    nvhcq_buffer **out) NVHCQ_MUST_CHECK;
+/* The allocation a slab buffer's block lies in. */
+nvhcq_buffer *nvhcq_slab_memory(const nvhcq_buffer *b);
 /* Frees the slabs no buffer uses (nvhcq_device_get_free_memory counts them as free). */
 void nvhcq_slab_trim(nvhcq_device *dev);
 /* Gives a slab buffer's block back (when the GPU is past it: reclaim.c calls this). */

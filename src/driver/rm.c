@@ -131,6 +131,34 @@ nvhcq_status nvhcq_rm_free(nvhcq_rm *rm, uint32_t parent, uint32_t handle) {
   return rm_result("freeing", what, p.status);
 }
 
+nvhcq_status nvhcq_rm_share(nvhcq_rm *rm, uint32_t object) {
+  NVOS57_PARAMETERS p = {.hClient = rm->root,
+                         .hObject = object,
+                         .policy = {.access_mask = 1u << RS_ACCESS_DUP_OBJECT,
+                                    .type = RS_SHARE_TYPE_OS_SECURITY_TOKEN,
+                                    .action = RS_SHARE_ACTION_FLAG_COMPOSE}};
+  char what[64];
+  snprintf(what, sizeof what, "0x%x with the same user's clients", object);
+  double t0 = nvhcq_now_ms();
+  NVHCQ_TRY(nvhcq_rm_escape(rm->fd_ctl, NV_ESC_RM_SHARE, &p, sizeof p, "RM share"));
+  if (nvhcq_trace_enabled()) trace("RM_SHARE", what, p.status, t0);
+  return rm_result("sharing", what, p.status);
+}
+
+nvhcq_status nvhcq_rm_dup(nvhcq_rm *rm, uint32_t parent, uint32_t src_client, uint32_t src_object,
+                          uint32_t *handle) {
+  NVOS55_PARAMETERS p = {
+      .hClient = rm->root, .hParent = parent, .hClientSrc = src_client, .hObjectSrc = src_object};
+  char what[64];
+  snprintf(what, sizeof what, "0x%x of client 0x%x", src_object, src_client);
+  double t0 = nvhcq_now_ms();
+  NVHCQ_TRY(nvhcq_rm_escape(rm->fd_ctl, NV_ESC_RM_DUP_OBJECT, &p, sizeof p, "RM dup"));
+  if (nvhcq_trace_enabled()) trace("RM_DUP_OBJECT", what, p.status, t0);
+  NVHCQ_TRY(rm_result("duplicating", what, p.status));
+  *handle = p.hObject;
+  return NVHCQ_SUCCESS;
+}
+
 nvhcq_status nvhcq_uvm_call(nvhcq_rm *rm, unsigned long cmd, const char *name, void *params,
                             size_t status_offset) {
   double t0 = nvhcq_now_ms();

@@ -57,6 +57,11 @@ nvhcq_status nvhcq_rm_alloc(nvhcq_rm *rm, uint32_t parent, uint32_t hclass, void
 nvhcq_status nvhcq_rm_control(nvhcq_rm *rm, uint32_t object, uint32_t cmd, void *params,
                               uint32_t params_size) NVHCQ_MUST_CHECK;
 nvhcq_status nvhcq_rm_free(nvhcq_rm *rm, uint32_t parent, uint32_t handle);
+/* Lets clients of the same user (other processes too) duplicate `object`. */
+nvhcq_status nvhcq_rm_share(nvhcq_rm *rm, uint32_t object) NVHCQ_MUST_CHECK;
+/* Duplicates object `src_object` of client `src_client` under `parent`; *handle is the new one. */
+nvhcq_status nvhcq_rm_dup(nvhcq_rm *rm, uint32_t parent, uint32_t src_client, uint32_t src_object,
+                          uint32_t *handle) NVHCQ_MUST_CHECK;
 
 /* Maps `memory` into the range of GPU addresses that virtual memory object `virt` holds (RM-managed
  * address spaces); *gpu_address is where the driver put it. */

@@ -159,6 +159,40 @@ uint32_t mock_import_object(uint32_t client, NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_F
   return MOCK_NV_OK;
 }
 
+/* As RM's default policy within one process: any memory object may be duplicated, shared or
+ * not (the mock has one process). Sharing only checks the object. */
+static uint32_t rm_share(const NVOS57_PARAMETERS *p) {
+  const mock_obj *o = mock_find(p->hClient, p->hObject);
+  return o ? MOCK_NV_OK : MOCK_ERR_OBJECT_NOT_FOUND;
+}
+
+static uint32_t rm_dup(NVOS55_PARAMETERS *p) {
+  const mock_obj *src = mock_find(p->hClientSrc, p->hObjectSrc);
+  const mock_obj *parent = mock_find(p->hClient, p->hParent);
+  if (!src) return MOCK_ERR_OBJECT_NOT_FOUND;
+  if (!parent) return MOCK_ERR_INVALID_OBJECT_PARENT;
+  if (src->memfd < 0) return MOCK_ERR_NOT_SUPPORTED; /* the mock duplicates memory only */
+  if (parent->gpu != src->gpu) return MOCK_ERR_INVALID_DEVICE;
+  uint32_t h = p->hObject ? p->hObject : nvhcq_mock.next_handle++;
+  if (mock_find(p->hClient, h)) return MOCK_ERR_INSERT_DUPLICATE_NAME;
+  int memfd = fcntl(src->memfd, F_DUPFD_CLOEXEC, 0);
+  uint32_t hclass = src->hclass;
+  uint64_t size = src->size;
+  mock_obj *o = memfd < 0 ? NULL : add_obj(p->hClient, h, parent->handle, hclass);
+  if (!o) {
+    if (memfd >= 0) close(memfd);
+    return MOCK_ERR_NO_MEMORY;
+  }
+  o->size = size, o->memfd = memfd;
+  if (map_backing(o)) {
+    nvhcq_mock.nobjs--;
+    release_obj(o);
+    return MOCK_ERR_NO_MEMORY;
+  }
+  p->hObject = h;
+  return MOCK_NV_OK;
+}
+
 uint32_t mock_surface_info(const mock_obj *memory, NV0041_CTRL_GET_SURFACE_INFO_PARAMS *p) {
   if (memory->memfd < 0) return MOCK_ERR_INVALID_OBJECT_HANDLE;
   NV0041_CTRL_SURFACE_INFO *info = (NV0041_CTRL_SURFACE_INFO *)(uintptr_t)p->list;
@@ -422,6 +456,12 @@ static int rm_escape(unsigned nr, void *arg, unsigned size) {
   case NV_ESC_RM_FREE:
     WANT(NVOS00_PARAMETERS);
     return ((NVOS00_PARAMETERS *)arg)->status = rm_free(arg), 0;
+  case NV_ESC_RM_SHARE:
+    WANT(NVOS57_PARAMETERS);
+    return ((NVOS57_PARAMETERS *)arg)->status = rm_share(arg), 0;
+  case NV_ESC_RM_DUP_OBJECT:
+    WANT(NVOS55_PARAMETERS);
+    return ((NVOS55_PARAMETERS *)arg)->status = rm_dup(arg), 0;
   case NV_ESC_RM_CONTROL: {
     WANT(NVOS54_PARAMETERS);
     NVOS54_PARAMETERS *p = arg;
@@ -460,6 +500,10 @@ static const char *escape_name(unsigned nr) {
     return "RM_ALLOC";
   case NV_ESC_RM_FREE:
     return "RM_FREE";
+  case NV_ESC_RM_SHARE:
+    return "RM_SHARE";
+  case NV_ESC_RM_DUP_OBJECT:
+    return "RM_DUP_OBJECT";
   case NV_ESC_RM_CONTROL:
     return "RM_CONTROL";
   case NV_ESC_RM_ALLOC_MEMORY:

@@ -1,10 +1,12 @@
-/* The other process of test_cuda_vmm's test_shareable: imports the memory whose POSIX file
- * descriptor it inherited, checks the bytes the parent wrote and writes its own for the parent to
- * check. usage: test_cuda_share_child FD SIZE SEED; exit 0 when the bytes matched and its own are
+/* The other process of test_cuda_vmm's test_shareable and test_ipc: imports the memory whose POSIX
+ * file descriptor it inherited (FD), or opens the IPC handle given in hex ("ipc:" and 128 hex
+ * digits), checks the bytes the parent wrote and writes its own for the parent to check.
+ * usage: test_cuda_share_child FD|ipc:HEX SIZE SEED; exit 0 when the bytes matched and its own are
  * written, 1 on a CUDA error or a mismatch (said on stderr). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cuda_api.h"
 
@@ -36,9 +38,23 @@ static int check_and_write(CUdeviceptr va, size_t size, unsigned seed) {
   return bad;
 }
 
+/* cuIpcOpenMemHandle of the handle in `hex`, the bytes checked and written, closed. */
+static int open_ipc(const char *hex, size_t size, unsigned seed) {
+  CUipcMemHandle h;
+  for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) {
+    unsigned v;
+    if (sscanf(hex + 2 * i, "%2x", &v) != 1) return fprintf(stderr, "share_child: bad handle\n"), 1;
+    h.reserved[i] = (char)v;
+  }
+  CUdeviceptr p;
+  TRY(cuIpcOpenMemHandle_v2(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+  int bad = check_and_write(p, size, seed);
+  TRY(cuIpcCloseMemHandle(p));
+  return bad;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 4) return fprintf(stderr, "usage: %s FD SIZE SEED\n", argv[0]), 1;
-  int fd = atoi(argv[1]);
+  if (argc != 4) return fprintf(stderr, "usage: %s FD|ipc:HEX SIZE SEED\n", argv[0]), 1;
   size_t size = strtoull(argv[2], NULL, 0);
   unsigned seed = (unsigned)atoi(argv[3]);
   CUcontext ctx;
@@ -47,6 +63,12 @@ int main(int argc, char **argv) {
   TRY(cuInit(0));
   TRY(cuDevicePrimaryCtxRetain(&ctx, 0));
   TRY(cuCtxSetCurrent(ctx));
+  if (!strncmp(argv[1], "ipc:", 4)) {
+    int bad = open_ipc(argv[1] + 4, size, seed);
+    TRY(cuDevicePrimaryCtxRelease_v2(0));
+    return bad;
+  }
+  int fd = atoi(argv[1]);
   TRY(cuMemImportFromShareableHandle(&h, (void *)(intptr_t)fd,
                                      CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
   TRY(cuMemAddressReserve(&va, size, 0, 0, 0));

@@ -328,8 +328,21 @@ static int matches(const uint8_t *b, size_t n, unsigned seed) {
 
 /* test_cuda_share_child, beside this program, run with the descriptor inherited: it checks the
  * parent's bytes and writes its own, which the parent reads through its import `at`. */
+static void other_process_with(const char *what, CUdeviceptr mine, CUdeviceptr at, size_t n,
+                               uint8_t *buf);
+
 static void other_process(int fd, CUdeviceptr mine, CUdeviceptr at, size_t n, uint8_t *buf) {
-  char exe[4096], args[3][32];
+  char what[32];
+  snprintf(what, sizeof what, "%d", fd);
+  /* The library's descriptors are close-on-exec; this one is meant for the child. */
+  TEST_CHECK(fcntl(fd, F_SETFD, 0) == 0);
+  other_process_with(what, mine, at, n, buf);
+}
+
+/* The child of other_process, given `what` (a descriptor number or "ipc:" and a handle). */
+static void other_process_with(const char *what, CUdeviceptr mine, CUdeviceptr at, size_t n,
+                               uint8_t *buf) {
+  char exe[4096], args[3][160];
   ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 32);
   TEST_CHECK(len > 0);
   if (len <= 0) return;
@@ -337,11 +350,9 @@ static void other_process(int fd, CUdeviceptr mine, CUdeviceptr at, size_t n, ui
   strcpy(strrchr(exe, '/') + 1, "test_cuda_share_child");
   for (size_t i = 0; i < n; i++) buf[i] = pattern(i, 40);
   OK(cuMemcpyHtoD_v2(mine, buf, n));
-  snprintf(args[0], sizeof args[0], "%d", fd);
+  snprintf(args[0], sizeof args[0], "%s", what);
   snprintf(args[1], sizeof args[1], "%zu", n);
   snprintf(args[2], sizeof args[2], "%d", 40);
-  /* The library's descriptors are close-on-exec; this one is meant for the child. */
-  TEST_CHECK(fcntl(fd, F_SETFD, 0) == 0);
   pid_t pid = fork();
   if (pid == 0) {
     execl(exe, exe, args[0], args[1], args[2], (char *)NULL);
@@ -405,6 +416,55 @@ static void test_shareable(void) {
   free(out);
 }
 
+/* Legacy IPC: cuMemAlloc's memory (a 4 MiB allocation and a small one, a block of a shared 2 MiB
+ * allocation) shared by handle; on a GPU another process opens each, checks the parent's bytes and
+ * writes its own; on the mock (one process) this process opens them. Refusals as CUDA's. */
+static void test_ipc(void) {
+  NEED_DEVICE();
+  const size_t sizes[2] = {2 * G, 4096};
+  for (int k = 0; k < 2; k++) {
+    size_t n = sizes[k];
+    CUdeviceptr d;
+    OK(cuMemAlloc_v2(&d, n));
+    int capable = 0;
+    OK(cuPointerGetAttribute(&capable, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE, d));
+    TEST_CHECK(capable == 1);
+    CUipcMemHandle h;
+    OK(cuIpcGetMemHandle(&h, d));
+    uint8_t *buf = malloc(n);
+    if (!on_mock()) {
+      char what[4 + 2 * CU_IPC_HANDLE_SIZE + 1] = "ipc:";
+      for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
+        snprintf(what + 4 + 2 * i, 3, "%02x", (unsigned)(uint8_t)h.reserved[i]);
+      other_process_with(what, d, d, n, buf);
+    } else {
+      CUdeviceptr p = 0;
+      for (size_t i = 0; i < n; i++) buf[i] = pattern(i, 7);
+      OK(cuMemcpyHtoD_v2(d, buf, n));
+      OK(cuIpcOpenMemHandle_v2(&p, h, 0));
+      TEST_CHECK(p != 0 && p != d);
+      memset(buf, 0, n);
+      OK(cuMemcpyDtoH_v2(buf, p, n));
+      TEST_CHECK_MSG(matches(buf, n, 7), "the opened memory is not the exported bytes");
+      IS(cuMemFree_v2(p), CUDA_ERROR_INVALID_VALUE); /* closed, not freed */
+      IS(cuIpcGetMemHandle(&h, p), CUDA_ERROR_INVALID_VALUE);
+      OK(cuIpcCloseMemHandle(p));
+    }
+    IS(cuIpcCloseMemHandle(d), CUDA_ERROR_INVALID_VALUE); /* not opened memory */
+    OK(cuMemFree_v2(d));
+    free(buf);
+  }
+  void *host;
+  OK(cuMemAllocHost_v2(&host, 4096));
+  CUipcMemHandle h;
+  IS(cuIpcGetMemHandle(&h, (CUdeviceptr)(uintptr_t)host), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemFreeHost(host));
+  memset(&h, 0x5a, sizeof h);
+  CUdeviceptr p;
+  IS(cuIpcOpenMemHandle_v2(&p, h, 0), CUDA_ERROR_INVALID_VALUE);
+  IS(cuIpcOpenMemHandle_v2(&p, h, 2), CUDA_ERROR_INVALID_VALUE);
+}
+
 TEST_MAIN(TEST(test_proc_address), TEST(test_granularity_and_refusals), TEST(test_reserve_hint),
           TEST(test_map_copy_spanning), TEST(test_attributes), TEST(test_release_order),
-          TEST(test_kernel_spanning), TEST(test_shareable))
+          TEST(test_kernel_spanning), TEST(test_shareable), TEST(test_ipc))

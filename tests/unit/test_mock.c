@@ -1242,6 +1242,69 @@ done:
   close_mock(dev);
 }
 
+/* IPC handles: a big buffer and a slab block exported, imported through a second open of the GPU
+ * (another RM client, as another process would be), mapped and read; bad handles refused. */
+static void t_ipc_handles(void) {
+  SKIP_WITHOUT_DEVICE_ADDRESS_SPACE();
+  enum { G = NVHCQ_PHYSICAL_GRANULARITY };
+  nvhcq_device *dev = open_mock_uvm("eager"), *other = NULL;
+  if (!dev) return;
+  setenv("NVHCQ_UVM", "eager", 1);
+  TEST_CHECK_MSG(nvhcq_device_open(0, &other) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  unsetenv("NVHCQ_UVM");
+  if (!other) {
+    close_mock(dev);
+    return;
+  }
+  static uint8_t in[2 * G], out[2 * G];
+  nvhcq_buffer *big = NULL, *small = NULL;
+  TEST_CHECK(nvhcq_buffer_create(dev, 2 * G, NVHCQ_MEMORY_DEVICE, &big) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE, &small) == NVHCQ_SUCCESS);
+  fill(in, 2 * G, 17);
+  TEST_CHECK(nvhcq_buffer_write(big, 0, in, 2 * G) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_write(small, 0, in + 5, 4096) == NVHCQ_SUCCESS);
+  nvhcq_buffer *bufs[2] = {big, small};
+  const uint8_t *want[2] = {in, in + 5};
+  for (int i = 0; i < 2; i++) {
+    nvhcq_ipc_handle h;
+    nvhcq_physical *p = NULL;
+    nvhcq_reservation *r = NULL;
+    nvhcq_buffer *m = NULL;
+    uint64_t offset = 1, size = 0;
+    TEST_CHECK_MSG(nvhcq_buffer_export_ipc(bufs[i], &h) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    TEST_CHECK_MSG(nvhcq_physical_import_ipc(other, &h, &p, &offset, &size) == NVHCQ_SUCCESS, "%s",
+                   nvhcq_last_error());
+    if (!p) continue;
+    uint64_t whole = nvhcq_physical_size(p);
+    TEST_CHECK(size == nvhcq_buffer_size(bufs[i]) && offset + size <= whole && whole % G == 0);
+    TEST_CHECK(nvhcq_reservation_create(whole, 0, 0, &r) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_buffer_map_physical(r, nvhcq_reservation_gpu_address(r), p, 0, whole, &m) ==
+               NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_physical_destroy(p) == NVHCQ_SUCCESS); /* the mapping holds it */
+    memset(out, 0, size);
+    TEST_CHECK(nvhcq_buffer_read(out, m, offset, size) == NVHCQ_SUCCESS);
+    TEST_CHECK_MSG(memcmp(out, want[i], size) == 0, "buffer %d: the imported bytes differ", i);
+    nvhcq_buffer_destroy(m);
+    TEST_CHECK(nvhcq_device_cpu_wait_idle(other) == NVHCQ_SUCCESS);
+    TEST_CHECK(nvhcq_reservation_destroy(r) == NVHCQ_SUCCESS);
+  }
+  nvhcq_ipc_handle bad;
+  memset(&bad, 0x5a, sizeof bad);
+  nvhcq_physical *p = NULL;
+  uint64_t offset, size;
+  TEST_CHECK(nvhcq_physical_import_ipc(other, &bad, &p, &offset, &size) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(strstr(nvhcq_last_error(), "not one nvhcq_buffer_export_ipc made") != NULL);
+  nvhcq_buffer *host = NULL;
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_HOST, &host) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_export_ipc(host, &bad) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  nvhcq_buffer_destroy(host);
+  nvhcq_buffer_destroy(big);
+  nvhcq_buffer_destroy(small);
+  TEST_CHECK(nvhcq_device_close(other) == NVHCQ_SUCCESS);
+  close_mock(dev);
+}
+
 TEST_MAIN(TEST(t_h200_profile), TEST(t_small_host_buffers), TEST(t_two_gpus),
           TEST(t_other_profiles), TEST(t_copies_every_kind), TEST(t_cross_queue_wait),
           TEST(t_wait_modes), TEST(t_wait_and_write_values), TEST(t_recorded_replay),
@@ -1249,4 +1312,4 @@ TEST_MAIN(TEST(t_h200_profile), TEST(t_small_host_buffers), TEST(t_two_gpus),
           TEST(t_command_processor_direct), TEST(t_address_spaces),
           TEST(t_move_maps_every_allocation), TEST(t_close_leaves_slow_calls_behind),
           TEST(t_close_frees_forgotten_buffers), TEST(t_rm_only_mapping), TEST(t_register_host),
-          TEST(t_physical_mappings), TEST(t_physical_sharing))
+          TEST(t_physical_mappings), TEST(t_physical_sharing), TEST(t_ipc_handles))
