@@ -113,6 +113,10 @@ CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAlloca
   return cuArray3DCreate_v2(pHandle, &d);
 }
 
+size_t nvcu_array_element_size(CUarray a) {
+  return array_get(a) ? 0 : a->elem;
+}
+
 CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray) {
   if (!pArrayDescriptor) return CUDA_ERROR_INVALID_VALUE;
   NVCU_LOCK();

@@ -196,6 +196,13 @@
      CUstream hStream))                                                                            \
   X(CUresult, cuMemcpy3D_v2, (const CUDA_MEMCPY3D *pCopy))                                         \
   X(CUresult, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *pCopy, CUstream hStream))                  \
+  X(CUresult, cuMemcpy3DPeer, (const CUDA_MEMCPY3D_PEER *pCopy))                                   \
+  X(CUresult, cuMemcpy3DPeerAsync, (const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream))            \
+  X(CUresult, cuMemcpyBatchAsync_v2,                                                               \
+    (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count,                         \
+     CUmemcpyAttributes * attrs, size_t * attrsIdxs, size_t numAttrs, CUstream hStream))           \
+  X(CUresult, cuMemcpy3DBatchAsync_v2,                                                             \
+    (size_t numOps, CUDA_MEMCPY3D_BATCH_OP * opList, unsigned long long flags, CUstream hStream))  \
   X(CUresult, cuIpcGetMemHandle, (CUipcMemHandle * pHandle, CUdeviceptr dptr))                     \
   X(CUresult, cuIpcOpenMemHandle_v2,                                                               \
     (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags))                              \
@@ -530,6 +537,13 @@
 /* Implemented too, but exported under names cuda.h does not declare by default (older versions of
  * a call, kept for clients that look them up by name): not part of the cuda.h check. */
 #define NVCU_FUNCTIONS_UNCHECKED(X)                                                                \
+  X(CUresult, cuMemcpyBatchAsync,                                                                  \
+    (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count,                         \
+     CUmemcpyAttributes * attrs, size_t * attrsIdxs, size_t numAttrs, size_t * failIdx,            \
+     CUstream hStream))                                                                            \
+  X(CUresult, cuMemcpy3DBatchAsync,                                                                \
+    (size_t numOps, CUDA_MEMCPY3D_BATCH_OP * opList, size_t * failIdx, unsigned long long flags,   \
+     CUstream hStream))                                                                            \
   X(CUresult, cuStreamUpdateCaptureDependencies,                                                   \
     (CUstream hStream, CUgraphNode * dependencies, size_t numDependencies, unsigned int flags))    \
   X(CUresult, cuCtxCreate_v2, (CUcontext * pctx, unsigned int flags, CUdevice dev))                \

@@ -277,6 +277,8 @@ int nvcu_ipc_capable(const nvcu_alloc *a);
 /* A 2D or 3D copy with a CUDA array at either end, synchronous (stream only says where it was
  * asked: a capturing stream refuses it). */
 CUresult nvcu_copy_array_3d(const CUDA_MEMCPY3D *p, CUstream stream);
+/* Bytes per element of a live array; 0 for anything else. */
+size_t nvcu_array_element_size(CUarray a);
 
 /* ---- memory.c ---- */
 nvcu_alloc *nvcu_alloc_find(uint64_t address);

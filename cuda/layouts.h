@@ -13,6 +13,10 @@
   X(CUDA_KERNEL_NODE_PARAMS_v2, 72)                                                                \
   X(CUDA_MEMCPY3D, 200)                                                                            \
   X(CUDA_MEMCPY2D, 128)                                                                            \
+  X(CUDA_MEMCPY3D_PEER, 200)                                                                       \
+  X(CUmemcpyAttributes, 24)                                                                        \
+  X(CUmemcpy3DOperand, 40)                                                                         \
+  X(CUDA_MEMCPY3D_BATCH_OP, 112)                                                                   \
   X(CUipcMemHandle, 64)                                                                            \
   X(CUDA_ARRAY_DESCRIPTOR, 24)                                                                     \
   X(CUDA_ARRAY3D_DESCRIPTOR, 40)                                                                   \

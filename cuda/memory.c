@@ -772,6 +772,149 @@ CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream) {
   return copy_3d(pCopy, hStream, 0);
 }
 
+/* Between contexts: one address space here (peer memory is mapped once access is enabled), so a
+ * 3D copy without the contexts. */
+static CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER *p, CUstream stream, int sync) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_MEMCPY3D c = {.srcXInBytes = p->srcXInBytes,
+                     .srcY = p->srcY,
+                     .srcZ = p->srcZ,
+                     .srcLOD = p->srcLOD,
+                     .srcMemoryType = p->srcMemoryType,
+                     .srcHost = p->srcHost,
+                     .srcDevice = p->srcDevice,
+                     .srcArray = p->srcArray,
+                     .srcPitch = p->srcPitch,
+                     .srcHeight = p->srcHeight,
+                     .dstXInBytes = p->dstXInBytes,
+                     .dstY = p->dstY,
+                     .dstZ = p->dstZ,
+                     .dstLOD = p->dstLOD,
+                     .dstMemoryType = p->dstMemoryType,
+                     .dstHost = p->dstHost,
+                     .dstDevice = p->dstDevice,
+                     .dstArray = p->dstArray,
+                     .dstPitch = p->dstPitch,
+                     .dstHeight = p->dstHeight,
+                     .WidthInBytes = p->WidthInBytes,
+                     .Height = p->Height,
+                     .Depth = p->Depth};
+  return copy_3d(&c, stream, sync);
+}
+
+CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy) {
+  return copy_3d_peer(pCopy, NULL, 1);
+}
+CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream) {
+  return copy_3d_peer(pCopy, hStream, 0);
+}
+
+/* ---- batches (CUDA 12.8) ---- */
+
+static int access_order_ok(CUmemcpySrcAccessOrder o) {
+  return o >= CU_MEMCPY_SRC_ACCESS_ORDER_STREAM && o <= CU_MEMCPY_SRC_ACCESS_ORDER_ANY;
+}
+
+/* Attribute ranges start at 0 and rise; every copy is checked before any is made. Each copy is
+ * in the stream's order (a source in pageable memory is read during the call, which every access
+ * order allows). */
+static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                      CUmemcpyAttributes *attrs, size_t *idxs, size_t nattrs, size_t *fail,
+                      CUstream stream) {
+  if (fail) *fail = SIZE_MAX;
+  if (!count || !dsts || !srcs || !sizes || !attrs || !idxs || !nattrs || nattrs > count ||
+      idxs[0] != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < nattrs; i++)
+    if ((i && idxs[i] <= idxs[i - 1]) || idxs[i] >= count ||
+        !access_order_ok(attrs[i].srcAccessOrder) ||
+        (attrs[i].flags & ~(unsigned)CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE))
+      return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; i++) {
+    CUresult r = copy_async(dsts[i], srcs[i], sizes[i], stream);
+    if (r) {
+      if (fail) *fail = i;
+      return r;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                               CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                               CUstream hStream) {
+  return batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream);
+}
+
+/* CUDA 12.8's form, which also says which copy failed. */
+CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                            CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                            size_t *failIdx, CUstream hStream) {
+  return batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream);
+}
+
+/* One end of a batched 3D copy as a CUDA_MEMCPY3D end: extents are in elements, of the array's
+ * element size where an end is an array (else bytes). */
+static CUresult operand_end(const CUmemcpy3DOperand *o, size_t elem, size_t width, size_t height,
+                            CUmemorytype *type, CUdeviceptr *ptr, CUarray *array, size_t *x,
+                            size_t *y, size_t *z, size_t *pitch, size_t *rows) {
+  if (o->type == CU_MEMCPY_OPERAND_TYPE_ARRAY) {
+    *type = CU_MEMORYTYPE_ARRAY, *array = o->op.array.array;
+    *x = o->op.array.offset.x * elem, *y = o->op.array.offset.y, *z = o->op.array.offset.z;
+    return CUDA_SUCCESS;
+  }
+  if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER) return CUDA_ERROR_INVALID_VALUE;
+  *type = CU_MEMORYTYPE_UNIFIED, *ptr = o->op.ptr.ptr;
+  *pitch = (o->op.ptr.rowLength ? o->op.ptr.rowLength : width) * elem;
+  *rows = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : height;
+  return CUDA_SUCCESS;
+}
+
+static CUresult batch_op(const CUDA_MEMCPY3D_BATCH_OP *op, CUstream stream) {
+  const CUextent3D *e = &op->extent;
+  if (!e->width || !e->height || !e->depth || !access_order_ok(op->srcAccessOrder) ||
+      (op->flags & ~(unsigned)CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE))
+    return CUDA_ERROR_INVALID_VALUE;
+  size_t elem = 1;
+  if (op->src.type == CU_MEMCPY_OPERAND_TYPE_ARRAY)
+    elem = nvcu_array_element_size(op->src.op.array.array);
+  if (op->dst.type == CU_MEMCPY_OPERAND_TYPE_ARRAY)
+    elem = nvcu_array_element_size(op->dst.op.array.array);
+  if (!elem) return CUDA_ERROR_INVALID_HANDLE;
+  CUDA_MEMCPY3D c = {.WidthInBytes = e->width * elem, .Height = e->height, .Depth = e->depth};
+  CUresult r =
+      operand_end(&op->src, elem, e->width, e->height, &c.srcMemoryType, &c.srcDevice, &c.srcArray,
+                  &c.srcXInBytes, &c.srcY, &c.srcZ, &c.srcPitch, &c.srcHeight);
+  if (!r)
+    r = operand_end(&op->dst, elem, e->width, e->height, &c.dstMemoryType, &c.dstDevice,
+                    &c.dstArray, &c.dstXInBytes, &c.dstY, &c.dstZ, &c.dstPitch, &c.dstHeight);
+  return r ? r : copy_3d(&c, stream, 0);
+}
+
+static CUresult batch_3d(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail,
+                         unsigned long long flags, CUstream stream) {
+  if (fail) *fail = SIZE_MAX;
+  if (!n || !ops || flags) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < n; i++) {
+    CUresult r = batch_op(&ops[i], stream);
+    if (r) {
+      if (fail) *fail = i;
+      return r;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                 unsigned long long flags, CUstream hStream) {
+  return batch_3d(numOps, opList, NULL, flags, hStream);
+}
+
+CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
+                              unsigned long long flags, CUstream hStream) {
+  return batch_3d(numOps, opList, failIdx, flags, hStream);
+}
+
 /* ---- 2D memsets ---- */
 
 /* Row by row unless the rows are contiguous; a synchronous one waits after its last row. */
@@ -942,5 +1085,11 @@ NVCU_ALIAS(cuMemsetD2D16Async_ptsz, cuMemsetD2D16Async)
 NVCU_ALIAS(cuMemsetD2D32Async_ptsz, cuMemsetD2D32Async)
 NVCU_ALIAS(cuMemcpy3D_v2_ptds, cuMemcpy3D_v2)
 NVCU_ALIAS(cuMemcpy3DAsync_v2_ptsz, cuMemcpy3DAsync_v2)
+NVCU_ALIAS(cuMemcpy3DPeer_ptds, cuMemcpy3DPeer)
+NVCU_ALIAS(cuMemcpy3DPeerAsync_ptsz, cuMemcpy3DPeerAsync)
+NVCU_ALIAS(cuMemcpyBatchAsync_v2_ptsz, cuMemcpyBatchAsync_v2)
+NVCU_ALIAS(cuMemcpyBatchAsync_ptsz, cuMemcpyBatchAsync)
+NVCU_ALIAS(cuMemcpy3DBatchAsync_v2_ptsz, cuMemcpy3DBatchAsync_v2)
+NVCU_ALIAS(cuMemcpy3DBatchAsync_ptsz, cuMemcpy3DBatchAsync)
 NVCU_ALIAS(cuMemcpyPeer_ptds, cuMemcpyPeer)
 NVCU_ALIAS(cuMemcpyPeerAsync_ptsz, cuMemcpyPeerAsync)

@@ -474,6 +474,96 @@ static void test_host_and_managed_pools(void) {
   OK(cuStreamDestroy_v2(s));
 }
 
+/* CUDA 12.8's batches (and cuMemcpy3DPeer): every copy made in order, checked first; the copy
+ * that failed named. */
+static void test_batches(void) {
+  NEED_DEVICE();
+  enum { N = 8192 };
+  uint8_t *src = malloc(N), *back = malloc(N);
+  for (int i = 0; i < N; i++) src[i] = (uint8_t)(i * 13 + 1);
+  CUdeviceptr a, b;
+  void *pinned;
+  OK(cuMemAlloc_v2(&a, N));
+  OK(cuMemAlloc_v2(&b, N));
+  OK(cuMemAllocHost_v2(&pinned, N));
+  CUstream s;
+  OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+  CUdeviceptr dsts[3] = {a, b, PTR(pinned)}, srcs[3] = {PTR(src), a, b};
+  size_t sizes[3] = {N, N, N}, idxs[2] = {0, 1};
+  CUmemcpyAttributes attrs[2] = {{.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL},
+                                 {.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM}};
+  OK(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, idxs, 2, s));
+  OK(cuStreamSynchronize(s));
+  TEST_CHECK(memcmp(pinned, src, N) == 0);
+  size_t bad_idxs[2] = {1, 2};
+  IS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, bad_idxs, 2, s), CUDA_ERROR_INVALID_VALUE);
+  attrs[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+  IS(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 3, attrs, idxs, 2, s), CUDA_ERROR_INVALID_VALUE);
+  /* the older form says which copy failed: the second runs past its allocation */
+  CUresult (*v1)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *, size_t *,
+                 size_t, size_t *, CUstream) =
+      (CUresult(*)(CUdeviceptr *, CUdeviceptr *, size_t *, size_t, CUmemcpyAttributes *, size_t *,
+                   size_t, size_t *, CUstream))(uintptr_t)own("cuMemcpyBatchAsync");
+  size_t fail = 0, too_big[3] = {N, 2 * N, N};
+  TEST_CHECK(v1 != NULL);
+  if (v1) {
+    IS(v1(dsts, srcs, too_big, 3, attrs, idxs, 1, &fail, s), CUDA_ERROR_INVALID_VALUE);
+    TEST_CHECK(fail == 1);
+    OK(v1(dsts, srcs, sizes, 3, attrs, idxs, 1, &fail, s));
+    TEST_CHECK(fail == SIZE_MAX);
+  }
+  /* 3D: 64 x 16 floats of b into a 2D array at (8, 2), and back out into a (pitched) */
+  CUarray arr;
+  CUDA_ARRAY_DESCRIPTOR ad = {100, 40, CU_AD_FORMAT_FLOAT, 1};
+  OK(cuArrayCreate_v2(&arr, &ad));
+  CUDA_MEMCPY3D_BATCH_OP ops[2] = {
+      {.src = {.type = CU_MEMCPY_OPERAND_TYPE_POINTER, .op.ptr = {.ptr = b, .rowLength = 64}},
+       .dst = {.type = CU_MEMCPY_OPERAND_TYPE_ARRAY,
+               .op.array = {.array = arr, .offset = {8, 2, 0}}},
+       .extent = {64, 16, 1},
+       .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM},
+      {.src = {.type = CU_MEMCPY_OPERAND_TYPE_ARRAY,
+               .op.array = {.array = arr, .offset = {8, 2, 0}}},
+       .dst = {.type = CU_MEMCPY_OPERAND_TYPE_POINTER, .op.ptr = {.ptr = a, .rowLength = 64}},
+       .extent = {64, 16, 1},
+       .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM}};
+  OK(cuMemsetD8_v2(a, 0, N));
+  OK(cuMemcpy3DBatchAsync_v2(2, ops, 0, s));
+  OK(cuStreamSynchronize(s));
+  OK(cuMemcpyDtoH_v2(back, a, 64 * 16 * 4));
+  TEST_CHECK_MSG(memcmp(back, src, 64 * 16 * 4) == 0, "3D batch through an array differs");
+  IS(cuMemcpy3DBatchAsync_v2(2, ops, 1, s), CUDA_ERROR_INVALID_VALUE);
+  ops[0].extent.depth = 0;
+  IS(cuMemcpy3DBatchAsync_v2(2, ops, 0, s), CUDA_ERROR_INVALID_VALUE);
+  OK(cuArrayDestroy(arr));
+  /* cuMemcpy3DPeer within the device: rows 100 bytes apart into rows 200 apart */
+  CUcontext ctx;
+  OK(cuCtxGetCurrent(&ctx));
+  OK(cuMemsetD8_v2(a, 0, N));
+  CUDA_MEMCPY3D_PEER pc = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                           .srcDevice = b,
+                           .srcContext = ctx,
+                           .srcPitch = 100,
+                           .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                           .dstDevice = a,
+                           .dstContext = ctx,
+                           .dstPitch = 200,
+                           .WidthInBytes = 100,
+                           .Height = 10,
+                           .Depth = 1};
+  OK(cuMemcpy3DPeer(&pc));
+  OK(cuMemcpyDtoH_v2(back, a, N));
+  int bad = 0;
+  for (int y = 0; y < 10; y++) bad += memcmp(back + 200 * y, src + 100 * y, 100) != 0;
+  TEST_CHECK_MSG(bad == 0, "cuMemcpy3DPeer: %d rows differ", bad);
+  OK(cuStreamDestroy_v2(s));
+  OK(cuMemFree_v2(a));
+  OK(cuMemFree_v2(b));
+  OK(cuMemFreeHost(pinned));
+  free(src);
+  free(back);
+}
+
 /* ---- 2D memsets ---- */
 
 static void test_memset_2d(void) {
@@ -780,5 +870,6 @@ static void test_constant_rewrite(void) {
 }
 
 TEST_MAIN(TEST(test_proc_address), TEST(test_register), TEST(test_managed), TEST(test_pools),
-          TEST(test_host_and_managed_pools), TEST(test_memset_2d), TEST(test_copy_3d),
-          TEST(test_peer), TEST(test_kernels_host_memory), TEST(test_constant_rewrite))
+          TEST(test_host_and_managed_pools), TEST(test_batches), TEST(test_memset_2d),
+          TEST(test_copy_3d), TEST(test_peer), TEST(test_kernels_host_memory),
+          TEST(test_constant_rewrite))
