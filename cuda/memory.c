@@ -815,9 +815,9 @@ static int access_order_ok(CUmemcpySrcAccessOrder o) {
   return o >= CU_MEMCPY_SRC_ACCESS_ORDER_STREAM && o <= CU_MEMCPY_SRC_ACCESS_ORDER_ANY;
 }
 
-/* Attribute ranges start at 0 and rise; every copy is checked before any is made. Each copy is
+/* Attribute ranges start at 0 and rise, checked before any copy is made; each copy is then made
  * in the stream's order (a source in pageable memory is read during the call, which every access
- * order allows). */
+ * order allows), and one that fails stops the batch. */
 static CUresult batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
                       CUmemcpyAttributes *attrs, size_t *idxs, size_t nattrs, size_t *fail,
                       CUstream stream) {
