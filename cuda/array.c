@@ -8,14 +8,27 @@
 
 #define NVCU_ARRAY_MAGIC 0x59525241u /* "ARRY" */
 
+#define NVCU_MIPMAP_MAGIC 0x5050494du /* "MIPP" */
+#define NVCU_MAX_LEVELS   16
+
 struct CUarray_st {
   uint32_t magic;
   int device;
   nvhcq_image *image;
   CUDA_ARRAY3D_DESCRIPTOR desc;
-  uint32_t elem;  /* bytes per element */
-  uint32_t users; /* texture and surface objects over it */
-  int dead;       /* destroyed by the caller while objects still read it */
+  uint32_t elem;                   /* bytes per element */
+  uint32_t users;                  /* texture and surface objects over it */
+  int dead;                        /* destroyed by the caller while objects still read it */
+  struct CUmipmappedArray_st *mip; /* a level's mipmapped array (which owns it), else NULL */
+};
+
+struct CUmipmappedArray_st {
+  uint32_t magic;
+  nvhcq_image *image;
+  CUDA_ARRAY3D_DESCRIPTOR desc;
+  uint32_t levels, elem, users;
+  int dead;
+  struct CUarray_st *level[NVCU_MAX_LEVELS]; /* cuMipmappedArrayGetLevel's, made on first ask */
 };
 
 /* A texture or surface object: CUDA's handle is nvhcq's (the header's index on its device). */
@@ -24,7 +37,8 @@ typedef struct nvcu_object {
   unsigned long long handle;
   nvhcq_texture *texture; /* or */
   nvhcq_surface *surface;
-  struct CUarray_st *array; /* the array it reads, or NULL */
+  struct CUarray_st *array;        /* the array it reads, or NULL */
+  struct CUmipmappedArray_st *mip; /* or the mipmapped array */
   CUDA_RESOURCE_DESC res;
   CUDA_TEXTURE_DESC tex;
 } nvcu_object;
@@ -64,17 +78,21 @@ static int texel_of(CUarray_format f, nvhcq_texel_type *t, uint32_t *bytes) {
   return 0;
 }
 
+/* A live array: a level's while its mipmapped array is. */
 static CUresult array_get(CUarray a) {
-  return a && a->magic == NVCU_ARRAY_MAGIC && !a->dead ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  int live = a && a->magic == NVCU_ARRAY_MAGIC && !a->dead && !(a->mip && a->mip->dead);
+  return live ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-/* Checks what nvhcq cannot say in CUDA's terms, then makes the image (under the lock). */
-static CUresult array_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d) {
+/* The image of a CUDA array description with `levels` mip levels, after the checks nvhcq cannot
+ * make in CUDA's terms (under the lock); *elem: bytes per element. */
+static CUresult image_create(const CUDA_ARRAY3D_DESCRIPTOR *d, uint32_t levels, int *device,
+                             nvhcq_image **image, uint32_t *elem) {
   const unsigned known =
       CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_TEXTURE_GATHER;
   nvhcq_image_desc id = {.struct_size = sizeof id};
   uint32_t bytes;
-  if (!out || !d || !texel_of(d->Format, &id.type, &bytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (!d || !texel_of(d->Format, &id.type, &bytes)) return CUDA_ERROR_INVALID_VALUE;
   if (d->Flags & ~known)
     return nvcu_unsupported("CUDA arrays with cube-map, sparse or other flags");
   if (d->Width > UINT32_MAX || d->Height > UINT32_MAX || d->Depth > UINT32_MAX)
@@ -83,18 +101,27 @@ static CUresult array_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d) {
   id.channels = d->NumChannels;
   id.flags = (d->Flags & CUDA_ARRAY3D_LAYERED ? NVHCQ_IMAGE_LAYERED : 0) |
              (d->Flags & CUDA_ARRAY3D_SURFACE_LDST ? NVHCQ_IMAGE_SURFACE : 0);
+  id.levels = levels;
+  if (levels > 1 && (d->Flags & CUDA_ARRAY3D_LAYERED))
+    return nvcu_unsupported("layered mipmapped arrays");
   nvcu_device *dev;
-  int index;
-  CUresult r = nvcu_current(&dev, &index);
+  CUresult r = nvcu_current(&dev, device);
   if (r) return r;
+  *elem = bytes * d->NumChannels;
+  /* sizes, channels and level counts nvhcq refuses: CUDA_ERROR_INVALID_VALUE */
+  return nvcu_status(nvhcq_image_create(dev->dev, &id, image), "cuArray3DCreate");
+}
+
+static CUresult array_create(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
   struct CUarray_st *a = calloc(1, sizeof *a);
   if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
-  nvhcq_status s = nvhcq_image_create(dev->dev, &id, &a->image);
-  if (s) {
+  CUresult r = image_create(d, 1, &a->device, &a->image, &a->elem);
+  if (r) {
     free(a);
-    return nvcu_status(s, "cuArray3DCreate"); /* sizes and channels: CUDA_ERROR_INVALID_VALUE */
+    return r;
   }
-  a->magic = NVCU_ARRAY_MAGIC, a->device = index, a->desc = *d, a->elem = bytes * d->NumChannels;
+  a->magic = NVCU_ARRAY_MAGIC, a->desc = *d;
   *out = a;
   return CUDA_SUCCESS;
 }
@@ -135,8 +162,15 @@ CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarra
   return CUDA_SUCCESS;
 }
 
-/* The image goes once no texture or surface object reads it. */
+static void mip_release(struct CUmipmappedArray_st *m);
+
+/* The image goes once no texture or surface object reads it (a level's, with its mipmapped
+ * array). */
 static void array_release(struct CUarray_st *a) {
+  if (a->mip) {
+    mip_release(a->mip);
+    return;
+  }
   if (a->users || !a->dead) return;
   nvcu_status(nvhcq_image_destroy(a->image), "destroying a CUDA array");
   a->magic = 0;
@@ -146,9 +180,93 @@ static void array_release(struct CUarray_st *a) {
 CUresult cuArrayDestroy(CUarray hArray) {
   NVCU_LOCK();
   CUresult r = array_get(hArray);
+  if (!r && hArray->mip) {
+    nvcu_log("cuArrayDestroy: the array is a level of a mipmapped array, which owns it");
+    r = CUDA_ERROR_INVALID_VALUE;
+  }
   if (!r) {
     hArray->dead = 1;
     array_release(hArray);
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* ---- mipmapped arrays ---- */
+
+static CUresult mip_get(CUmipmappedArray m) {
+  return m && m->magic == NVCU_MIPMAP_MAGIC && !m->dead ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+                                unsigned int numMipmapLevels) {
+  if (!pHandle || !pMipmappedArrayDesc || !numMipmapLevels || numMipmapLevels > NVCU_MAX_LEVELS)
+    return CUDA_ERROR_INVALID_VALUE;
+  struct CUmipmappedArray_st *m = calloc(1, sizeof *m);
+  if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+  int device;
+  NVCU_LOCK();
+  CUresult r = image_create(pMipmappedArrayDesc, numMipmapLevels, &device, &m->image, &m->elem);
+  NVCU_UNLOCK();
+  if (r) {
+    free(m);
+    return r;
+  }
+  m->magic = NVCU_MIPMAP_MAGIC, m->desc = *pMipmappedArrayDesc, m->levels = numMipmapLevels;
+  *pHandle = m;
+  return CUDA_SUCCESS;
+}
+
+/* A level as a CUDA array of its own (owned by the mipmapped array). */
+static CUresult level_array(struct CUmipmappedArray_st *m, unsigned level, CUarray *out) {
+  if (level >= m->levels) return CUDA_ERROR_INVALID_VALUE;
+  if (!m->level[level]) {
+    struct CUarray_st *a = calloc(1, sizeof *a);
+    if (!a) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = nvcu_status(nvhcq_image_get_level(m->image, level, &a->image), "a mip level");
+    nvhcq_image_desc d = {.struct_size = sizeof d};
+    if (!r) r = nvcu_status(nvhcq_image_get_desc(a->image, &d), "a mip level");
+    if (r) {
+      free(a);
+      return r;
+    }
+    a->magic = NVCU_ARRAY_MAGIC, a->mip = m, a->elem = m->elem, a->desc = m->desc;
+    a->desc.Width = d.width, a->desc.Height = d.height, a->desc.Depth = d.depth;
+    m->level[level] = a;
+  }
+  *out = m->level[level];
+  return CUDA_SUCCESS;
+}
+
+CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray, CUmipmappedArray hMipmappedArray,
+                                  unsigned int level) {
+  if (!pLevelArray) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  CUresult r = mip_get(hMipmappedArray);
+  if (!r) r = level_array(hMipmappedArray, level, pLevelArray);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* The mipmapped array and its levels go once it is destroyed and nothing reads it or a level. */
+static void mip_release(struct CUmipmappedArray_st *m) {
+  if (!m->dead || m->users) return;
+  for (unsigned i = 0; i < NVCU_MAX_LEVELS; i++)
+    if (m->level[i] && m->level[i]->users) return;
+  nvcu_status(nvhcq_image_destroy(m->image), "destroying a mipmapped array");
+  for (unsigned i = 0; i < NVCU_MAX_LEVELS; i++)
+    if (m->level[i]) m->level[i]->magic = 0, free(m->level[i]);
+  m->magic = 0;
+  free(m);
+}
+
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray) {
+  NVCU_LOCK();
+  CUresult r = mip_get(hMipmappedArray);
+  if (!r) {
+    hMipmappedArray->dead = 1;
+    mip_release(hMipmappedArray);
   }
   NVCU_UNLOCK();
   return r;
@@ -351,15 +469,21 @@ static CUresult object_add(const nvcu_object *o) {
   }
   objects[object_count++] = *o;
   if (o->array) o->array->users++;
+  if (o->mip) o->mip->users++;
   return CUDA_SUCCESS;
 }
 
 static void object_remove(nvcu_object *o) {
   struct CUarray_st *a = o->array;
+  struct CUmipmappedArray_st *m = o->mip;
   *o = objects[--object_count];
   if (a) {
     a->users--;
     array_release(a);
+  }
+  if (m) {
+    m->users--;
+    mip_release(m);
   }
 }
 
@@ -421,7 +545,14 @@ static CUresult texture_create(CUtexObject *out, const CUDA_RESOURCE_DESC *res,
   } else if (res->resType == CU_RESOURCE_TYPE_LINEAR || res->resType == CU_RESOURCE_TYPE_PITCH2D) {
     if ((r = memory_source(res, &t))) return r;
   } else if (res->resType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY) {
-    return nvcu_unsupported("texture objects over mipmapped arrays");
+    if ((r = mip_get(res->res.mipmap.hMipmappedArray))) return r;
+    o.mip = res->res.mipmap.hMipmappedArray;
+    t.source = NVHCQ_TEXTURE_IMAGE, t.image = o.mip->image;
+    if ((unsigned)tex->mipmapFilterMode > CU_TR_FILTER_MODE_LINEAR) return CUDA_ERROR_INVALID_VALUE;
+    t.mip_filter =
+        tex->mipmapFilterMode == CU_TR_FILTER_MODE_LINEAR ? NVHCQ_MIP_LINEAR : NVHCQ_MIP_POINT;
+    t.lod_bias = tex->mipmapLevelBias, t.min_lod = tex->minMipmapLevelClamp;
+    t.max_lod = tex->maxMipmapLevelClamp;
   } else {
     return CUDA_ERROR_INVALID_VALUE;
   }

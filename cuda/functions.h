@@ -213,6 +213,12 @@
   X(CUresult, cuArrayGetDescriptor_v2, (CUDA_ARRAY_DESCRIPTOR * pArrayDescriptor, CUarray hArray)) \
   X(CUresult, cuArray3DGetDescriptor_v2,                                                           \
     (CUDA_ARRAY3D_DESCRIPTOR * pArrayDescriptor, CUarray hArray))                                  \
+  X(CUresult, cuMipmappedArrayCreate,                                                              \
+    (CUmipmappedArray * pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,               \
+     unsigned int numMipmapLevels))                                                                \
+  X(CUresult, cuMipmappedArrayGetLevel,                                                            \
+    (CUarray * pLevelArray, CUmipmappedArray hMipmappedArray, unsigned int level))                 \
+  X(CUresult, cuMipmappedArrayDestroy, (CUmipmappedArray hMipmappedArray))                         \
   X(CUresult, cuArrayDestroy, (CUarray hArray))                                                    \
   X(CUresult, cuMemcpyHtoA_v2,                                                                     \
     (CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount))                   \

@@ -365,6 +365,7 @@ typedef struct nvhcq_image_desc {
   nvhcq_texel_type type;
   uint32_t channels; /* 1, 2 or 4 */
   uint32_t flags;    /* NVHCQ_IMAGE_* */
+  uint32_t levels;   /* mipmap levels, 1 + floor(log2(largest dim)) at most (16); 0 or 1: none */
 } nvhcq_image_desc;
 
 /* A part of an image: texels from (x, y, z) on, width x height x depth of them (rows and slices
@@ -376,8 +377,12 @@ typedef struct nvhcq_image_region {
 
 NVHCQ_API nvhcq_status nvhcq_image_create(nvhcq_device *dev, const nvhcq_image_desc *desc,
                                           nvhcq_image **out);
-/* Refused while texture or surface objects over it remain. */
+/* Refused while texture or surface objects over it (or over its levels) remain. */
 NVHCQ_API nvhcq_status nvhcq_image_destroy(nvhcq_image *image);
+/* Level `level` of a mipmapped image, as an image of its own (its dims halved `level` times):
+ * copies, texture and surface objects take it like any image. It is the image's, goes with it,
+ * and is not destroyed by itself. */
+NVHCQ_API nvhcq_status nvhcq_image_get_level(nvhcq_image *image, uint32_t level, nvhcq_image **out);
 NVHCQ_API nvhcq_status nvhcq_image_get_desc(const nvhcq_image *image, nvhcq_image_desc *desc);
 /* GPU memory the image takes, in bytes. */
 NVHCQ_API size_t nvhcq_image_size(const nvhcq_image *image);
@@ -413,6 +418,10 @@ typedef uint32_t nvhcq_address_mode;
 #define NVHCQ_TEXTURE_READ_AS_INTEGER   4u /* 8/16-bit integers as such, not as [0,1] / [-1,1] */
 #define NVHCQ_TEXTURE_SRGB              8u /* sRGB to linear on read */
 
+/* Between the levels of a mipmapped image (nvhcq_texture_desc.mip_filter). */
+#define NVHCQ_MIP_POINT  0u /* the nearest level */
+#define NVHCQ_MIP_LINEAR 1u /* linear between the two nearest */
+
 typedef struct nvhcq_texture_desc {
   uint32_t struct_size; /* set by the caller: sizeof(nvhcq_texture_desc) */
   nvhcq_texture_source source;
@@ -425,6 +434,11 @@ typedef struct nvhcq_texture_desc {
   nvhcq_address_mode address[3]; /* per coordinate */
   uint32_t flags;                /* NVHCQ_TEXTURE_* */
   float border[4];               /* RGBA for NVHCQ_ADDRESS_BORDER */
+  /* Mipmapped images: NVHCQ_MIP_*, the level-of-detail bias, and the level of detail clamped to
+   * [min_lod, max_lod], as CUDA's texture descriptions say them (max_lod = levels - 1 samples
+   * every level; 0 only level 0). */
+  uint32_t mip_filter;
+  float lod_bias, min_lod, max_lod;
 } nvhcq_texture_desc;
 
 NVHCQ_API nvhcq_status nvhcq_texture_create(nvhcq_device *dev, const nvhcq_texture_desc *desc,

@@ -28,14 +28,24 @@
 #define MAX_LAYERS  2048u
 #define MAX_LINEAR  (1u << 28)
 
+#define MAX_LEVELS 16u /* what the header's MAX_MIP_LEVEL holds */
+
 struct nvhcq_image {
   uint32_t magic;
   nvhcq_device *dev;
   nvhcq_buffer *memory;
+  uint64_t offset; /* of the image in memory: a level's from its mipmapped image's start */
   nvhcq_image_desc desc;
-  nvhcq_image_layout layout;
-  uint32_t users; /* texture and surface objects over it */
+  nvhcq_image_layout layout;      /* level 0's for a mipmapped image */
+  uint32_t levels;                /* 1: not mipmapped */
+  uint32_t users;                 /* texture and surface objects over it */
+  nvhcq_image *parent;            /* a level's mipmapped image, else NULL */
+  nvhcq_image *level[MAX_LEVELS]; /* levels asked for so far (nvhcq_image_get_level) */
 };
+
+static uint64_t image_address(const nvhcq_image *img) {
+  return img->memory->gpu_address + img->offset;
+}
 
 struct nvhcq_texture {
   uint32_t magic;
@@ -112,6 +122,10 @@ static nvhcq_status check_dims(const nvhcq_image_desc *d) {
     bad = "a 1D width over 131072";
   else if (!z && h && (w > MAX_2D_W || h > MAX_2D_H))
     bad = "a 2D size over 131072 x 65536";
+  else if (d->levels > 1 && layered)
+    bad = "mip levels in a layered image (not supported)";
+  else if (d->levels > MAX_LEVELS || d->levels > nvhcq_image_max_levels(w, h, layered ? 0 : z))
+    bad = "more mip levels than 1 + log2 of its largest size (16 at most)";
   if (!bad) return NVHCQ_SUCCESS;
   return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                     "nvhcq_image_create: %s (%u x %u x %u, flags 0x%x)", bad, w, h, z, d->flags);
@@ -132,9 +146,10 @@ nvhcq_status nvhcq_image_create(nvhcq_device *dev, const nvhcq_image_desc *desc,
   if (!img) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "nvhcq_image_create: no host memory");
   nvhcq_image_layout_for(&img->layout, f, desc->width, desc->height, desc->depth,
                          (desc->flags & NVHCQ_IMAGE_LAYERED) != 0);
+  img->levels = desc->levels > 1 ? desc->levels : 1;
   /* Blocks of the buffer's slab class or allocation are aligned to their size, which is a
    * multiple of the block's bytes, the alignment the header's address needs. */
-  size_t bytes = img->layout.bytes;
+  size_t bytes = nvhcq_image_mip_bytes(&img->layout, img->levels);
   nvhcq_status s = nvhcq_memory_alloc(dev, bytes, NVHCQ_MEMORY_DEVICE, NULL, &img->memory);
   if (!s && img->memory->gpu_address % img->layout.align)
     s = nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED, "image memory at 0x%llx is not %u-byte aligned",
@@ -156,17 +171,58 @@ static nvhcq_status image_check(const nvhcq_image *img) {
   return nvhcq_handle_check(img, IMAGE_MAGIC, "image", "was destroyed already");
 }
 
+/* Texture and surface objects over the image and its levels. */
+static uint32_t users_of(const nvhcq_image *img) {
+  uint32_t n = img->users;
+  for (uint32_t i = 0; i < MAX_LEVELS; i++)
+    if (img->level[i]) n += img->level[i]->users;
+  return n;
+}
+
 nvhcq_status nvhcq_image_destroy(nvhcq_image *img) {
   if (!img) return NVHCQ_SUCCESS;
   NVHCQ_TRY(image_check(img));
-  if (img->users)
+  if (img->parent)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_image_destroy: this is a level of a mipmapped image, which goes with "
+                      "it; destroy the mipmapped image");
+  uint32_t users = users_of(img);
+  if (users)
     return nvhcq_fail(NVHCQ_ERROR_BUSY,
                       "nvhcq_image_destroy: %u texture or surface objects still read this image; "
                       "destroy them first",
-                      img->users);
+                      users);
+  for (uint32_t i = 0; i < MAX_LEVELS; i++)
+    if (img->level[i]) nvhcq_retire(img->level[i]);
   nvhcq_status s = nvhcq_memory_free(img->memory);
   nvhcq_retire(img);
   return s;
+}
+
+nvhcq_status nvhcq_image_get_level(nvhcq_image *img, uint32_t level, nvhcq_image **out) {
+  NVHCQ_TRY(image_check(img));
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_image_get_level: out is NULL");
+  *out = NULL;
+  if (img->parent || level >= img->levels)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_image_get_level: level %u of an image of %u level%s%s", level,
+                      img->levels, img->levels == 1 ? "" : "s",
+                      img->parent ? " (a level has no levels of its own)" : "");
+  if (!img->level[level]) {
+    nvhcq_image *l = calloc(1, sizeof *l);
+    if (!l) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "nvhcq_image_get_level: no host memory");
+    *l = *img;
+    memset(l->level, 0, sizeof l->level);
+    nvhcq_image_level_layout(&img->layout, level, &l->layout, &l->offset);
+    l->levels = 1, l->users = 0, l->parent = img;
+    l->desc.width = l->layout.width;
+    l->desc.height = img->desc.height ? l->layout.height : 0;
+    l->desc.depth = img->desc.depth ? l->layout.depth : 0;
+    l->desc.levels = 0;
+    img->level[level] = l;
+  }
+  *out = img->level[level];
+  return NVHCQ_SUCCESS;
 }
 
 nvhcq_status nvhcq_image_get_desc(const nvhcq_image *img, nvhcq_image_desc *desc) {
@@ -177,7 +233,8 @@ nvhcq_status nvhcq_image_get_desc(const nvhcq_image *img, nvhcq_image_desc *desc
 
 size_t nvhcq_image_size(const nvhcq_image *img) {
   if (image_check(img)) return 0;
-  return (size_t)img->layout.bytes;
+  return (size_t)(img->parent ? img->layout.bytes
+                              : nvhcq_image_mip_bytes(&img->layout, img->levels));
 }
 
 /* ---- copies ---- */
@@ -217,7 +274,7 @@ static nvhcq_status run_copy(nvhcq_image *img, const nvhcq_image_region *r, uint
     return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
                       "copies to and from images need the built-in kernels, and this build has "
                       "none for this GPU (build nvhcq with nvcc)");
-  nvhcq_bl_copy_args a = {.image = img->memory->gpu_address,
+  nvhcq_bl_copy_args a = {.image = image_address(img),
                           .linear = linear,
                           .pitch = pitch,
                           .slice = slice,
@@ -389,6 +446,18 @@ static nvhcq_status sampling_of(const nvhcq_texture_desc *d, nvhcq_sampling *s) 
   return NVHCQ_SUCCESS;
 }
 
+/* Sampling between the levels of a mipmapped image (a checked one). */
+static nvhcq_status mip_sampling_of(const nvhcq_texture_desc *d, nvhcq_sampling *s) {
+  if (d->image->levels == 1) return NVHCQ_SUCCESS;
+  if (d->mip_filter > NVHCQ_MIP_LINEAR)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_texture_create: mip_filter %u is not an NVHCQ_MIP_* value",
+                      d->mip_filter);
+  s->mip_filter = 1 + (int)d->mip_filter;
+  s->lod_bias = d->lod_bias, s->min_lod = d->min_lod, s->max_lod = d->max_lod;
+  return NVHCQ_SUCCESS;
+}
+
 /* The header of a texture over linear or pitched memory, after its checks. */
 static nvhcq_status memory_header(const nvhcq_texture_desc *d, const nvhcq_sampling *s,
                                   uint32_t tic[8]) {
@@ -443,7 +512,8 @@ nvhcq_status nvhcq_texture_create(nvhcq_device *dev, const nvhcq_texture_desc *d
     if (d->image->dev != dev)
       return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_texture_create: the image is on "
                                                       "another device");
-    nvhcq_tic_image(tic, &d->image->layout, d->image->memory->gpu_address, &s, 0);
+    NVHCQ_TRY(mip_sampling_of(d, &s));
+    nvhcq_tic_image(tic, &d->image->layout, image_address(d->image), &s, 0, d->image->levels);
   } else if (d->source == NVHCQ_TEXTURE_LINEAR || d->source == NVHCQ_TEXTURE_PITCH2D) {
     NVHCQ_TRY(memory_header(d, &s, tic));
   } else {
@@ -489,7 +559,7 @@ nvhcq_status nvhcq_surface_create(nvhcq_image *img, nvhcq_surface **out) {
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "nvhcq_surface_create: the image was made without NVHCQ_IMAGE_SURFACE");
   uint32_t tic[8];
-  nvhcq_tic_image(tic, &img->layout, img->memory->gpu_address, NULL, 1);
+  nvhcq_tic_image(tic, &img->layout, image_address(img), NULL, 1, 1);
   nvhcq_surface *sf = calloc(1, sizeof *sf);
   if (!sf) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "nvhcq_surface_create: no host memory");
   nvhcq_status st = nvhcq_texture_pool_add(img->dev, tic, NULL, &sf->slot);

@@ -57,6 +57,58 @@ void nvhcq_image_layout_for(nvhcq_image_layout *l, nvhcq_texel_format format, ui
   l->bytes = (uint64_t)l->shape.gobs_x * l->shape.blocks_y * blocks_z * l->align;
 }
 
+static uint32_t log2_ceil(uint32_t v) {
+  uint32_t n = 0;
+  while ((1u << n) < v) n++;
+  return n;
+}
+
+static uint32_t minify(uint32_t v, uint32_t level) {
+  v >>= level;
+  return v ? v : 1;
+}
+
+/* One level's layout: its dims and block (the base's, clamped to it), in whole blocks. */
+static void level_of(const nvhcq_image_layout *base, uint32_t level, nvhcq_image_layout *l) {
+  *l = *base;
+  l->width = minify(base->width, level);
+  l->height = base->one_d ? 1 : minify(base->height, level);
+  l->depth = base->three_d ? minify(base->depth, level) : base->depth;
+  uint32_t gobs_y = (l->height + NVHCQ_GOB_ROWS - 1) / NVHCQ_GOB_ROWS;
+  uint32_t bh = log2_ceil(gobs_y), bd = base->three_d ? log2_ceil(l->depth) : 0;
+  l->shape.log2_bh = bh < base->shape.log2_bh ? bh : base->shape.log2_bh;
+  l->shape.log2_bd = bd < base->shape.log2_bd ? bd : base->shape.log2_bd;
+  uint64_t row = (uint64_t)l->width * nvhcq_texel_bytes(l->format);
+  uint32_t block_rows = NVHCQ_GOB_ROWS << l->shape.log2_bh, block_slices = 1u << l->shape.log2_bd;
+  l->shape.gobs_x = (uint32_t)((row + NVHCQ_GOB_BYTES_X - 1) / NVHCQ_GOB_BYTES_X);
+  l->shape.blocks_y = (l->height + block_rows - 1) / block_rows;
+  l->align = NVHCQ_GOB_BYTES << (l->shape.log2_bh + l->shape.log2_bd);
+  uint64_t blocks_z = (l->depth + block_slices - 1) / block_slices;
+  l->bytes = (uint64_t)l->shape.gobs_x * l->shape.blocks_y * blocks_z * l->align;
+}
+
+void nvhcq_image_level_layout(const nvhcq_image_layout *base, uint32_t level,
+                              nvhcq_image_layout *level_layout, uint64_t *offset) {
+  *offset = nvhcq_image_mip_bytes(base, level);
+  level_of(base, level, level_layout);
+}
+
+uint64_t nvhcq_image_mip_bytes(const nvhcq_image_layout *base, uint32_t levels) {
+  uint64_t bytes = 0;
+  for (uint32_t i = 0; i < levels; i++) {
+    nvhcq_image_layout l;
+    level_of(base, i, &l);
+    bytes += l.bytes;
+  }
+  return bytes;
+}
+
+uint32_t nvhcq_image_max_levels(uint32_t width, uint32_t height, uint32_t depth) {
+  uint32_t most = width > height ? width : height;
+  most = most > depth ? most : depth;
+  return 1 + log2_floor(most ? most : 1);
+}
+
 /* COMPONENTS for bits per channel x channels. */
 static uint32_t components(nvhcq_texel_format f) {
   static const uint32_t table[3][3] = {
@@ -93,14 +145,14 @@ static uint32_t format_word(nvhcq_texel_format f, int read_as_integer, uint32_t 
   return w[3];
 }
 
-static uint32_t texture_type(const nvhcq_image_layout *l) {
+static uint32_t texture_type(const nvhcq_image_layout *l, uint32_t levels) {
   if (l->three_d) return NVHCQ_TIC_THREE_D;
   if (l->layered) return l->one_d ? NVHCQ_TIC_ONE_D_ARRAY : NVHCQ_TIC_TWO_D_ARRAY;
-  return NVHCQ_TIC_TWO_D_NO_MIPMAP;
+  return levels > 1 ? NVHCQ_TIC_TWO_D : NVHCQ_TIC_TWO_D_NO_MIPMAP;
 }
 
 void nvhcq_tic_image(uint32_t tic[8], const nvhcq_image_layout *l, uint64_t address,
-                     const nvhcq_sampling *s, int surface) {
+                     const nvhcq_sampling *s, int surface, uint32_t levels) {
   memset(tic, 0, NVHCQ_TIC_BYTES);
   put(tic, 31, 9, (uint32_t)(address >> 9));
   put(tic, 56, 32, (uint32_t)(address >> 32));
@@ -111,13 +163,17 @@ void nvhcq_tic_image(uint32_t tic[8], const nvhcq_image_layout *l, uint64_t addr
   put(tic, 144, 128, l->width - 1);
   put(tic, 145, 145, s && s->normalized);
   put(tic, 149, 149, s && s->srgb);
-  put(tic, 153, 150, texture_type(l));
+  put(tic, 153, 150, texture_type(l, levels));
   put(tic, 156, 156, 1); /* BORDER_SOURCE = BORDER_COLOR */
   put(tic, 176, 160, l->one_d && l->layered ? 0 : l->height - 1);
   put(tic, 191, 177, l->depth - 1);
   if (!surface) {
     put(tic, 216, 215, 2); /* ANISO_FINE_SPREAD_FUNC = TWO */
     put(tic, 218, 217, 1); /* ANISO_COARSE_SPREAD_FUNC = ONE */
+  }
+  if (levels > 1) { /* MAX_MIP_LEVEL, and the view of all levels */
+    put(tic, 95, 92, levels - 1);
+    put(tic, 231, 228, levels - 1);
   }
 }
 
@@ -147,6 +203,12 @@ void nvhcq_tic_pitch(uint32_t tic[8], nvhcq_texel_format f, uint64_t address, ui
   put(tic, 218, 217, 1);
 }
 
+/* A level-of-detail clamp as 4.8 fixed point, within what the 12 bits hold. */
+static uint32_t lod_fixed(float lod) {
+  if (!(lod > 0.0f)) return 0;
+  return lod >= 15.99f ? 0xfffu : (uint32_t)(lod * 256.0f);
+}
+
 void nvhcq_tsc(uint32_t tsc[8], const nvhcq_sampling *s) {
   memset(tsc, 0, NVHCQ_TSC_BYTES);
   for (unsigned c = 0; c < 3; c++) put(tsc, 2 + 3 * c, 3 * c, s->address[c]);
@@ -154,6 +216,13 @@ void nvhcq_tsc(uint32_t tsc[8], const nvhcq_sampling *s) {
   uint32_t filter = s->linear ? NVHCQ_TSC_FILTER_LINEAR : NVHCQ_TSC_FILTER_POINT;
   put(tsc, 34, 32, filter);
   put(tsc, 37, 36, filter);
-  put(tsc, 39, 38, NVHCQ_TSC_MIP_NONE);
+  put(tsc, 39, 38,
+      s->mip_filter ? NVHCQ_TSC_MIP_NONE + (uint32_t)s->mip_filter : NVHCQ_TSC_MIP_NONE);
+  if (s->mip_filter) { /* MIP_LOD_BIAS (signed) and MIN/MAX_LOD_CLAMP, fixed point with 8 fraction
+                          bits */
+    put(tsc, 56, 44, (uint32_t)(int32_t)(s->lod_bias * 256.0f));
+    put(tsc, 75, 64, lod_fixed(s->min_lod));
+    put(tsc, 87, 76, lod_fixed(s->max_lod));
+  }
   memcpy(tsc + 4, s->border, 16);
 }

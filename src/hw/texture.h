@@ -39,6 +39,18 @@ typedef struct nvhcq_image_layout {
 void nvhcq_image_layout_for(nvhcq_image_layout *l, nvhcq_texel_format format, uint32_t width,
                             uint32_t height, uint32_t depth, int layered);
 
+/* Mipmapped images (not layered): level `level` of the image whose level 0 is `base`, as the
+ * texture units find it: dims halved per level (at least 1), the block clamped to the level (no
+ * more GOBs high than ceil(log2) of its height in GOBs, nor deep than of its depth), levels one
+ * after another in whole blocks. *level_layout is the level as an image of its own, *offset
+ * where it starts. */
+void nvhcq_image_level_layout(const nvhcq_image_layout *base, uint32_t level,
+                              nvhcq_image_layout *level_layout, uint64_t *offset);
+/* The bytes of the first `levels` levels of a mipmapped image, one after another. */
+uint64_t nvhcq_image_mip_bytes(const nvhcq_image_layout *base, uint32_t levels);
+/* How many levels an image of these dims can have: 1 + floor(log2(largest)). */
+uint32_t nvhcq_image_max_levels(uint32_t width, uint32_t height, uint32_t depth);
+
 /* What a texture or sampler header says beyond its memory. */
 typedef struct nvhcq_sampling {
   uint32_t address[3]; /* NVHCQ_TSC_WRAP ... _BORDER per coordinate */
@@ -47,12 +59,16 @@ typedef struct nvhcq_sampling {
   int read_as_integer; /* 8- and 16-bit integers read as integers, not as [0, 1] / [-1, 1] */
   int srgb;            /* sRGB to linear on read */
   float border[4];
+  /* Mipmapped images only: 1 the nearest level, 2 linear between levels (0: not mipmapped); the
+   * LOD bias and clamps. */
+  int mip_filter;
+  float lod_bias, min_lod, max_lod;
 } nvhcq_sampling;
 
-/* The header of a texture over a block-linear image at `address`; `surface` for a surface
- * object's (no sampling). */
+/* The header of a texture over a block-linear image at `address` (`levels` mip levels, 1: none);
+ * `surface` for a surface object's (no sampling). */
 void nvhcq_tic_image(uint32_t tic[8], const nvhcq_image_layout *l, uint64_t address,
-                     const nvhcq_sampling *s, int surface);
+                     const nvhcq_sampling *s, int surface, uint32_t levels);
 /* The header of a texture over `count` texels of linear memory at `address`. */
 void nvhcq_tic_linear(uint32_t tic[8], nvhcq_texel_format f, uint64_t address, uint32_t count);
 /* The header of a texture over a pitch-linear 2D region. */

@@ -10,6 +10,8 @@
 
 #include "cuda_test.h"
 
+#define IS(x, code) TEST_CHECK_MSG((x) == (code), "%s", #x)
+
 static uint32_t value_at(uint32_t x, uint32_t y, uint32_t z) {
   return (z << 24) ^ (y << 12) ^ x ^ 0x9e3779b9u * (x + 3 * y + 7 * z);
 }
@@ -388,6 +390,84 @@ static void test_surface_write(void) {
   free(got);
 }
 
+/* A mipmapped array: each level a CUDA array of its own for copies; a texture over all levels
+ * samples each at its level of detail (GPU). Refusals as CUDA's. */
+static float level_value(unsigned l, int x, int y) {
+  return (float)(l * 100000 + y * 100 + x);
+}
+
+static void test_mipmapped(void) {
+  NEED_DEVICE();
+  const unsigned W = 64, H = 48, L = 4;
+  CUDA_ARRAY3D_DESCRIPTOR d = {W, H, 0, CU_AD_FORMAT_FLOAT, 1, 0};
+  CUmipmappedArray m;
+  OK(cuMipmappedArrayCreate(&m, &d, L));
+  float *buf = malloc(W * H * 4);
+  for (unsigned l = 0; l < L; l++) {
+    CUarray a;
+    OK(cuMipmappedArrayGetLevel(&a, m, l));
+    CUDA_ARRAY3D_DESCRIPTOR ld;
+    OK(cuArray3DGetDescriptor_v2(&ld, a));
+    TEST_CHECK(ld.Width == W >> l && ld.Height == H >> l);
+    for (size_t i = 0; i < ld.Width * ld.Height; i++)
+      buf[i] = level_value(l, (int)(i % ld.Width), (int)(i / ld.Width));
+    CUDA_MEMCPY2D c = {.srcMemoryType = CU_MEMORYTYPE_HOST,
+                       .srcHost = buf,
+                       .srcPitch = ld.Width * 4,
+                       .dstMemoryType = CU_MEMORYTYPE_ARRAY,
+                       .dstArray = a,
+                       .WidthInBytes = ld.Width * 4,
+                       .Height = ld.Height};
+    OK(cuMemcpy2D_v2(&c));
+  }
+  CUarray a0;
+  OK(cuMipmappedArrayGetLevel(&a0, m, 0));
+  memset(buf, 0, W * H * 4);
+  CUDA_MEMCPY2D back = {.srcMemoryType = CU_MEMORYTYPE_ARRAY,
+                        .srcArray = a0,
+                        .dstMemoryType = CU_MEMORYTYPE_HOST,
+                        .dstHost = buf,
+                        .WidthInBytes = W * 4,
+                        .Height = H};
+  OK(cuMemcpy2D_v2(&back));
+  int bad = 0;
+  for (unsigned i = 0; i < W * H; i++) bad += buf[i] != level_value(0, (int)(i % W), (int)(i / W));
+  TEST_CHECK_MSG(bad == 0, "level 0 after writing every level: %d texels differ", bad);
+  CUarray none;
+  IS(cuMipmappedArrayGetLevel(&none, m, L), CUDA_ERROR_INVALID_VALUE);
+  IS(cuArrayDestroy(a0), CUDA_ERROR_INVALID_VALUE); /* the mipmapped array's */
+  CUmipmappedArray m2;
+  IS(cuMipmappedArrayCreate(&m2, &d, 8), CUDA_ERROR_INVALID_VALUE); /* 64 x 48: 7 levels at most */
+  if (!on_mock() && load_module()) {
+    CUDA_RESOURCE_DESC res = {.resType = CU_RESOURCE_TYPE_MIPMAPPED_ARRAY};
+    res.res.mipmap.hMipmappedArray = m;
+    CUDA_TEXTURE_DESC tex = {.addressMode = {CU_TR_ADDRESS_MODE_CLAMP, CU_TR_ADDRESS_MODE_CLAMP},
+                             .flags = CU_TRSF_NORMALIZED_COORDINATES,
+                             .mipmapFilterMode = CU_TR_FILTER_MODE_POINT,
+                             .maxMipmapLevelClamp = (float)(L - 1)};
+    CUtexObject t;
+    OK(cuTexObjectCreate(&t, &res, &tex, NULL));
+    CUdeviceptr out;
+    OK(cuMemAlloc_v2(&out, W * H * 4));
+    for (unsigned l = 0; l < L; l++) {
+      int w = (int)(W >> l), h = (int)(H >> l);
+      float lod = (float)l;
+      void *p[] = {&t, &out, &w, &h, &lod};
+      run("tex2d_lod", 1, (unsigned)h, 128, p);
+      OK(cuMemcpyDtoH_v2(buf, out, (size_t)w * h * 4));
+      bad = 0;
+      for (int i = 0; i < w * h; i++) bad += buf[i] != level_value(l, i % w, i / w);
+      TEST_CHECK_MSG(bad == 0, "level %u sampled at its LOD: %d texels wrong", l, bad);
+    }
+    OK(cuMipmappedArrayDestroy(m)); /* the texture still reads it */
+    OK(cuTexObjectDestroy(t));
+    OK(cuMemFree_v2(out));
+  } else {
+    OK(cuMipmappedArrayDestroy(m));
+  }
+  free(buf);
+}
+
 TEST_MAIN(TEST(test_array_descriptors), TEST(test_array_copies_2d), TEST(test_array_copies_3d_1d),
           TEST(test_objects), TEST(test_sample_array), TEST(test_sample_memory),
-          TEST(test_surface_write))
+          TEST(test_surface_write), TEST(test_mipmapped))

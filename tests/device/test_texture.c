@@ -52,7 +52,7 @@ static void launch(const char *name, nvhcq_dim3 grid, nvhcq_dim3 block, const vo
 
 static nvhcq_image *make_image(uint32_t w, uint32_t h, uint32_t d, nvhcq_texel_type t, uint32_t ch,
                                uint32_t flags) {
-  nvhcq_image_desc desc = {sizeof desc, w, h, d, t, ch, flags};
+  nvhcq_image_desc desc = {sizeof desc, w, h, d, t, ch, flags, 0};
   nvhcq_image *img = NULL;
   TEST_CHECK_MSG(nvhcq_image_create(dev, &desc, &img) == 0, "image %ux%ux%u: %s", w, h, d,
                  nvhcq_last_error());
@@ -174,14 +174,16 @@ static void t_refusals(void) {
   NEED_DEVICE();
   const uint32_t z = sizeof(nvhcq_image_desc);
   nvhcq_image_desc bad[] = {
-      {z, 0, 10, 0, NVHCQ_TEXEL_F32, 1, 0},
-      {z, 10, 10, 0, NVHCQ_TEXEL_F32, 3, 0},
-      {z, 10, 10, 0, 99, 1, 0},
-      {z, 200000, 0, 0, NVHCQ_TEXEL_F32, 1, 0},
-      {z, 10, 10, 20000, NVHCQ_TEXEL_F32, 1, 0},
-      {z, 10, 10, 0, NVHCQ_TEXEL_F32, 1, NVHCQ_IMAGE_LAYERED},
-      {z, 10, 10, 0, NVHCQ_TEXEL_F32, 1, 0x100},
-      {z - 4, 10, 10, 0, NVHCQ_TEXEL_F32, 1, 0},
+      {z, 0, 10, 0, NVHCQ_TEXEL_F32, 1, 0, 0},
+      {z, 10, 10, 0, NVHCQ_TEXEL_F32, 3, 0, 0},
+      {z, 10, 10, 0, 99, 1, 0, 0},
+      {z, 200000, 0, 0, NVHCQ_TEXEL_F32, 1, 0, 0},
+      {z, 10, 10, 20000, NVHCQ_TEXEL_F32, 1, 0, 0},
+      {z, 10, 10, 0, NVHCQ_TEXEL_F32, 1, NVHCQ_IMAGE_LAYERED, 0},
+      {z, 10, 10, 0, NVHCQ_TEXEL_F32, 1, 0x100, 0},
+      {z, 10, 10, 0, NVHCQ_TEXEL_F32, 1, 0, 5}, /* 4 levels at most */
+      {z, 10, 10, 3, NVHCQ_TEXEL_F32, 1, NVHCQ_IMAGE_LAYERED, 2},
+      {z - 4, 10, 10, 0, NVHCQ_TEXEL_F32, 1, 0, 0},
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     nvhcq_image *img = (nvhcq_image *)1;
@@ -516,6 +518,147 @@ static void test_cleanup(void) {
   teardown();
 }
 
+/* ---- mipmapped images ---- */
+
+/* Level L's texel (x, y, z): distinct in every level. */
+static float level_value(uint32_t level, uint32_t x, uint32_t y, uint32_t z) {
+  return (float)(level * 100000 + z * 10000 + y * 100 + x);
+}
+
+/* A mipmapped image with each level written through its own image and read back (the mock too);
+ * levels named and refused as they should be. */
+static nvhcq_image *make_mipmapped(uint32_t w, uint32_t h, uint32_t d, uint32_t levels) {
+  nvhcq_image_desc desc = {sizeof desc, w, h, d, NVHCQ_TEXEL_F32, 1, 0, levels};
+  nvhcq_image *img = NULL;
+  TEST_CHECK_MSG(nvhcq_image_create(dev, &desc, &img) == 0, "%s", nvhcq_last_error());
+  for (uint32_t l = 0; img && l < levels; l++) {
+    nvhcq_image *lv = NULL;
+    TEST_CHECK(nvhcq_image_get_level(img, l, &lv) == 0);
+    nvhcq_image_desc ld = {.struct_size = sizeof ld};
+    TEST_CHECK(nvhcq_image_get_desc(lv, &ld) == 0);
+    uint32_t lw = ld.width, lh = ld.height ? ld.height : 1, lz = ld.depth ? ld.depth : 1;
+    TEST_CHECK_MSG(lw == (w >> l ? w >> l : 1) && lh == (h >> l ? h >> l : 1), "level %u: %ux%u", l,
+                   lw, lh);
+    size_t n = (size_t)lw * lh * lz;
+    float *v = malloc(n * 4);
+    for (size_t i = 0; i < n; i++)
+      v[i] = level_value(l, (uint32_t)(i % lw), (uint32_t)(i / lw % lh), (uint32_t)(i / lw / lh));
+    TEST_CHECK(nvhcq_image_write(lv, NULL, v, 0, 0) == 0);
+    free(v);
+  }
+  /* every level read back after all were written: no two overlap */
+  for (uint32_t l = 0; img && l < levels; l++) {
+    nvhcq_image *lv = NULL;
+    nvhcq_image_desc ld = {.struct_size = sizeof ld};
+    TEST_CHECK(nvhcq_image_get_level(img, l, &lv) == 0 && nvhcq_image_get_desc(lv, &ld) == 0);
+    uint32_t lw = ld.width, lh = ld.height ? ld.height : 1, lz = ld.depth ? ld.depth : 1;
+    size_t n = (size_t)lw * lh * lz, bad = 0;
+    float *v = malloc(n * 4);
+    TEST_CHECK(nvhcq_image_read(v, 0, 0, lv, NULL) == 0);
+    for (size_t i = 0; i < n; i++)
+      bad += v[i] !=
+             level_value(l, (uint32_t)(i % lw), (uint32_t)(i / lw % lh), (uint32_t)(i / lw / lh));
+    TEST_CHECK_MSG(bad == 0, "level %u: %zu texels differ after writing every level", l, bad);
+    free(v);
+  }
+  return img;
+}
+
+static void t_mipmap_levels(void) {
+  NEED_DEVICE();
+  nvhcq_image *img = make_mipmapped(100, 40, 0, 5);
+  if (!img) return;
+  nvhcq_image *lv = NULL, *none = NULL;
+  TEST_CHECK(nvhcq_image_get_level(img, 5, &none) == NVHCQ_ERROR_INVALID_ARGUMENT && !none);
+  TEST_CHECK(nvhcq_image_get_level(img, 2, &lv) == 0);
+  TEST_CHECK(nvhcq_image_get_level(lv, 0, &none) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_image_destroy(lv) == NVHCQ_ERROR_INVALID_ARGUMENT); /* it goes with img */
+  TEST_CHECK(nvhcq_image_size(img) > nvhcq_image_size(lv));
+  TEST_CHECK(nvhcq_image_destroy(img) == 0);
+  nvhcq_image *cube = make_mipmapped(16, 16, 16, 3);
+  TEST_CHECK(nvhcq_image_destroy(cube) == 0);
+}
+
+typedef struct {
+  uint64_t tex, out;
+  int32_t w, h;
+  float lod;
+} args_lod;
+
+/* Each level sampled at its level of detail, at every texel centre: exactly its texels, so the
+ * levels lie where the texture units look for them; linear between levels 0 and 1 at LOD 0.5. */
+static void t_mipmap_sampling(void) {
+  NEED_TEXTURES();
+  const uint32_t W = 100, H = 40, L = 5;
+  nvhcq_image *img = make_mipmapped(W, H, 0, L);
+  if (!img) return;
+  nvhcq_texture_desc d = {.struct_size = sizeof d,
+                          .source = NVHCQ_TEXTURE_IMAGE,
+                          .image = img,
+                          .address = {NVHCQ_ADDRESS_CLAMP, NVHCQ_ADDRESS_CLAMP},
+                          .flags = NVHCQ_TEXTURE_NORMALIZED_COORDS,
+                          .mip_filter = NVHCQ_MIP_POINT,
+                          .max_lod = (float)(L - 1)};
+  nvhcq_texture *t = NULL, *lin = NULL;
+  TEST_CHECK_MSG(nvhcq_texture_create(dev, &d, &t) == 0, "%s", nvhcq_last_error());
+  d.mip_filter = NVHCQ_MIP_LINEAR;
+  TEST_CHECK(nvhcq_texture_create(dev, &d, &lin) == 0);
+  nvhcq_buffer *out = NULL;
+  TEST_CHECK(nvhcq_buffer_create(dev, W * H * 4, NVHCQ_MEMORY_HOST, &out) == 0);
+  if (!t || !lin || !out) return;
+  const float *r = nvhcq_buffer_host_pointer(out);
+  for (uint32_t l = 0; l < L; l++) {
+    int32_t w = (int32_t)(W >> l), h = (int32_t)(H >> l > 0 ? H >> l : 1);
+    args_lod a = {nvhcq_texture_handle(t), nvhcq_buffer_gpu_address(out), w, h, (float)l};
+    launch("tex2d_lod", (nvhcq_dim3){1, (uint32_t)h, 1}, (nvhcq_dim3){128, 1, 1}, &a, sizeof a);
+    int bad = 0;
+    for (int y = 0; y < h; y++)
+      for (int x = 0; x < w; x++)
+        bad += r[y * w + x] != level_value(l, (uint32_t)x, (uint32_t)y, 0);
+    TEST_CHECK_MSG(bad == 0, "level %u (%d x %d) at LOD %u: %d texels wrong (first %g want %g)", l,
+                   w, h, l, bad, r[0], level_value(l, 0, 0, 0));
+  }
+  args_lod a = {nvhcq_texture_handle(lin), nvhcq_buffer_gpu_address(out), (int32_t)W, (int32_t)H,
+                0.5f};
+  launch("tex2d_lod", (nvhcq_dim3){1, H, 1}, (nvhcq_dim3){128, 1, 1}, &a, sizeof a);
+  int bad = 0;
+  for (uint32_t y = 0; y < H; y++)
+    for (uint32_t x = 0; x < W; x++) {
+      float want = 0.5f * level_value(0, x, y, 0) + 0.5f * level_value(1, x / 2, y / 2, 0);
+      bad += fabsf(r[y * W + x] - want) > 1e-3f * fabsf(want) + 0.5f;
+    }
+  TEST_CHECK_MSG(bad == 0, "linear between levels 0 and 1: %d texels off", bad);
+  TEST_CHECK(nvhcq_image_destroy(img) == NVHCQ_ERROR_BUSY);
+  TEST_CHECK(nvhcq_texture_destroy(t) == 0 && nvhcq_texture_destroy(lin) == 0);
+  TEST_CHECK(nvhcq_image_destroy(img) == 0);
+
+  /* 3D: 16^3 over 3 levels */
+  nvhcq_image *cube = make_mipmapped(16, 16, 16, 3);
+  if (!cube) return;
+  d.image = cube, d.mip_filter = NVHCQ_MIP_POINT, d.max_lod = 2;
+  d.address[2] = NVHCQ_ADDRESS_CLAMP;
+  TEST_CHECK(nvhcq_texture_create(dev, &d, &t) == 0);
+  for (uint32_t l = 0; t && l < 3; l++) {
+    int32_t n = 16 >> l;
+    struct {
+      uint64_t tex, out;
+      int32_t w, h, d;
+      float lod;
+    } b = {nvhcq_texture_handle(t), nvhcq_buffer_gpu_address(out), n, n, n, (float)l};
+    launch("tex3d_lod", (nvhcq_dim3){1, (uint32_t)n, (uint32_t)n}, (nvhcq_dim3){32, 1, 1}, &b,
+           sizeof b);
+    int wrong = 0;
+    for (int i = 0; i < n * n * n; i++)
+      wrong +=
+          r[i] != level_value(l, (uint32_t)(i % n), (uint32_t)(i / n % n), (uint32_t)(i / n / n));
+    TEST_CHECK_MSG(wrong == 0, "3D level %u: %d texels wrong", l, wrong);
+  }
+  TEST_CHECK(nvhcq_texture_destroy(t) == 0);
+  TEST_CHECK(nvhcq_image_destroy(cube) == 0);
+  nvhcq_buffer_destroy(out);
+}
+
 TEST_MAIN(TEST(t_image_round_trips), TEST(t_image_regions), TEST(t_refusals), TEST(t_point_2d),
           TEST(t_linear_filter), TEST(t_texel_kinds), TEST(t_3d_and_border),
-          TEST(t_1d_linear_pitch_layered), TEST(t_surface), TEST(test_cleanup))
+          TEST(t_1d_linear_pitch_layered), TEST(t_surface), TEST(t_mipmap_levels),
+          TEST(t_mipmap_sampling), TEST(test_cleanup))

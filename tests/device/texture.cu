@@ -54,3 +54,18 @@ extern "C" __global__ void surf2d_read(cudaSurfaceObject_t s, unsigned *out, int
   int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
   if (x < w && y < h) out[y * w + x] = surf2Dread<unsigned>(s, x * 4, y);
 }
+
+// Mipmapped images: every texel centre of level `lod`'s w x h (x d) texels, at that level of
+// detail.
+extern "C" __global__ void tex2d_lod(cudaTextureObject_t t, float *out, int w, int h, float lod) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
+  if (x < w && y < h) out[y * w + x] = tex2DLod<float>(t, (x + 0.5f) / w, (y + 0.5f) / h, lod);
+}
+
+extern "C" __global__ void tex3d_lod(cudaTextureObject_t t, float *out, int w, int h, int d,
+                                     float lod) {
+  int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y, z = blockIdx.z;
+  if (x < w && y < h && z < d)
+    out[(z * h + y) * w + x] =
+        tex3DLod<float>(t, (x + 0.5f) / w, (y + 0.5f) / h, (z + 0.5f) / d, lod);
+}

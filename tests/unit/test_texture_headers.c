@@ -33,7 +33,7 @@ static const image_case images[] = {
      0,
      0,
      0,
-     {{0, 0, 0}, 1, 1, 0, 0, {0}},
+     {{0, 0, 0}, 1, 1, 0, 0, {0}, 0, 0, 0, 0},
      0x7f00f3e00000ull,
      {0xf3e00000, 0x7f00, 0x70020, 0x300f2002, 0x11c20308, 0x22a, 0x03000000, 0}},
     {"2D u8x4 read as [0,1]",
@@ -43,7 +43,7 @@ static const image_case images[] = {
      0,
      0,
      0,
-     {{3, 3, 3}, 0, 0, 0, 0, {0}},
+     {{3, 3, 3}, 0, 0, 0, 0, {0}, 0, 0, 0, 0},
      0x7f00f8800000ull,
      {0xf8800000, 0x7f00, 0x70020, 0x30080b1a, 0x11c0014c, 0xdd, 0x03000000, 0}},
     {"2D u8x4 read as integers",
@@ -53,7 +53,7 @@ static const image_case images[] = {
      0,
      0,
      0,
-     {CLAMP, 0, 0, 1, 0, {0}},
+     {CLAMP, 0, 0, 1, 0, {0}, 0, 0, 0, 0},
      0x7f00f8854000ull,
      {0xf8854000, 0x7f00, 0x70020, 0x30086b1a, 0x11c0014d, 0xde, 0x03000000, 0}},
     {"3D float4, normalized",
@@ -63,7 +63,7 @@ static const image_case images[] = {
      19,
      0,
      0,
-     {CLAMP, 1, 1, 0, 0, {0}},
+     {CLAMP, 1, 1, 0, 0, {0}, 0, 0, 0, 0},
      0x7f00f8d54000ull,
      {0xf8d54000, 0x7f00, 0x70100, 0x30012b1a, 0x10820024, 0x24001c, 0x03000000, 0}},
     {"3D u8",
@@ -73,7 +73,7 @@ static const image_case images[] = {
      70,
      0,
      0,
-     {CLAMP, 0, 0, 0, 0, {0}},
+     {CLAMP, 0, 0, 0, 0, {0}, 0, 0, 0, 0},
      0x7f00f9000000ull,
      {0xf9000000, 0x7f00, 0x70100, 0x301d0002, 0x1080012c, 0x8a0080, 0x03000000, 0}},
     {"1D half2",
@@ -83,7 +83,7 @@ static const image_case images[] = {
      0,
      0,
      0,
-     {CLAMP, 0, 0, 0, 0, {0}},
+     {CLAMP, 0, 0, 0, 0, {0}, 0, 0, 0, 0},
      0x7f00f3fea000ull,
      {0xf3fea000, 0x7f00, 0x70000, 0x300c201a, 0x11c004d1, 0, 0x03000000, 0}},
     {"1D layered float",
@@ -93,7 +93,7 @@ static const image_case images[] = {
      5,
      1,
      0,
-     {CLAMP, 0, 0, 0, 0, {0}},
+     {CLAMP, 0, 0, 0, 0, {0}, 0, 0, 0, 0},
      0x7f00f89c8000ull,
      {0xf89c8000, 0x7f00, 0x70000, 0x300f2002, 0x11000200, 0x80000, 0x03000000, 0}},
     {"surface over a 2D u32",
@@ -103,7 +103,7 @@ static const image_case images[] = {
      0,
      0,
      1,
-     {CLAMP, 0, 0, 0, 0, {0}},
+     {CLAMP, 0, 0, 0, 0, {0}, 0, 0, 0, 0},
      0x7f00f9400000ull,
      {0xf9400000, 0x7f00, 0x20, 0x300f6002, 0x11c00158, 0xe8, 0, 0}},
 };
@@ -114,7 +114,7 @@ static void t_image_headers(void) {
     nvhcq_image_layout l;
     nvhcq_image_layout_for(&l, c->f, c->w, c->h, c->d, c->layered);
     uint32_t tic[8];
-    nvhcq_tic_image(tic, &l, c->address, c->surface ? NULL : &c->s, c->surface);
+    nvhcq_tic_image(tic, &l, c->address, c->surface ? NULL : &c->s, c->surface, 1);
     for (int k = 0; k < 8; k++)
       TEST_CHECK_MSG(tic[k] == c->want[k], "%s: word %d 0x%08x, libcuda 0x%08x", c->what, k, tic[k],
                      c->want[k]);
@@ -126,7 +126,7 @@ static void t_memory_headers(void) {
   nvhcq_tic_linear(tic, (nvhcq_texel_format)F32, 0x7f00f9800000ull, 4099);
   const uint32_t lin[8] = {0xf9800000, 0x7f00, 0x1002, 0x500f2002, 0, 0, 0, 0};
   TEST_CHECK(!memcmp(tic, lin, sizeof lin));
-  nvhcq_sampling s = {{0, 0, 0}, 1, 0, 0, 0, {0}};
+  nvhcq_sampling s = {{0, 0, 0}, 1, 0, 0, 0, {0}, 0, 0, 0, 0};
   nvhcq_tic_pitch(tic, (nvhcq_texel_format)U8X4, 0x7f00f9810000ull, 101, 77, 512, &s);
   const uint32_t p2d[8] = {0xf9810000, 0x7f00, 0x60010,    0x20080b1a,
                            0x11c00064, 0x4c,   0x03000000, 0};
@@ -135,7 +135,7 @@ static void t_memory_headers(void) {
 }
 
 static void t_sampler(void) {
-  nvhcq_sampling s = {{3, 3, 3}, 0, 0, 0, 0, {0.1234f, 0.4321f, 0.6789f, 0.9876f}};
+  nvhcq_sampling s = {{3, 3, 3}, 0, 0, 0, 0, {0.1234f, 0.4321f, 0.6789f, 0.9876f}, 0, 0, 0, 0};
   uint32_t tsc[8];
   nvhcq_tsc(tsc, &s);
   const uint32_t want[8] = {0x20db, 0x51, 0, 0, 0x3dfcb924, 0x3edd3c36, 0x3f2dcc64, 0x3f7cd35b};
