@@ -434,11 +434,9 @@ typedef struct nvhcq_texture_desc {
   nvhcq_address_mode address[3]; /* per coordinate */
   uint32_t flags;                /* NVHCQ_TEXTURE_* */
   float border[4];               /* RGBA for NVHCQ_ADDRESS_BORDER */
-  /* Mipmapped images: NVHCQ_MIP_*, the level-of-detail bias, and the level of detail clamped to
-   * [min_lod, max_lod], as CUDA's texture descriptions say them (max_lod = levels - 1 samples
-   * every level; 0 only level 0). */
-  uint32_t mip_filter;
-  float lod_bias, min_lod, max_lod;
+  uint32_t mip_filter;           /* mipmapped images: NVHCQ_MIP_* */
+  float lod_bias;                /* added to the level of detail */
+  float min_lod, max_lod;        /* its clamps (max_lod = levels - 1 samples every level) */
 } nvhcq_texture_desc;
 
 NVHCQ_API nvhcq_status nvhcq_texture_create(nvhcq_device *dev, const nvhcq_texture_desc *desc,
