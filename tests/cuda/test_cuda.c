@@ -48,10 +48,9 @@ static void test_proc_address(void) {
 
 /* A function nobody implements answers CUDA_ERROR_NOT_SUPPORTED through its stub. */
 static void test_stub(void) {
-  CUresult (*mipmap_create)(void *, const void *, unsigned) =
-      (CUresult(*)(void *, const void *, unsigned))(uintptr_t)own("cuMipmappedArrayCreate");
-  TEST_CHECK(mipmap_create != NULL);
-  if (mipmap_create) TEST_CHECK(mipmap_create(NULL, NULL, 1) == CUDA_ERROR_NOT_SUPPORTED);
+  CUresult (*texref_create)(void *) = (CUresult(*)(void *))(uintptr_t)own("cuTexRefCreate");
+  TEST_CHECK(texref_create != NULL);
+  if (texref_create) TEST_CHECK(texref_create(NULL) == CUDA_ERROR_NOT_SUPPORTED);
   const void *table = (const void *)1;
   CUuuid id = {{0}};
   TEST_CHECK(cuGetExportTable(&table, &id) == CUDA_ERROR_NOT_SUPPORTED && table == NULL);
