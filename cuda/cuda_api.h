@@ -634,6 +634,10 @@ typedef struct CUDA_MEMCPY3D_BATCH_OP_st {
   unsigned int flags;
 } CUDA_MEMCPY3D_BATCH_OP_v1;
 typedef CUDA_MEMCPY3D_BATCH_OP_v1 CUDA_MEMCPY3D_BATCH_OP;
+typedef struct CUmemPoolPtrExportData_st {
+  unsigned char reserved[64];
+} CUmemPoolPtrExportData_v1;
+typedef CUmemPoolPtrExportData_v1 CUmemPoolPtrExportData;
 #define CU_IPC_HANDLE_SIZE 64
 typedef struct CUipcMemHandle_st {
   char reserved[CU_IPC_HANDLE_SIZE];

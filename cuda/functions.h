@@ -203,6 +203,15 @@
      CUmemcpyAttributes * attrs, size_t * attrsIdxs, size_t numAttrs, CUstream hStream))           \
   X(CUresult, cuMemcpy3DBatchAsync_v2,                                                             \
     (size_t numOps, CUDA_MEMCPY3D_BATCH_OP * opList, unsigned long long flags, CUstream hStream))  \
+  X(CUresult, cuMemPoolExportToShareableHandle,                                                    \
+    (void *handle_out, CUmemoryPool pool, CUmemAllocationHandleType handleType,                    \
+     unsigned long long flags))                                                                    \
+  X(CUresult, cuMemPoolImportFromShareableHandle,                                                  \
+    (CUmemoryPool * pool_out, void *handle, CUmemAllocationHandleType handleType,                  \
+     unsigned long long flags))                                                                    \
+  X(CUresult, cuMemPoolExportPointer, (CUmemPoolPtrExportData * shareData_out, CUdeviceptr ptr))   \
+  X(CUresult, cuMemPoolImportPointer,                                                              \
+    (CUdeviceptr * ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData * shareData))                \
   X(CUresult, cuIpcGetMemHandle, (CUipcMemHandle * pHandle, CUdeviceptr dptr))                     \
   X(CUresult, cuIpcOpenMemHandle_v2,                                                               \
     (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags))                              \

@@ -272,6 +272,10 @@ CUresult nvcu_device_get(int index, nvcu_device **out);
 /* ---- ipc.c ---- */
 /* Whether cuIpcGetMemHandle shares the allocation: cuMemAlloc's device memory. */
 int nvcu_ipc_capable(const nvcu_alloc *a);
+/* Maps another process's allocation named by `h` (in the table, of `pool` when one of its
+ * pointers is imported; under the lock). */
+CUresult nvcu_ipc_open(nvcu_device *d, int index, const nvhcq_ipc_handle *h,
+                       struct CUmemPoolHandle_st *pool, CUdeviceptr *out);
 
 /* ---- array.c ---- */
 /* A 2D or 3D copy with a CUDA array at either end, synchronous (stream only says where it was

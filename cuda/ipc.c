@@ -29,8 +29,8 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
 
 /* Maps all of the imported allocation at addresses of its own; the exported bytes start at
  * `offset` in it. */
-static CUresult open_locked(nvcu_device *d, int index, const nvhcq_ipc_handle *h,
-                            CUdeviceptr *out) {
+CUresult nvcu_ipc_open(nvcu_device *d, int index, const nvhcq_ipc_handle *h,
+                       struct CUmemPoolHandle_st *pool, CUdeviceptr *out) {
   nvhcq_physical *p = NULL;
   nvhcq_reservation *range = NULL;
   nvhcq_buffer *b = NULL;
@@ -47,7 +47,8 @@ static CUresult open_locked(nvcu_device *d, int index, const nvhcq_ipc_handle *h
                   .buf = b,
                   .buf_offset = offset,
                   .device = index,
-                  .ipc_range = range};
+                  .ipc_range = range,
+                  .pool = pool};
   if (!r) r = nvcu_alloc_add(&a);
   if (r) {
     nvhcq_buffer_destroy(b);
@@ -67,7 +68,7 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsign
   nvcu_device *d;
   int index;
   CUresult r = nvcu_current(&d, &index);
-  if (!r) r = open_locked(d, index, &h, pdptr);
+  if (!r) r = nvcu_ipc_open(d, index, &h, NULL, pdptr);
   NVCU_UNLOCK();
   return r;
 }
@@ -76,12 +77,8 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsign
 CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
   NVCU_LOCK();
   nvcu_alloc *a = nvcu_alloc_find(dptr);
-  CUresult r = a && a->ipc_range && a->base == dptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-  if (!r) {
-    nvhcq_reservation *range = a->ipc_range;
-    r = nvcu_alloc_release(a);
-    if (!r) r = nvcu_status(nvhcq_reservation_destroy(range), "cuIpcCloseMemHandle");
-  }
+  int opened = a && a->ipc_range && !a->pool && a->base == dptr;
+  CUresult r = opened ? nvcu_alloc_release(a) : CUDA_ERROR_INVALID_VALUE;
   NVCU_UNLOCK();
   return r;
 }

@@ -17,6 +17,7 @@
   X(CUmemcpyAttributes, 24)                                                                        \
   X(CUmemcpy3DOperand, 40)                                                                         \
   X(CUDA_MEMCPY3D_BATCH_OP, 112)                                                                   \
+  X(CUmemPoolPtrExportData, 64)                                                                    \
   X(CUipcMemHandle, 64)                                                                            \
   X(CUDA_ARRAY_DESCRIPTOR, 24)                                                                     \
   X(CUDA_ARRAY3D_DESCRIPTOR, 40)                                                                   \

@@ -132,12 +132,16 @@ CUresult nvcu_alloc_graph_memory(int device, size_t size, struct nvcu_graph_mem 
 CUresult nvcu_alloc_release(nvcu_alloc *a) {
   nvhcq_buffer *b = a->buf;
   struct CUmemPoolHandle_st *pool = a->pool;
+  nvhcq_reservation *range = a->ipc_range;
   uint64_t size = a->size;
   free(a->pages);
   alloc_remove(a);
   int device = a->device;
   if (pool) nvcu_pool_freed(pool, size, device);
-  return nvcu_status(nvhcq_buffer_destroy(b), "freeing memory");
+  CUresult r = nvcu_status(nvhcq_buffer_destroy(b), "freeing memory");
+  /* another process's memory: its range goes once unmapped (waits for the GPU to pass) */
+  if (!r && range) r = nvcu_status(nvhcq_reservation_destroy(range), "unmapping shared memory");
+  return r;
 }
 
 /* cuMemFree frees device and managed memory and any pool's, cuMemFreeHost what cuMemHostAlloc
@@ -146,8 +150,8 @@ static CUresult release(uint64_t base, int host) {
   NVCU_LOCK();
   nvcu_alloc *a = nvcu_alloc_find(base);
   CUresult r = CUDA_ERROR_INVALID_VALUE;
-  int freed_by_free =
-      a && !a->registered && !a->vmm && !a->ipc_range && (a->host ? a->managed || a->pool : 1);
+  int freed_by_free = a && !a->registered && !a->vmm && (!a->ipc_range || a->pool) &&
+                      (a->host ? a->managed || a->pool : 1);
   int match = a && (host ? a->host && !a->managed && !a->registered && !a->pool : freed_by_free);
   if (match && a->base == base && !nvcu_graph_mem_kept(a, &r)) r = nvcu_alloc_release(a);
   NVCU_UNLOCK();

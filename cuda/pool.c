@@ -3,6 +3,9 @@
  * releases it once the GPU has passed all work submitted before the free (every stream's work is
  * ordered on the device here). Pools keep no memory: trimming has nothing to do. */
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -24,6 +27,7 @@ struct CUmemPoolHandle_st {
   int reuse[3]; /* the REUSE_* attributes: accepted, nothing is reused */
   uint64_t used, used_high, reserved_high;
   uint64_t live;                              /* allocations not freed yet */
+  int imported;                               /* another process's (by shareable handle) */
   CUmemAccess_flags access[NVCU_MAX_DEVICES]; /* other devices' (cuMemPoolSetAccess); 0: none */
   pending_free *pending;
   size_t pending_count, pending_cap;
@@ -136,6 +140,15 @@ static CUresult alloc_from(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
   if (st->capture) return nvcu_graph_mem_capture_alloc(st, size, &pool->props, dptr);
   if (!any && pool->device != st->device)
     return nvcu_unsupported("allocating from another device's pool");
+  if (pool->imported) {
+    nvcu_log("cuMemAllocFromPoolAsync: the pool is another process's (imported): import its "
+             "allocations with cuMemPoolImportPointer");
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  /* Allocations of a pool with shareable handles are whole 2 MiB pages above 512 KiB: what
+   * another process maps (smaller ones are blocks of a shared 2 MiB allocation). */
+  if (pool->props.handleTypes && size > (512u << 10))
+    size = (size + (2u << 20) - 1) & ~(size_t)((2u << 20) - 1);
   if (pool->props.maxSize && size > pool->props.maxSize - pool->used)
     return CUDA_ERROR_OUT_OF_MEMORY;
   CUresult r = nvcu_alloc_pool_memory(
@@ -178,7 +191,8 @@ CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
   struct CUstream_st *st;
   CUresult r = nvcu_stream_get(hStream, &st);
   nvcu_alloc *a = r ? NULL : nvcu_alloc_find(dptr);
-  if (!r && (!a || (a->host && !a->pool) || a->vmm || a->registered || a->base != dptr))
+  if (!r && (!a || (a->host && !a->pool) || (a->ipc_range && !a->pool) || a->vmm || a->registered ||
+             a->base != dptr))
     r = CUDA_ERROR_INVALID_VALUE;
   if (!r && st->capture)
     r = nvcu_graph_mem_capture_free(st, dptr);
@@ -362,7 +376,6 @@ CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
   return r;
 }
 
-/* Pinned device memory of one device, exported through no handle: what nvhcq allocates. */
 /* Device pools, host pools (pinned host memory) and managed pools (CUDA 13; managed memory is
  * pinned host memory here, so the preferred location only has to be one CUDA accepts). */
 static CUresult props_check(const CUmemPoolProps *p) {
@@ -378,8 +391,11 @@ static CUresult props_check(const CUmemPoolProps *p) {
   }
   if (t == CU_MEM_LOCATION_TYPE_DEVICE && device_check(p->location.id))
     return CUDA_ERROR_INVALID_VALUE;
-  if (p->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
-    return nvcu_unsupported("memory pools with shareable handles");
+  if (p->handleTypes & ~CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return nvcu_unsupported("memory pools with shareable handles other than POSIX file "
+                            "descriptors");
+  if (p->handleTypes && t != CU_MEM_LOCATION_TYPE_DEVICE)
+    return nvcu_unsupported("host or managed memory pools with shareable handles");
   if (p->usage) return nvcu_unsupported("memory pool usage flags");
   return CUDA_SUCCESS;
 }
@@ -502,3 +518,131 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
 NVCU_ALIAS(cuMemAllocAsync_ptsz, cuMemAllocAsync)
 NVCU_ALIAS(cuMemFreeAsync_ptsz, cuMemFreeAsync)
 NVCU_ALIAS(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync)
+
+/* ---- sharing pools between processes (POSIX file descriptors) ---- */
+
+#define POOL_TOKEN_MAGIC 0x4c50564eu /* "NVPL" */
+
+/* What a pool's descriptor holds (a memory file): enough to refuse another GPU's pool. The
+ * allocations themselves travel as IPC handles (cuMemPoolExportPointer). */
+typedef struct pool_token {
+  uint32_t magic, pid;
+  uint64_t pool;
+  uint8_t uuid[16];
+} pool_token;
+
+CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool,
+                                          CUmemAllocationHandleType handleType,
+                                          unsigned long long flags) {
+  if (!handle_out || flags || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return handleType == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || !handle_out || flags
+               ? CUDA_ERROR_INVALID_VALUE
+               : nvcu_unsupported("pool handles other than POSIX file descriptors");
+  NVCU_LOCK();
+  nvcu_device *d;
+  CUresult r = pool_check(pool);
+  if (!r &&
+      (pool->imported || !(pool->props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))) {
+    nvcu_log("cuMemPoolExportToShareableHandle: the pool was made without "
+             "CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR in handleTypes (or is imported)");
+    r = CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!r) r = nvcu_device_get(pool->device, &d);
+  int fd = r ? -1 : memfd_create("nvhcq-pool", MFD_CLOEXEC);
+  if (!r && fd < 0) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r) {
+    pool_token t = {POOL_TOKEN_MAGIC, (uint32_t)getpid(), (uint64_t)(uintptr_t)pool, {0}};
+    memcpy(t.uuid, d->info.uuid, sizeof t.uuid);
+    if (pwrite(fd, &t, sizeof t, 0) != (ssize_t)sizeof t) r = CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  if (!r) *(int *)handle_out = fd;
+  if (r && fd >= 0) close(fd);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* The device of this process whose GPU has `uuid`, or -1. */
+static int device_of_uuid(const uint8_t uuid[16]) {
+  int count = 0;
+  if (cuDeviceGetCount(&count)) return -1;
+  for (int i = 0; i < count && i < NVCU_MAX_DEVICES; i++) {
+    nvcu_device *d;
+    if (!nvcu_device_get(i, &d) && !memcmp(d->info.uuid, uuid, 16)) return i;
+  }
+  return -1;
+}
+
+CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle,
+                                            CUmemAllocationHandleType handleType,
+                                            unsigned long long flags) {
+  if (!pool_out || flags || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+    return handleType == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || !pool_out || flags
+               ? CUDA_ERROR_INVALID_VALUE
+               : nvcu_unsupported("pool handles other than POSIX file descriptors");
+  pool_token t;
+  int fd = (int)(intptr_t)handle;
+  if (fd < 0 || pread(fd, &t, sizeof t, 0) != (ssize_t)sizeof t || t.magic != POOL_TOKEN_MAGIC) {
+    nvcu_log("cuMemPoolImportFromShareableHandle: descriptor %d is not one "
+             "cuMemPoolExportToShareableHandle of nvhcq's library gave",
+             fd);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  NVCU_LOCK();
+  CUresult r = nvcu_check_init();
+  int dev = r ? -1 : device_of_uuid(t.uuid);
+  if (!r && dev < 0) r = CUDA_ERROR_INVALID_DEVICE;
+  CUmemoryPool p = r ? NULL : calloc(1, sizeof *p);
+  if (!r && !p) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r) {
+    *p = (struct CUmemPoolHandle_st){
+        .magic = NVCU_POOL_MAGIC,
+        .device = dev,
+        .imported = 1,
+        .props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                  .handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                  .location = {CU_MEM_LOCATION_TYPE_DEVICE, dev}},
+        .reuse = {1, 1, 1}};
+    *pool_out = p;
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr) {
+  if (!shareData_out) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  nvcu_alloc *a = nvcu_alloc_find(ptr);
+  CUresult r = CUDA_SUCCESS;
+  if (!a || !a->pool || a->pool->imported || a->base != ptr ||
+      !(a->pool->props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)) {
+    nvcu_log("cuMemPoolExportPointer: 0x%llx is not the start of an allocation from a pool made "
+             "with a shareable handle type",
+             (unsigned long long)ptr);
+    r = CUDA_ERROR_INVALID_VALUE;
+  }
+  nvhcq_ipc_handle h;
+  if (!r) r = nvcu_status(nvhcq_buffer_export_ipc(a->buf, &h), "cuMemPoolExportPointer");
+  if (!r) memcpy(shareData_out->reserved, h.bytes, sizeof h.bytes);
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool,
+                                CUmemPoolPtrExportData *shareData) {
+  if (!ptr_out || !shareData) return CUDA_ERROR_INVALID_VALUE;
+  nvhcq_ipc_handle h;
+  memcpy(h.bytes, shareData->reserved, sizeof h.bytes);
+  NVCU_LOCK();
+  nvcu_device *d;
+  CUresult r = pool_check(pool);
+  if (!r && !pool->imported) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r) r = nvcu_device_get(pool->device, &d);
+  if (!r) r = nvcu_ipc_open(d, pool->device, &h, pool, ptr_out);
+  if (!r) {
+    nvcu_alloc *a = nvcu_alloc_find(*ptr_out);
+    pool->used += a->size;
+    pool->live++;
+  }
+  NVCU_UNLOCK();
+  return r;
+}

@@ -1,8 +1,9 @@
-/* The other process of test_cuda_vmm's test_shareable and test_ipc: imports the memory whose POSIX
- * file descriptor it inherited (FD), or opens the IPC handle given in hex ("ipc:" and 128 hex
- * digits), checks the bytes the parent wrote and writes its own for the parent to check.
- * usage: test_cuda_share_child FD|ipc:HEX SIZE SEED; exit 0 when the bytes matched and its own are
- * written, 1 on a CUDA error or a mismatch (said on stderr). */
+/* The other process of test_cuda_vmm's test_shareable, test_ipc and test_pool_ipc: imports the
+ * memory whose POSIX file descriptor it inherited (FD), opens the IPC handle given in hex ("ipc:"
+ * and 128 hex digits), or imports a pool from a descriptor and one of its allocations ("pool:FD:"
+ * and the export data in hex), checks the bytes the parent wrote and writes its own for the
+ * parent to check. usage: test_cuda_share_child FD|ipc:HEX|pool:FD:HEX SIZE SEED; exit 0 when the
+ * bytes matched and its own are written, 1 on a CUDA error or a mismatch (said on stderr). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,26 @@ static int open_ipc(const char *hex, size_t size, unsigned seed) {
   return bad;
 }
 
+/* A pool imported from the descriptor `fd` and an allocation of it from the export data in
+ * `hex`: the bytes checked and written, freed. */
+static int import_pool(int fd, const char *hex, size_t size, unsigned seed) {
+  CUmemPoolPtrExportData data;
+  for (int i = 0; i < 64; i++) {
+    unsigned v;
+    if (sscanf(hex + 2 * i, "%2x", &v) != 1) return fprintf(stderr, "share_child: bad data\n"), 1;
+    data.reserved[i] = (unsigned char)v;
+  }
+  CUmemoryPool pool;
+  CUdeviceptr p;
+  TRY(cuMemPoolImportFromShareableHandle(&pool, (void *)(intptr_t)fd,
+                                         CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  TRY(cuMemPoolImportPointer(&p, pool, &data));
+  int bad = check_and_write(p, size, seed);
+  TRY(cuMemFree_v2(p));
+  TRY(cuMemPoolDestroy(pool));
+  return bad;
+}
+
 int main(int argc, char **argv) {
   if (argc != 4) return fprintf(stderr, "usage: %s FD|ipc:HEX SIZE SEED\n", argv[0]), 1;
   size_t size = strtoull(argv[2], NULL, 0);
@@ -63,6 +84,11 @@ int main(int argc, char **argv) {
   TRY(cuInit(0));
   TRY(cuDevicePrimaryCtxRetain(&ctx, 0));
   TRY(cuCtxSetCurrent(ctx));
+  if (!strncmp(argv[1], "pool:", 5)) {
+    int bad = import_pool(atoi(argv[1] + 5), strchr(argv[1] + 5, ':') + 1, size, seed);
+    TRY(cuDevicePrimaryCtxRelease_v2(0));
+    return bad;
+  }
   if (!strncmp(argv[1], "ipc:", 4)) {
     int bad = open_ipc(argv[1] + 4, size, seed);
     TRY(cuDevicePrimaryCtxRelease_v2(0));

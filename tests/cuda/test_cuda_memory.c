@@ -404,7 +404,7 @@ static void test_pools(void) {
   props.location.type = CU_MEM_LOCATION_TYPE_INVALID;
   IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_INVALID_VALUE);
   props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  props.handleTypes = (CUmemAllocationHandleType)1;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_WIN32; /* POSIX descriptors: test_cuda_vmm */
   IS(cuMemPoolCreate(&pool, &props), CUDA_ERROR_NOT_SUPPORTED);
   IS(cuMemPoolCreate(&pool, NULL), CUDA_ERROR_INVALID_VALUE);
 

@@ -465,6 +465,62 @@ static void test_ipc(void) {
   IS(cuIpcOpenMemHandle_v2(&p, h, 2), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* Stream-ordered pools shared by POSIX descriptor: a pool made with the handle type, exported;
+ * its allocations (4 MiB, 1 MiB rounded to whole pages, 4 KiB) exported by pointer; another
+ * process (on a GPU; this one on the mock) imports the pool and each pointer, checks the bytes,
+ * writes its own and frees. */
+static void test_pool_ipc(void) {
+  NEED_DEVICE();
+  CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                          .handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                          .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+  CUmemoryPool pool, plain;
+  OK(cuMemPoolCreate(&pool, &props));
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  OK(cuMemPoolCreate(&plain, &props));
+  int fd = -1, none = -1;
+  OK(cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+  IS(cuMemPoolExportToShareableHandle(&none, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+     CUDA_ERROR_INVALID_VALUE);
+  const size_t sizes[3] = {2 * G, G / 2, 4096};
+  for (int k = 0; k < 3; k++) {
+    size_t n = sizes[k];
+    CUdeviceptr d;
+    OK(cuMemAllocFromPoolAsync(&d, n, pool, NULL));
+    CUmemPoolPtrExportData data;
+    OK(cuMemPoolExportPointer(&data, d));
+    uint8_t *buf = malloc(n);
+    if (!on_mock()) {
+      char what[5 + 16 + 128 + 1];
+      int at = snprintf(what, sizeof what, "pool:%d:", fd);
+      for (int i = 0; i < 64; i++) snprintf(what + at + 2 * i, 3, "%02x", data.reserved[i]);
+      TEST_CHECK(fcntl(fd, F_SETFD, 0) == 0); /* the child inherits the pool's descriptor */
+      other_process_with(what, d, d, n, buf);
+    } else {
+      CUmemoryPool imported;
+      CUdeviceptr p = 0, q;
+      for (size_t i = 0; i < n; i++) buf[i] = pattern(i, 9);
+      OK(cuMemcpyHtoD_v2(d, buf, n));
+      OK(cuMemPoolImportFromShareableHandle(&imported, (void *)(intptr_t)fd,
+                                            CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+      OK(cuMemPoolImportPointer(&p, imported, &data));
+      memset(buf, 0, n);
+      OK(cuMemcpyDtoH_v2(buf, p, n));
+      TEST_CHECK_MSG(matches(buf, n, 9), "the imported allocation is not the exported bytes");
+      IS(cuMemAllocFromPoolAsync(&q, 64, imported, NULL), CUDA_ERROR_INVALID_VALUE);
+      IS(cuMemPoolImportPointer(&q, plain, &data), CUDA_ERROR_INVALID_VALUE);
+      OK(cuMemFree_v2(p));
+      OK(cuMemPoolDestroy(imported));
+    }
+    OK(cuMemFreeAsync(d, NULL));
+    free(buf);
+  }
+  OK(cuCtxSynchronize());
+  close(fd); /* a memory file of this library's, on the mock too */
+  OK(cuMemPoolDestroy(pool));
+  OK(cuMemPoolDestroy(plain));
+}
+
 TEST_MAIN(TEST(test_proc_address), TEST(test_granularity_and_refusals), TEST(test_reserve_hint),
           TEST(test_map_copy_spanning), TEST(test_attributes), TEST(test_release_order),
-          TEST(test_kernel_spanning), TEST(test_shareable), TEST(test_ipc))
+          TEST(test_kernel_spanning), TEST(test_shareable), TEST(test_ipc), TEST(test_pool_ipc))
