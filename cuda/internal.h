@@ -272,6 +272,9 @@ CUresult nvcu_device_get(int index, nvcu_device **out);
 /* ---- ipc.c ---- */
 /* Whether cuIpcGetMemHandle shares the allocation: cuMemAlloc's device memory. */
 int nvcu_ipc_capable(const nvcu_alloc *a);
+/* The 64 bytes of an IPC handle of the allocation's memory (cuIpcGetMemHandle's and
+ * cuMemPoolExportPointer's), into `out`. */
+CUresult nvcu_ipc_export(const nvcu_alloc *a, void *out, const char *what);
 /* Maps another process's allocation named by `h` (in the table, of `pool` when one of its
  * pointers is imported; under the lock). */
 CUresult nvcu_ipc_open(nvcu_device *d, int index, const nvhcq_ipc_handle *h,

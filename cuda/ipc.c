@@ -9,6 +9,13 @@ int nvcu_ipc_capable(const nvcu_alloc *a) {
   return !a->host && !a->vmm && !a->pool && !a->graph_mem && !a->ipc_range && !a->registered;
 }
 
+CUresult nvcu_ipc_export(const nvcu_alloc *a, void *out, const char *what) {
+  nvhcq_ipc_handle h;
+  CUresult r = nvcu_status(nvhcq_buffer_export_ipc(a->buf, &h), what);
+  if (!r) memcpy(out, h.bytes, sizeof h.bytes);
+  return r;
+}
+
 CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
   if (!pHandle) return CUDA_ERROR_INVALID_VALUE;
   NVCU_LOCK();
@@ -20,9 +27,7 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
              (unsigned long long)dptr);
     r = CUDA_ERROR_INVALID_VALUE;
   }
-  nvhcq_ipc_handle h;
-  if (!r) r = nvcu_status(nvhcq_buffer_export_ipc(a->buf, &h), "cuIpcGetMemHandle");
-  if (!r) memcpy(pHandle->reserved, h.bytes, sizeof h.bytes);
+  if (!r) r = nvcu_ipc_export(a, pHandle->reserved, "cuIpcGetMemHandle");
   NVCU_UNLOCK();
   return r;
 }

@@ -620,9 +620,7 @@ CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdevicep
              (unsigned long long)ptr);
     r = CUDA_ERROR_INVALID_VALUE;
   }
-  nvhcq_ipc_handle h;
-  if (!r) r = nvcu_status(nvhcq_buffer_export_ipc(a->buf, &h), "cuMemPoolExportPointer");
-  if (!r) memcpy(shareData_out->reserved, h.bytes, sizeof h.bytes);
+  if (!r) r = nvcu_ipc_export(a, shareData_out->reserved, "cuMemPoolExportPointer");
   NVCU_UNLOCK();
   return r;
 }
