@@ -474,6 +474,51 @@ static void param_info(void *mod, const char *name) {
   }
 }
 
+/* ---- programmatic dependent launch: what libcuda's QMDs say for it ---- */
+
+/* Two launches of PDL_CUBIN's pdl_primary and pdl_secondary (kernels of one pointer argument;
+ * the primary ends in griddepcontrol.launch_dependents, the secondary starts with
+ * griddepcontrol.wait), back to back in one stream: tags 301/302 plainly, 303/304 with the
+ * secondary's PROGRAMMATIC_STREAM_SERIALIZATION (attribute 6) set; each QMD found is printed.
+ *
+ * What it showed on the H200 (driver 580.159.04): the primary's QMD is the same either way (every
+ * libcuda QMD arrives at a latch of its own: ARRIVE_AT_LATCH_VALID, bit 28, and an incrementing
+ * ARRIVE_AT_LATCH_ID, bits 1503:1472). The programmatic secondary differs from the plain one in
+ * WAIT_ON_LATCH_VALID (bit 29) and REQUIRE_SCHEDULING_PCAS (bit 30) set, WAIT_ON_LATCH_ID (bits
+ * 1535:1504) = the primary's ARRIVE_AT_LATCH_ID, and bits 1342 and 1343 set (not named in
+ * clcbc0qmd.h's V04_00): the hardware starts it on the primary's latch, not on its completion. */
+static void pdl(const char *path) {
+  static uint8_t image[1 << 20];
+  FILE *f = fopen(path, "rb");
+  if (!f) return perror(path);
+  size_t n = fread(image, 1, sizeof image, f);
+  fclose(f);
+  cu_launch_ex_fn ex = (cu_launch_ex_fn)dlsym(dlopen("libcuda.so.1", RTLD_NOW), "cuLaunchKernelEx");
+  if (!n || !ex) return;
+  void *mod, *primary, *secondary, *stream;
+  CHECK_CU(cu.module_load(&mod, image));
+  CHECK_CU(cu.get_function(&primary, mod, "pdl_primary"));
+  CHECK_CU(cu.get_function(&secondary, mod, "pdl_secondary"));
+  CHECK_CU(cu.stream_create(&stream, 1));
+  uint64_t out;
+  CHECK_CU(cu.mem_alloc(&out, 1 << 20));
+  void *args[] = {&out};
+  only_driver = 1, want_threads = 64;
+  for (int programmatic = 0; programmatic < 2; programmatic++) {
+    unsigned tag = 301 + 2 * (unsigned)programmatic;
+    cu_launch_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = 6, attr.v.value = 1;
+    cu_launch_config a = {{tag, 1, 1}, {64, 1, 1}, 0, stream, NULL, 0};
+    cu_launch_config b = {{tag + 1, 1, 1}, {64, 1, 1}, 0, stream, &attr, (unsigned)programmatic};
+    int r1 = ex(&a, primary, args, NULL), r2 = ex(&b, secondary, args, NULL);
+    printf("pdl pair %d: CUresult %d %d\n", programmatic, r1, r2);
+    CHECK_CU(cu.stream_sync(stream));
+    scan(tag, programmatic ? "primary before a programmatic launch" : "primary, plain pair");
+    scan(tag + 1, programmatic ? "secondary, programmatic" : "secondary, plain pair");
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc < 2)
     return fprintf(stderr,
@@ -541,6 +586,10 @@ int main(int argc, char **argv) {
   }
   if (argc > 3 && !strcmp(argv[2], "--cluster")) {
     clusters(argv[3]);
+    return 0;
+  }
+  if (argc > 3 && !strcmp(argv[2], "--pdl")) {
+    pdl(argv[3]);
     return 0;
   }
   if (argc > 3 && !strcmp(argv[2], "--params")) {
