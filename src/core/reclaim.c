@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "core/device.h"
+#include "core/texture_pool.h"
 #include "util/handle.h"
 
 /* Timeline values that follow all work submitted so far. A channel that got no entries since
@@ -65,6 +66,12 @@ nvhcq_status nvhcq_reclaim_slice(nvhcq_device *dev, const nvhcq_arena_slice *sli
   return NVHCQ_SUCCESS;
 }
 
+nvhcq_status nvhcq_reclaim_texture_slot(nvhcq_device *dev, uint32_t slot) {
+  NVHCQ_TRY(defer(dev, (nvhcq_reclaim_item){.texture_slot = slot}));
+  nvhcq_reclaim_poll(dev);
+  return NVHCQ_SUCCESS;
+}
+
 static int passed(nvhcq_device *dev, const nvhcq_reclaim_item *it) {
   for (int c = 0; c < 2; c++)
     if (it->after[c] == UINT64_MAX || nvhcq_signal_load(dev->timeline.signal[c]) < it->after[c])
@@ -78,6 +85,8 @@ static void release_front(nvhcq_device *dev) {
   if (r->head == r->count) r->head = r->count = 0;
   if (it.buf)
     (void)!nvhcq_memory_free(it.buf);
+  else if (it.texture_slot)
+    nvhcq_texture_pool_release(dev, it.texture_slot);
   else
     nvhcq_arena_free(dev, &it.slice);
 }

@@ -9,11 +9,12 @@
 #include "core/arena.h"
 #include "util/error.h"
 
-/* One destroyed buffer, or with buf NULL an arena slice, and the timeline values (compute, copy)
- * after which the GPU is done with it; UINT64_MAX: only once the channels are gone (a broken
- * device). */
+/* One destroyed buffer, a texture pool slot (texture_slot non-zero) or else an arena slice, and
+ * the timeline values (compute, copy) after which the GPU is done with it; UINT64_MAX: only once
+ * the channels are gone (a broken device). */
 typedef struct nvhcq_reclaim_item {
   nvhcq_buffer *buf;
+  uint32_t texture_slot;
   nvhcq_arena_slice slice;
   uint64_t after[2];
 } nvhcq_reclaim_item;
@@ -33,6 +34,9 @@ nvhcq_status nvhcq_reclaim_buffer(nvhcq_buffer *buf) NVHCQ_MUST_CHECK;
  * submitted so far (and its addresses are not handed out again before). */
 nvhcq_status nvhcq_reclaim_slice(nvhcq_device *dev,
                                  const nvhcq_arena_slice *slice) NVHCQ_MUST_CHECK;
+/* The same for a texture or surface object's slot in the device's pools: kernels submitted
+ * before its destroy still read its header and sampler, and the slot is not handed out again. */
+nvhcq_status nvhcq_reclaim_texture_slot(nvhcq_device *dev, uint32_t slot) NVHCQ_MUST_CHECK;
 /* Releases what the GPU is done with, by the timelines; cheap when nothing is due. */
 void nvhcq_reclaim_poll(nvhcq_device *dev);
 /* Waits for everything pending, then releases it (for an allocation that ran out of memory).

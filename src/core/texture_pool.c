@@ -8,6 +8,7 @@
 #include "abi/texture.h"
 #include "core/device.h"
 #include "core/memory.h"
+#include "core/reclaim.h"
 #include "abi/rm.h"
 #include "core/timeline.h"
 #include "util/fence.h"
@@ -101,12 +102,18 @@ nvhcq_status nvhcq_texture_pool_add(nvhcq_device *dev, const uint32_t tic[8], co
   return NVHCQ_SUCCESS;
 }
 
-void nvhcq_texture_pool_remove(nvhcq_device *dev, uint32_t slot) {
+void nvhcq_texture_pool_release(nvhcq_device *dev, uint32_t slot) {
   nvhcq_texture_pool *t = &dev->textures;
   if (!t->headers || slot == 0 || slot >= NVHCQ_TEXTURE_POOL_SLOTS) return;
   memset((uint8_t *)t->headers->host_pointer + (size_t)slot * NVHCQ_TIC_BYTES, 0, NVHCQ_TIC_BYTES);
+  memset((uint8_t *)t->samplers->host_pointer + (size_t)slot * NVHCQ_TSC_BYTES, 0, NVHCQ_TSC_BYTES);
   t->used[slot / 64] &= ~(1ull << (slot % 64));
   t->live--;
+}
+
+void nvhcq_texture_pool_remove(nvhcq_device *dev, uint32_t slot) {
+  /* A device that takes no more commands runs no more kernels: the slot goes at once. */
+  if (nvhcq_reclaim_texture_slot(dev, slot)) nvhcq_texture_pool_release(dev, slot);
 }
 
 void nvhcq_texture_pool_fini(nvhcq_device *dev) {

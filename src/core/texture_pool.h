@@ -25,8 +25,11 @@ typedef struct nvhcq_texture_pool {
  * (8 words each; tsc may be NULL). */
 nvhcq_status nvhcq_texture_pool_add(nvhcq_device *dev, const uint32_t tic[8], const uint32_t tsc[8],
                                     uint32_t *slot) NVHCQ_MUST_CHECK;
-/* Clears the slot and makes it free again. */
+/* The object is gone: its slot is cleared and free again once the GPU has passed the work
+ * submitted before (kernels in flight still read it). */
 void nvhcq_texture_pool_remove(nvhcq_device *dev, uint32_t slot);
+/* Clears the slot and makes it free again at once (reclaim.c, when the GPU is past it). */
+void nvhcq_texture_pool_release(nvhcq_device *dev, uint32_t slot);
 /* The pool methods, if the pools exist (for a compute channel's state). */
 void nvhcq_texture_pool_push(nvhcq_device *dev, nvhcq_push *p);
 void nvhcq_texture_pool_fini(nvhcq_device *dev);

@@ -518,6 +518,43 @@ static void test_cleanup(void) {
   teardown();
 }
 
+/* A texture destroyed right after a kernel that samples it was submitted: the kernel still reads
+ * it (its slot is cleared only once the GPU is past that kernel). */
+static void t_destroy_while_sampling(void) {
+  NEED_TEXTURES();
+  const int w = 1024, h = 1024;
+  nvhcq_image *img = make_image(w, h, 0, NVHCQ_TEXEL_F32, 1, 0);
+  float *src = malloc(sizeof(float) * w * h);
+  for (int i = 0; i < w * h; i++) src[i] = (float)(i % 4099) + 1.0f;
+  TEST_CHECK(nvhcq_image_write(img, NULL, src, 0, 0) == 0);
+  nvhcq_buffer *out = NULL;
+  TEST_CHECK(nvhcq_buffer_create(dev, sizeof(float) * w * h, NVHCQ_MEMORY_DEVICE, &out) == 0);
+  nvhcq_kernel *k = NULL;
+  nvhcq_queue *q = NULL;
+  TEST_CHECK(nvhcq_module_get_kernel(tex_mod, "tex2d_f", &k) == 0);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == 0);
+  for (int round = 0; round < 8 && k && q && out && img; round++) {
+    nvhcq_texture *t = make_texture(img, NVHCQ_ADDRESS_CLAMP, 0);
+    args2d a = {nvhcq_texture_handle(t), nvhcq_buffer_gpu_address(out), w, h, 0.5f, 0.5f, 1.0f};
+    TEST_CHECK(nvhcq_queue_launch(q, k, (nvhcq_dim3){(uint32_t)w / 128, (uint32_t)h, 1},
+                                  (nvhcq_dim3){128, 1, 1}, 0, &a, sizeof a) == 0);
+    TEST_CHECK(nvhcq_queue_submit(q) == 0);
+    TEST_CHECK(nvhcq_texture_destroy(t) == 0); /* while the kernel may still run */
+    TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, 0) == 0);
+    float *got = malloc(sizeof(float) * w * h);
+    TEST_CHECK(nvhcq_buffer_read(got, out, 0, sizeof(float) * w * h) == 0);
+    size_t bad = 0;
+    for (int i = 0; i < w * h; i++) bad += got[i] != src[i];
+    TEST_CHECK_MSG(bad == 0, "round %d: %zu of %d texels wrong after the texture was destroyed",
+                   round, bad, w * h);
+    free(got);
+  }
+  nvhcq_queue_destroy(q);
+  nvhcq_buffer_destroy(out);
+  TEST_CHECK(nvhcq_image_destroy(img) == 0);
+  free(src);
+}
+
 /* ---- mipmapped images ---- */
 
 /* Level L's texel (x, y, z): distinct in every level. */
@@ -660,5 +697,5 @@ static void t_mipmap_sampling(void) {
 
 TEST_MAIN(TEST(t_image_round_trips), TEST(t_image_regions), TEST(t_refusals), TEST(t_point_2d),
           TEST(t_linear_filter), TEST(t_texel_kinds), TEST(t_3d_and_border),
-          TEST(t_1d_linear_pitch_layered), TEST(t_surface), TEST(t_mipmap_levels),
-          TEST(t_mipmap_sampling), TEST(test_cleanup))
+          TEST(t_1d_linear_pitch_layered), TEST(t_surface), TEST(t_destroy_while_sampling),
+          TEST(t_mipmap_levels), TEST(t_mipmap_sampling), TEST(test_cleanup))
