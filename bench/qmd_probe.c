@@ -39,6 +39,16 @@ static void guarded_copy(uint8_t *out, const uint8_t *start, size_t len) {
   for (size_t off = 0; off < len; off += PAGE) copy_page(out + off, start + off);
 }
 
+/* The bytes of the file at `path` (a cubin) into `buf` of `cap` bytes: how many, 0 on failure
+ * (said). */
+static size_t read_image(const char *path, uint8_t *buf, size_t cap) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return perror(path), 0;
+  size_t n = fread(buf, 1, cap, f);
+  fclose(f);
+  return n;
+}
+
 static void print_qmd(unsigned tag, const char *what, const uint32_t *q, const char *map) {
   printf("QMD tag=%u (%s) in %s\n", tag, what, map);
   for (int i = 0; i < QMD_WORDS; i++) printf("%08x%c", q[i], i % 8 == 7 ? '\n' : ' ');
@@ -204,10 +214,7 @@ static void nvhcq_chain(const uint8_t *image, size_t size) {
 /* Graphs of three launches of the benchmark's real kernels (bench/real_kernels.cu). */
 static void real_graphs(const char *path) {
   static uint8_t image[4 << 20];
-  FILE *f = fopen(path, "rb");
-  if (!f) return perror(path);
-  size_t n = fread(image, 1, sizeof image, f);
-  fclose(f);
+  size_t n = read_image(path, image, sizeof image);
   if (!n) return;
   void *mod, *ew, *sm;
   CHECK_CU(cu.module_load(&mod, image));
@@ -331,10 +338,7 @@ static void cluster_launch(cu_launch_ex_fn ex, void *fn, const unsigned grid[3],
 
 static void clusters(const char *path) {
   static uint8_t image[4 << 20];
-  FILE *f = fopen(path, "rb");
-  if (!f) return perror(path);
-  size_t n = fread(image, 1, sizeof image, f);
-  fclose(f);
+  size_t n = read_image(path, image, sizeof image);
   void *lib = dlopen("libcuda.so.1", RTLD_NOW);
   cu_launch_ex_fn ex = (cu_launch_ex_fn)dlsym(lib, "cuLaunchKernelEx");
   cu_occ_clusters_fn occ = (cu_occ_clusters_fn)dlsym(lib, "cuOccupancyMaxActiveClusters");
@@ -489,10 +493,7 @@ static void param_info(void *mod, const char *name) {
  * clcbc0qmd.h's V04_00): the hardware starts it on the primary's latch, not on its completion. */
 static void pdl(const char *path) {
   static uint8_t image[1 << 20];
-  FILE *f = fopen(path, "rb");
-  if (!f) return perror(path);
-  size_t n = fread(image, 1, sizeof image, f);
-  fclose(f);
+  size_t n = read_image(path, image, sizeof image);
   cu_launch_ex_fn ex = (cu_launch_ex_fn)dlsym(dlopen("libcuda.so.1", RTLD_NOW), "cuLaunchKernelEx");
   if (!n || !ex) return;
   void *mod, *primary, *secondary, *stream;
@@ -527,11 +528,8 @@ int main(int argc, char **argv) {
                    argv[0]),
            2;
   if (!cuda_load()) return fprintf(stderr, "libcuda is needed\n"), 1;
-  FILE *f = fopen(argv[1], "rb");
-  if (!f) return perror(argv[1]), 1;
   static uint8_t image[8 << 20];
-  size_t n = fread(image, 1, sizeof image, f);
-  fclose(f);
+  size_t n = read_image(argv[1], image, sizeof image);
   if (!n) return 1;
   struct sigaction sa = {.sa_handler = on_fault};
   sigaction(SIGSEGV, &sa, NULL);
@@ -595,9 +593,7 @@ int main(int argc, char **argv) {
   if (argc > 3 && !strcmp(argv[2], "--params")) {
     void *m2;
     static uint8_t img2[4 << 20];
-    FILE *g = fopen(argv[3], "rb");
-    if (!g || !fread(img2, 1, sizeof img2, g)) return 1;
-    fclose(g);
+    if (!read_image(argv[3], img2, sizeof img2)) return 1;
     CHECK_CU(cu.module_load(&m2, img2));
     for (int i = 4; i < argc; i++) param_info(m2, argv[i]);
     return 0;

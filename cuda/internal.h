@@ -269,6 +269,11 @@ CUresult nvcu_check_init(void);
 CUresult nvcu_current(nvcu_device **out, int *index);
 CUresult nvcu_device_get(int index, nvcu_device **out);
 
+/* ---- vmm.c ---- */
+/* A shareable handle type nvhcq's library gives and takes (POSIX file descriptors), or the code
+ * CUDA answers for it. */
+CUresult nvcu_handle_type_check(CUmemAllocationHandleType type);
+
 /* ---- ipc.c ---- */
 /* Whether cuIpcGetMemHandle shares the allocation: cuMemAlloc's device memory. */
 int nvcu_ipc_capable(const nvcu_alloc *a);

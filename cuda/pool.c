@@ -534,10 +534,9 @@ typedef struct pool_token {
 CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool,
                                           CUmemAllocationHandleType handleType,
                                           unsigned long long flags) {
-  if (!handle_out || flags || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-    return handleType == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || !handle_out || flags
-               ? CUDA_ERROR_INVALID_VALUE
-               : nvcu_unsupported("pool handles other than POSIX file descriptors");
+  if (!handle_out || flags) return CUDA_ERROR_INVALID_VALUE;
+  CUresult kind = nvcu_handle_type_check(handleType);
+  if (kind) return kind;
   NVCU_LOCK();
   nvcu_device *d;
   CUresult r = pool_check(pool);
@@ -575,10 +574,9 @@ static int device_of_uuid(const uint8_t uuid[16]) {
 CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle,
                                             CUmemAllocationHandleType handleType,
                                             unsigned long long flags) {
-  if (!pool_out || flags || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
-    return handleType == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || !pool_out || flags
-               ? CUDA_ERROR_INVALID_VALUE
-               : nvcu_unsupported("pool handles other than POSIX file descriptors");
+  if (!pool_out || flags) return CUDA_ERROR_INVALID_VALUE;
+  CUresult kind = nvcu_handle_type_check(handleType);
+  if (kind) return kind;
   pool_token t;
   int fd = (int)(intptr_t)handle;
   if (fd < 0 || pread(fd, &t, sizeof t, 0) != (ssize_t)sizeof t || t.magic != POOL_TOKEN_MAGIC) {

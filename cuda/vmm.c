@@ -185,7 +185,7 @@ CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void 
 
 /* ---- shareable handles (POSIX file descriptors) ---- */
 
-static CUresult handle_type_check(CUmemAllocationHandleType type) {
+CUresult nvcu_handle_type_check(CUmemAllocationHandleType type) {
   if (type == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_SUCCESS;
   return type == CU_MEM_HANDLE_TYPE_NONE
              ? CUDA_ERROR_INVALID_VALUE
@@ -195,7 +195,7 @@ static CUresult handle_type_check(CUmemAllocationHandleType type) {
 CUresult cuMemExportToShareableHandle(void *shareable, CUmemGenericAllocationHandle handle,
                                       CUmemAllocationHandleType type, unsigned long long flags) {
   if (!shareable || flags) return CUDA_ERROR_INVALID_VALUE;
-  CUresult t = handle_type_check(type);
+  CUresult t = nvcu_handle_type_check(type);
   if (t) return t;
   NVCU_LOCK();
   CUresult r = nvcu_check_init();
@@ -233,7 +233,7 @@ static CUresult import_fd(int fd, nvhcq_physical **out, int *device) {
 CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *os_handle,
                                         CUmemAllocationHandleType type) {
   if (!handle) return CUDA_ERROR_INVALID_VALUE;
-  CUresult t = handle_type_check(type);
+  CUresult t = nvcu_handle_type_check(type);
   if (t) return t;
   int fd = (int)(intptr_t)os_handle;
   NVCU_LOCK();

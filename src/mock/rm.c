@@ -137,6 +137,26 @@ uint32_t mock_export_object(uint32_t client, NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_T
   return MOCK_NV_OK;
 }
 
+/* A new memory object `h` of `client` under `parent` over the same memory file as `memfd` (a
+ * duplicate: the device memory it counts is the original's). */
+static uint32_t add_duplicate(uint32_t client, uint32_t h, uint32_t parent, uint32_t hclass,
+                              uint64_t size, int memfd) {
+  if (mock_find(client, h)) return MOCK_ERR_INSERT_DUPLICATE_NAME;
+  int dup = fcntl(memfd, F_DUPFD_CLOEXEC, 0);
+  mock_obj *o = dup < 0 ? NULL : add_obj(client, h, parent, hclass);
+  if (!o) {
+    if (dup >= 0) close(dup);
+    return MOCK_ERR_NO_MEMORY;
+  }
+  o->size = size, o->memfd = dup;
+  if (map_backing(o)) {
+    nvhcq_mock.nobjs--;
+    release_obj(o);
+    return MOCK_ERR_NO_MEMORY;
+  }
+  return MOCK_NV_OK;
+}
+
 uint32_t mock_import_object(uint32_t client, NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_FROM_FD_PARAMS *p) {
   const mock_fd *f = ctl_fd(p->fd);
   if (p->object.type != NV0000_CTRL_OS_UNIX_EXPORT_OBJECT_TYPE_RM || !f || f->export_memfd < 0)
@@ -145,18 +165,10 @@ uint32_t mock_import_object(uint32_t client, NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_F
   if (!parent) return MOCK_ERR_INVALID_OBJECT_PARENT;
   if (parent->gpu != f->export_gpu) return MOCK_ERR_INVALID_DEVICE;
   uint32_t h = p->object.hObject ? p->object.hObject : nvhcq_mock.next_handle++;
-  if (mock_find(client, h)) return MOCK_ERR_INSERT_DUPLICATE_NAME;
-  mock_obj *o = add_obj(client, h, parent->handle, f->export_class);
-  if (!o) return MOCK_ERR_NO_MEMORY;
-  o->size = f->export_size;
-  o->memfd = fcntl(f->export_memfd, F_DUPFD_CLOEXEC, 0);
-  if (map_backing(o)) { /* a duplicate: the device memory it counts is the exporter's */
-    nvhcq_mock.nobjs--;
-    release_obj(o);
-    return MOCK_ERR_NO_MEMORY;
-  }
-  p->object.hObject = h;
-  return MOCK_NV_OK;
+  uint32_t r =
+      add_duplicate(client, h, parent->handle, f->export_class, f->export_size, f->export_memfd);
+  if (r == MOCK_NV_OK) p->object.hObject = h;
+  return r;
 }
 
 /* As RM's default policy within one process: any memory object may be duplicated, shared or
@@ -174,23 +186,9 @@ static uint32_t rm_dup(NVOS55_PARAMETERS *p) {
   if (src->memfd < 0) return MOCK_ERR_NOT_SUPPORTED; /* the mock duplicates memory only */
   if (parent->gpu != src->gpu) return MOCK_ERR_INVALID_DEVICE;
   uint32_t h = p->hObject ? p->hObject : nvhcq_mock.next_handle++;
-  if (mock_find(p->hClient, h)) return MOCK_ERR_INSERT_DUPLICATE_NAME;
-  int memfd = fcntl(src->memfd, F_DUPFD_CLOEXEC, 0);
-  uint32_t hclass = src->hclass;
-  uint64_t size = src->size;
-  mock_obj *o = memfd < 0 ? NULL : add_obj(p->hClient, h, parent->handle, hclass);
-  if (!o) {
-    if (memfd >= 0) close(memfd);
-    return MOCK_ERR_NO_MEMORY;
-  }
-  o->size = size, o->memfd = memfd;
-  if (map_backing(o)) {
-    nvhcq_mock.nobjs--;
-    release_obj(o);
-    return MOCK_ERR_NO_MEMORY;
-  }
-  p->hObject = h;
-  return MOCK_NV_OK;
+  uint32_t r = add_duplicate(p->hClient, h, parent->handle, src->hclass, src->size, src->memfd);
+  if (r == MOCK_NV_OK) p->hObject = h;
+  return r;
 }
 
 uint32_t mock_surface_info(const mock_obj *memory, NV0041_CTRL_GET_SURFACE_INFO_PARAMS *p) {
