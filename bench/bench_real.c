@@ -47,7 +47,16 @@
 /* The pages experiment (NVHCQ_BENCH_REAL_PAGES trials, nvhcq only): the buffers are runs of 2 MiB
  * pages of one physical allocation of PAGE_POOL pages, chosen afresh in each trial, mapped at two
  * address layouts in turn: which pages are behind the buffers, apart from where their addresses
- * lie, moves the time. */
+ * lie, moves the time. A separate probe on the H200 (2026-12-04, physical memory mapped by hand)
+ * agreed: ew_add's three buffers on fixed pages took 2.508-2.528 us at 32 virtual layouts (2 MiB
+ * and 64 MiB steps); 21 runs of consecutive pages took 2.484-2.595 us and the same 21 again
+ * matched each within 0.013 us; moving only the output's pages gave 2.436-2.649 us; and two page
+ * sets run alternately six times kept their own times (2.520-2.526 and 2.458-2.466 us), so no
+ * earlier run's state carries over. Which pages each allocator hands out is where a single
+ * placement's gap between the libraries comes from: in this benchmark nvhcq's buffers are its
+ * device's first allocations (physical 30, 34 and 38 MiB, 2.51 us), libcuda's follow a 414 MiB
+ * allocation of its context (528, 532 and 536 MiB, 2.44-2.45 us); NVHCQ_PLACE_PROBE_LOG=1 with
+ * the probe preloaded prints every allocation's pages. */
 #define PAGE_BYTES (2ull << 20)
 #define PAGE_POOL  64
 

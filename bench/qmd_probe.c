@@ -18,6 +18,10 @@
 #define QMD_WORDS  96
 #define MAX_REGION (256ull << 20)
 #define PAGE       4096u
+/* matmul_f16 of bench/real_kernels.cu at a size whose grid width no other probe launch has, with
+ * its dynamic shared memory (MM_SHARED_BYTES there). */
+#define MM_PROBE_N      2944
+#define MM_PROBE_SHARED 71680
 
 static sigjmp_buf jump;
 static void on_fault(int sig) {
@@ -185,6 +189,15 @@ static void nvhcq_own(const char *path) {
   CHECK_NV(nvhcq_device_cpu_wait_idle(dev));
   only_driver = 1, want_threads = 128;
   scan(1024, "nvhcq queue of 3 ew_add");
+  uint32_t mm_n = MM_PROBE_N;
+  memcpy(args + 24, &mm_n, 4);
+  CHECK_NV(nvhcq_module_get_kernel(mod, "matmul_f16", &k));
+  CHECK_NV(nvhcq_queue_launch(q, k, (nvhcq_dim3){MM_PROBE_N / 128, MM_PROBE_N / 128, 1},
+                              (nvhcq_dim3){256, 1, 1}, MM_PROBE_SHARED, args, sizeof args));
+  CHECK_NV(nvhcq_queue_submit(q));
+  CHECK_NV(nvhcq_device_cpu_wait_idle(dev));
+  want_threads = 256;
+  scan(MM_PROBE_N / 128, "nvhcq matmul_f16");
   nvhcq_device_close(dev);
 }
 
@@ -242,6 +255,18 @@ static void real_graphs(const char *path) {
     want_threads = 128;
     scan(grid, which ? "graph of 3 softmax_rows" : "graph of 3 ew_add");
   }
+  /* matmul_f16 over a 2944-square problem: grid width 23, which no other launch has. */
+  void *mm, *stream;
+  int mm_n = MM_PROBE_N;
+  void *mm_args[] = {&a, &b, &c, &mm_n};
+  CHECK_CU(cu.get_function(&mm, mod, "matmul_f16"));
+  CHECK_CU(cu.func_attr(mm, 8 /* MAX_DYNAMIC_SHARED_SIZE_BYTES */, MM_PROBE_SHARED));
+  CHECK_CU(cu.stream_create(&stream, 1));
+  CHECK_CU(cu.launch(mm, MM_PROBE_N / 128, MM_PROBE_N / 128, 1, 256, 1, 1, MM_PROBE_SHARED, stream,
+                     mm_args, NULL));
+  CHECK_CU(cu.stream_sync(stream));
+  want_threads = 256;
+  scan(MM_PROBE_N / 128, "eager matmul_f16");
 }
 
 /* Shared-memory configurations libcuda picks over block sizes and dynamic shared memory: one line
