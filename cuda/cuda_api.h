@@ -394,6 +394,11 @@ typedef enum CUmem_range_attribute_enum {
   CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID = 8
 } CUmem_range_attribute;
 typedef void (*CUhostFn)(void *userData);
+/* Error log management (CUDA 12.9). */
+typedef enum CUlogLevel_enum { CU_LOG_LEVEL_ERROR = 0, CU_LOG_LEVEL_WARNING = 1 } CUlogLevel;
+typedef struct CUlogsCallbackEntry_st *CUlogsCallbackHandle;
+typedef void (*CUlogsCallback)(void *data, CUlogLevel logLevel, char *message, size_t length);
+typedef unsigned int CUlogIterator;
 typedef void (*CUstreamCallback)(CUstream hStream, CUresult status, void *userData);
 typedef struct CUDA_MEMSET_NODE_PARAMS_st {
   CUdeviceptr dst;

@@ -620,6 +620,15 @@
   X(CUresult, cuMemHostRegister, (void *p, size_t bytesize, unsigned int Flags))                   \
   X(CUresult, cuMemPrefetchAsync,                                                                  \
     (CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream))                      \
-  X(CUresult, cuMemAdvise, (CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device))
+  X(CUresult, cuMemAdvise,                                                                         \
+    (CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device))                      \
+  X(CUresult, cuLogsRegisterCallback,                                                              \
+    (CUlogsCallback callbackFunc, void *userData, CUlogsCallbackHandle *callback_out))             \
+  X(CUresult, cuLogsUnregisterCallback, (CUlogsCallbackHandle callback))                           \
+  X(CUresult, cuLogsCurrent, (CUlogIterator * iterator_out, unsigned int flags))                   \
+  X(CUresult, cuLogsDumpToFile,                                                                    \
+    (CUlogIterator * iterator, const char *pathToFile, unsigned int flags))                        \
+  X(CUresult, cuLogsDumpToMemory,                                                                  \
+    (CUlogIterator * iterator, char *buffer, size_t *size, unsigned int flags))
 
 #endif

@@ -29,13 +29,27 @@ int nvcu_log_enabled(void) {
   return enabled;
 }
 
+/* A failure's message goes to the log clients read with cuLogs* and, with NVHCQ_CUDA_LOG=1, to
+ * stderr; a note (what was accepted, ignored or refused without failing) to stderr only. */
+static void say(int record, const char *fmt, va_list ap) {
+  if (!record && !nvcu_log_enabled()) return;
+  char text[1024];
+  vsnprintf(text, sizeof text, fmt, ap);
+  if (record) nvcu_logs_add(CU_LOG_LEVEL_ERROR, text);
+  if (nvcu_log_enabled()) fprintf(stderr, "nvhcq-cuda: %s\n", text);
+}
+
 void nvcu_log(const char *fmt, ...) {
-  if (!nvcu_log_enabled()) return;
   va_list ap;
   va_start(ap, fmt);
-  fputs("nvhcq-cuda: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  say(1, fmt, ap);
+  va_end(ap);
+}
+
+void nvcu_note(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  say(0, fmt, ap);
   va_end(ap);
 }
 
@@ -173,8 +187,9 @@ CUresult cuInit(unsigned int Flags) {
     nvhcq_status s = nvhcq_device_count(&n);
     if (s || n == 0) {
       /* Said even without NVHCQ_CUDA_LOG: a program that fails here prints only the code. */
-      fprintf(stderr, "nvhcq-cuda: cuInit: no GPU: %s\n",
-              s ? nvhcq_last_error() : "nvhcq sees no GPU (check *_VISIBLE_DEVICES)");
+      const char *why = s ? nvhcq_last_error() : "nvhcq sees no GPU (check *_VISIBLE_DEVICES)";
+      nvcu_log("cuInit: no GPU: %s", why);
+      if (!nvcu_log_enabled()) fprintf(stderr, "nvhcq-cuda: cuInit: no GPU: %s\n", why);
       r = CUDA_ERROR_NO_DEVICE;
     } else {
       device_count = n > NVCU_MAX_DEVICES ? NVCU_MAX_DEVICES : n;
@@ -550,7 +565,7 @@ CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit) {
  * CUDA_ERROR_INVALID_VALUE. */
 CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
   if (!nvhcq_limit(limit)) {
-    nvcu_log("cuCtxSetLimit(%d, %zu): accepted, nvhcq sizes this by itself", (int)limit, value);
+    nvcu_note("cuCtxSetLimit(%d, %zu): accepted, nvhcq sizes this by itself", (int)limit, value);
     return CUDA_SUCCESS;
   }
   NVCU_LOCK();
@@ -584,8 +599,8 @@ CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority) 
 CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId) {
   if (ppExportTable) *ppExportTable = NULL;
   const unsigned char *u = pExportTableId ? (const unsigned char *)pExportTableId->bytes : NULL;
-  nvcu_log("cuGetExportTable(%02x%02x%02x%02x...): refused, nvhcq has no private tables",
-           u ? u[0] : 0, u ? u[1] : 0, u ? u[2] : 0, u ? u[3] : 0);
+  nvcu_note("cuGetExportTable(%02x%02x%02x%02x...): refused, nvhcq has no private tables",
+            u ? u[0] : 0, u ? u[1] : 0, u ? u[2] : 0, u ? u[3] : 0);
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 

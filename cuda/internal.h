@@ -260,7 +260,10 @@ extern pthread_mutex_t nvcu_mutex;
 #define NVCU_LOCK()   pthread_mutex_lock(&nvcu_mutex)
 #define NVCU_UNLOCK() pthread_mutex_unlock(&nvcu_mutex)
 int nvcu_log_enabled(void);
+/* A failure's message: kept for cuLogs* and, with NVHCQ_CUDA_LOG=1, printed on stderr. */
 void nvcu_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* What a call accepted, ignored or refused without failing: NVHCQ_CUDA_LOG=1's stderr only. */
+void nvcu_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Maps an nvhcq status to a CUDA code, logging nvhcq's message (NVHCQ_CUDA_LOG=1). */
 CUresult nvcu_status(nvhcq_status s, const char *where);
 CUresult nvcu_unsupported(const char *what);
@@ -268,6 +271,10 @@ CUresult nvcu_check_init(void);
 /* The device of the current context (opened), or an error. */
 CUresult nvcu_current(nvcu_device **out, int *index);
 CUresult nvcu_device_get(int index, nvcu_device **out);
+
+/* ---- logs.c ---- */
+/* Keeps a message for cuLogsDumpTo* and hands it to the registered callbacks. */
+void nvcu_logs_add(CUlogLevel level, const char *message);
 
 /* ---- vmm.c ---- */
 /* A shareable handle type nvhcq's library gives and takes (POSIX file descriptors), or the code

@@ -112,7 +112,7 @@ static CUresult parse_one(nvcu_jit *j, unsigned i, CUjit_option o, void *v) {
      * FAST_COMPILE, NEW_SM3X_OPT, REFERENCED_*, OPTIMIZE_UNUSED_DEVICE_VARIABLES, PIC,
      * MIN_CTA_PER_SM, MAX_THREADS_PER_BLOCK, OVERRIDE_DIRECTIVE_VALUES. */
     if ((int)o < 0 || (int)o >= CU_JIT_NUM_OPTIONS) return CUDA_ERROR_INVALID_VALUE;
-    nvcu_log("JIT option %d accepted and not passed on", (int)o);
+    nvcu_note("JIT option %d accepted and not passed on", (int)o);
     break;
   }
   return CUDA_SUCCESS;
@@ -209,7 +209,7 @@ CUresult cuLinkAddData_v2(CUlinkState state, CUjitInputType type, void *data, si
   CUresult r = nvcu_jit_parse(numOptions, options, optionValues, &per_input);
   if (r) return r;
   /* nvJitLink takes options per link, not per input: these apply only where they agree. */
-  if (per_input.n) nvcu_log("cuLinkAddData: %d per-input options not applied", per_input.n);
+  if (per_input.n) nvcu_note("cuLinkAddData: %d per-input options not applied", per_input.n);
   const uint8_t *p = data;
   uint32_t magic =
       size >= 16 ? (uint32_t)(p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24) : 0;

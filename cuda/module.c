@@ -466,7 +466,7 @@ CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *j
                            unsigned int numLibraryOptions) {
   (void)libraryOptions, (void)libraryOptionValues;
   if (numLibraryOptions)
-    nvcu_log("cuLibraryLoadData: %u library options ignored", numLibraryOptions);
+    nvcu_note("cuLibraryLoadData: %u library options ignored", numLibraryOptions);
   return load_with_options((CUmodule *)library, code, numJitOptions, jitOptions, jitOptionsValues);
 }
 

@@ -787,12 +787,12 @@ CUresult nvcu_launch_config(const CUlaunchConfig *config, nvhcq_launch_config *o
     case CU_LAUNCH_ATTRIBUTE_PRIORITY:
     case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
     case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
-      nvcu_log("cuLaunchKernelEx: launch attribute %d kept (a captured node reports it), not "
-               "applied",
-               (int)a->id);
+      nvcu_note("cuLaunchKernelEx: launch attribute %d kept (a captured node reports it), not "
+                "applied",
+                (int)a->id);
       break;
     default:
-      nvcu_log("cuLaunchKernelEx: launch attribute %d ignored", (int)a->id);
+      nvcu_note("cuLaunchKernelEx: launch attribute %d ignored", (int)a->id);
       break;
     }
   }

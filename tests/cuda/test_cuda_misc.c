@@ -1,8 +1,8 @@
-/* Driver-API programs against nvhcq's libcuda.so.1: peer access and P2P attributes, pools by
- * location and their access, managed memory's stream association, tensor map address
- * replacement, RDMA flushes, the 1D linear texture limit, cluster-size occupancy and the legacy
- * execution API (cuParamSet*, cuLaunch*). On a GPU or the mock (NVHCQ_MOCK=1, two GPUs with
- * NVHCQ_MOCK_GPUS=2); the two-device cases skip with one GPU. */
+/* Driver-API programs against nvhcq's libcuda.so.1: the error log (cuLogs*), peer access and P2P
+ * attributes, pools by location and their access, managed memory's stream association, tensor map
+ * address replacement, RDMA flushes, the 1D linear texture limit, cluster-size occupancy and the
+ * legacy execution API (cuParamSet*, cuLaunch*). On a GPU or the mock (NVHCQ_MOCK=1, two GPUs with
+ * NVHCQ_MOCK_GPUS=2); the two-device cases skip with one GPU, the log's run anywhere. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +45,156 @@ static void test_names(void) {
   int v;
   TEST_CHECK(cuDeviceGetP2PAttribute(&v, CU_DEVICE_P2P_ATTRIBUTE_ACCESS_SUPPORTED, 0, 1) ==
              CUDA_ERROR_NOT_INITIALIZED);
+}
+
+/* ---- the error log ---- */
+
+/* Stubs (OpenGL and EGL interop): failing calls that need no device. */
+CUresult cuGLInit(void);
+CUresult cuEGLApiInit(void);
+
+static struct {
+  int calls;
+  CUlogLevel level;
+  char last[256];
+  int reenter; /* the callback itself makes a failing call */
+} seen;
+
+static void on_log(void *data, CUlogLevel level, char *message, size_t length) {
+  TEST_CHECK(data == &seen);
+  TEST_CHECK(strlen(message) == length);
+  seen.calls++, seen.level = level;
+  snprintf(seen.last, sizeof seen.last, "%s", message);
+  if (seen.reenter) TEST_CHECK(cuGLInit() == CUDA_ERROR_NOT_SUPPORTED);
+}
+
+static size_t count_of(const char *text, const char *what) {
+  size_t n = 0;
+  for (const char *p = text; (p = strstr(p, what)); p += strlen(what)) n++;
+  return n;
+}
+
+static void logs_bad_input(void) {
+  CUlogIterator it;
+  size_t size = 16;
+  char buf[16];
+  TEST_CHECK(cuLogsCurrent(NULL, 0) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuLogsCurrent(&it, 1) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuLogsRegisterCallback(NULL, NULL, NULL) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuLogsUnregisterCallback(NULL) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuLogsDumpToMemory(NULL, NULL, &size, 0) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuLogsDumpToMemory(NULL, buf, NULL, 0) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuLogsDumpToMemory(NULL, buf, &size, 2) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuLogsDumpToFile(NULL, NULL, 0) == CUDA_ERROR_INVALID_VALUE);
+  OK(cuLogsCurrent(&it, 0));
+  it += 5; /* past the end */
+  TEST_CHECK(cuLogsDumpToMemory(&it, buf, &size, 0) == CUDA_ERROR_INVALID_VALUE);
+}
+
+/* Messages of failing calls reach callbacks and dumps; dumps advance their iterator. */
+static void logs_dump_and_callbacks(void) {
+  CUlogIterator it, now;
+  CUlogsCallbackHandle h;
+  char buf[4096];
+  size_t size = sizeof buf;
+  OK(cuLogsCurrent(&it, 0));
+  OK(cuLogsRegisterCallback(on_log, &seen, &h));
+  seen.calls = 0;
+  TEST_CHECK(cuGLInit() == CUDA_ERROR_NOT_SUPPORTED);
+  TEST_CHECK(seen.calls == 1 && seen.level == CU_LOG_LEVEL_ERROR);
+  TEST_CHECK_MSG(strstr(seen.last, "cuGLInit") != NULL, "callback got '%s'", seen.last);
+  OK(cuLogsDumpToMemory(&it, buf, &size, 0));
+  TEST_CHECK_MSG(size == strlen(buf) && count_of(buf, "cuGLInit") == 1, "dump: '%s'", buf);
+  OK(cuLogsCurrent(&now, 0));
+  TEST_CHECK(it == now);
+  size = sizeof buf; /* nothing new: an empty success */
+  OK(cuLogsDumpToMemory(&it, buf, &size, 0));
+  TEST_CHECK(size == 0 && buf[0] == 0);
+  seen.reenter = 1; /* a callback's own failure is kept, not handed back to it */
+  TEST_CHECK(cuGLInit() == CUDA_ERROR_NOT_SUPPORTED);
+  seen.reenter = 0;
+  TEST_CHECK(seen.calls == 2);
+  size = sizeof buf;
+  OK(cuLogsDumpToMemory(&it, buf, &size, 0));
+  TEST_CHECK_MSG(count_of(buf, "cuGLInit") == 2, "dump: '%s'", buf);
+  OK(cuLogsUnregisterCallback(h));
+  TEST_CHECK(cuLogsUnregisterCallback(h) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGLInit() == CUDA_ERROR_NOT_SUPPORTED);
+  TEST_CHECK(seen.calls == 2);
+}
+
+/* A buffer too small for all: the newest messages, after a note that older ones are left out. */
+static void logs_small_buffer(void) {
+  CUlogIterator it;
+  char buf[4096];
+  OK(cuLogsCurrent(&it, 0));
+  for (int i = 0; i < 3; i++) TEST_CHECK(cuGLInit() == CUDA_ERROR_NOT_SUPPORTED);
+  TEST_CHECK(cuEGLApiInit() == CUDA_ERROR_NOT_SUPPORTED);
+  size_t all = sizeof buf;
+  CUlogIterator it2 = it;
+  OK(cuLogsDumpToMemory(&it2, buf, &all, 0));
+  const char *newest = strstr(buf, "cuEGLApiInit");
+  TEST_CHECK(newest && newest - buf >= 4);
+  if (!newest) return;
+  size_t size = strlen(newest - 4) + 1; /* the newest message only, no room for the note */
+  CUlogIterator it3 = it;
+  OK(cuLogsDumpToMemory(&it3, buf, &size, 0));
+  TEST_CHECK_MSG(count_of(buf, "cuEGLApiInit") == 1 && !count_of(buf, "cuGLInit"), "'%s'", buf);
+  size = 200; /* room for the note and the newest */
+  it3 = it;
+  OK(cuLogsDumpToMemory(&it3, buf, &size, 0));
+  TEST_CHECK_MSG(count_of(buf, "dropped") == 1 && count_of(buf, "cuEGLApiInit") == 1, "'%s'", buf);
+  size = 5; /* not even one message */
+  it3 = it;
+  TEST_CHECK(cuLogsDumpToMemory(&it3, buf, &size, 0) == CUDA_ERROR_INVALID_VALUE && size == 0);
+  TEST_CHECK(it3 == it);
+}
+
+/* Past 25600 bytes the oldest go, and a dump from before them says so. */
+static void logs_overflow_and_file(void) {
+  CUlogIterator it;
+  OK(cuLogsCurrent(&it, 0));
+  for (int i = 0; i < 600; i++) TEST_CHECK(cuGLInit() == CUDA_ERROR_NOT_SUPPORTED);
+  static char buf[32768];
+  size_t size = sizeof buf;
+  CUlogIterator from = it;
+  OK(cuLogsDumpToMemory(&from, buf, &size, 0));
+  TEST_CHECK(strncmp(buf, "[W] earlier log messages were dropped", 37) == 0);
+  TEST_CHECK(size <= 25600 + 200 && count_of(buf, "cuGLInit") < 600);
+  char path[] = "/tmp/nvhcq_logs_XXXXXX";
+  int fd = mkstemp(path);
+  TEST_CHECK(fd >= 0);
+  close(fd);
+  TEST_CHECK(cuEGLApiInit() == CUDA_ERROR_NOT_SUPPORTED);
+  OK(cuLogsDumpToFile(&from, path, 0));
+  TEST_CHECK(cuEGLApiInit() == CUDA_ERROR_NOT_SUPPORTED);
+  OK(cuLogsDumpToFile(&from, path, 0)); /* appends the one newer message */
+  FILE *f = fopen(path, "r");
+  size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+  if (f) fclose(f);
+  buf[n] = 0;
+  TEST_CHECK_MSG(count_of(buf, "cuEGLApiInit") == 2, "file holds '%.200s'", buf);
+  unlink(path);
+  TEST_CHECK(cuLogsDumpToFile(NULL, "/nonexistent-dir/log", 0) == CUDA_ERROR_INVALID_VALUE);
+}
+
+/* Without a device (CI), cuInit's failure is in the log with its reason. */
+static void logs_init(void) {
+  CUlogIterator it;
+  OK(cuLogsCurrent(&it, 0));
+  if (cuInit(0) == CUDA_SUCCESS) return;
+  char buf[4096];
+  size_t size = sizeof buf;
+  OK(cuLogsDumpToMemory(&it, buf, &size, 0));
+  TEST_CHECK_MSG(count_of(buf, "cuInit: no GPU") == 1, "log: '%.300s'", buf);
+}
+
+static void test_logs(void) {
+  logs_bad_input();
+  logs_dump_and_callbacks();
+  logs_small_buffer();
+  logs_overflow_and_file();
+  logs_init();
 }
 
 /* ---- peer access and the link's attributes ---- */
@@ -675,7 +825,7 @@ static void test_cluster_size(void) {
   unload_fill(mod);
 }
 
-TEST_MAIN(TEST(test_names), TEST(test_peer_access), TEST(test_pool_locations),
+TEST_MAIN(TEST(test_names), TEST(test_logs), TEST(test_peer_access), TEST(test_pool_locations),
           TEST(test_pool_access), TEST(test_attach_mem), TEST(test_tensor_map_replace),
           TEST(test_flush_and_texture), TEST(test_legacy_launch), TEST(test_peer_kernel),
           TEST(test_kernel_cache_config), TEST(test_cluster_size), TEST(test_big_params))
