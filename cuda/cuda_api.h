@@ -648,6 +648,10 @@ typedef struct CUipcMemHandle_st {
   char reserved[CU_IPC_HANDLE_SIZE];
 } CUipcMemHandle_v1;
 typedef CUipcMemHandle_v1 CUipcMemHandle;
+typedef struct CUipcEventHandle_st {
+  char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcEventHandle_v1;
+typedef CUipcEventHandle_v1 CUipcEventHandle;
 #define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
 typedef unsigned long long CUtexObject;
 typedef unsigned long long CUsurfObject;
@@ -741,7 +745,9 @@ typedef CUDA_RESOURCE_VIEW_DESC_v1 CUDA_RESOURCE_VIEW_DESC;
 #define CU_STREAM_LEGACY               ((CUstream)0x1)
 #define CU_STREAM_PER_THREAD           ((CUstream)0x2)
 #define CU_STREAM_NON_BLOCKING         0x1
+#define CU_EVENT_BLOCKING_SYNC         0x1
 #define CU_EVENT_DISABLE_TIMING        0x2
+#define CU_EVENT_INTERPROCESS          0x4
 #define CU_EVENT_RECORD_EXTERNAL       0x1
 #define CU_EVENT_WAIT_EXTERNAL         0x1
 #define CU_MEMHOSTALLOC_DEVICEMAP      0x02

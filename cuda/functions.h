@@ -213,6 +213,8 @@
   X(CUresult, cuMemPoolImportPointer,                                                              \
     (CUdeviceptr * ptr_out, CUmemoryPool pool, CUmemPoolPtrExportData * shareData))                \
   X(CUresult, cuIpcGetMemHandle, (CUipcMemHandle * pHandle, CUdeviceptr dptr))                     \
+  X(CUresult, cuIpcGetEventHandle, (CUipcEventHandle * pHandle, CUevent event))                    \
+  X(CUresult, cuIpcOpenEventHandle, (CUevent * phEvent, CUipcEventHandle handle))                  \
   X(CUresult, cuIpcOpenMemHandle_v2,                                                               \
     (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags))                              \
   X(CUresult, cuIpcCloseMemHandle, (CUdeviceptr dptr))                                             \

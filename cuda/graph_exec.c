@@ -22,15 +22,18 @@ static CUresult exec_usable(CUgraphExec x) {
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-/* Nodes the GPU runs; the CPU's; and those that do nothing (empty, child graph boundaries, event
- * waits: every operation on the device already waits for all work submitted before it). */
+/* Nodes the GPU runs; the CPU's (event waits among them: an interprocess event's is a wait on the
+ * GPU for another process's record, submitted between the graph's GPU parts; any other event's
+ * does nothing, as every operation on the device already waits for all work submitted before
+ * it); and those that do nothing (empty, child graph boundaries). */
 static int gpu_work(int kind) {
   return kind == CU_GRAPH_NODE_TYPE_KERNEL || kind == CU_GRAPH_NODE_TYPE_MEMCPY ||
          kind == CU_GRAPH_NODE_TYPE_MEMSET;
 }
 
 static int cpu_work(int kind) {
-  return kind == CU_GRAPH_NODE_TYPE_HOST || kind == CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+  return kind == CU_GRAPH_NODE_TYPE_HOST || kind == CU_GRAPH_NODE_TYPE_EVENT_RECORD ||
+         kind == CU_GRAPH_NODE_TYPE_WAIT_EVENT;
 }
 
 /* ---- flattening ---- */
@@ -599,6 +602,7 @@ static CUresult launch_gpu(nvcu_device *d, nvcu_step *s, struct CUstream_st *st)
  * cuLaunchHostFunc does here); later steps are submitted after it returned. */
 static CUresult run_cpu(nvcu_device *d, const nvcu_exec_node *en, struct CUstream_st *st) {
   if (en->op.kind == CU_GRAPH_NODE_TYPE_EVENT_RECORD) return nvcu_event_record(d, en->op.event);
+  if (en->op.kind == CU_GRAPH_NODE_TYPE_WAIT_EVENT) return nvcu_event_wait(d, en->op.event, st);
   CUresult r = nvcu_stream_wait(st);
   if (r) return r;
   CUhostFn fn = en->op.fn;

@@ -125,7 +125,8 @@ struct CUevent_st {
   int device;
   unsigned int flags;
   nvhcq_signal *sig;
-  uint64_t value;
+  uint64_t value;             /* the last record's release of this process */
+  struct nvcu_ipc_event *ipc; /* CU_EVENT_INTERPROCESS: the semaphore's shared page (ipc.c) */
 };
 
 /* A kernel, copy, memset, host function or event operation in a stream's order or a graph. */
@@ -292,6 +293,15 @@ CUresult nvcu_ipc_export(const nvcu_alloc *a, void *out, const char *what);
 CUresult nvcu_ipc_open(nvcu_device *d, int index, const nvhcq_ipc_handle *h,
                        struct CUmemPoolHandle_st *pool, CUdeviceptr *out);
 
+/* An interprocess event's semaphore in a page of POSIX shared memory, made by cuEventCreate or
+ * opened from a handle, registered with the event's GPU and its signal made over it. */
+CUresult nvcu_ipc_event_make(nvcu_device *d, struct CUevent_st *ev);
+void nvcu_ipc_event_free(struct CUevent_st *ev);
+/* The release a wait on the event waits for: the latest record of any process. */
+uint64_t nvcu_ipc_event_target(const struct CUevent_st *ev);
+/* The value the next record releases (counted in the shared page). */
+uint64_t nvcu_ipc_event_next(struct CUevent_st *ev);
+
 /* ---- array.c ---- */
 /* A 2D or 3D copy with a CUDA array at either end, synchronous (stream only says where it was
  * asked: a capturing stream refuses it). */
@@ -399,6 +409,8 @@ double nvcu_now_ms(void);
 CUresult nvcu_stream_wait(struct CUstream_st *st);
 /* Records the event behind all work submitted so far. */
 CUresult nvcu_event_record(nvcu_device *d, struct CUevent_st *ev);
+/* A wait on the GPU for an interprocess event's latest record (a no-op for other events). */
+CUresult nvcu_event_wait(nvcu_device *d, struct CUevent_st *ev, struct CUstream_st *st);
 
 /* ---- graph.c ---- */
 CUresult nvcu_graph_check(CUgraph g);

@@ -19,6 +19,7 @@
   X(CUDA_MEMCPY3D_BATCH_OP, 112)                                                                   \
   X(CUmemPoolPtrExportData, 64)                                                                    \
   X(CUipcMemHandle, 64)                                                                            \
+  X(CUipcEventHandle, 64)                                                                          \
   X(CUDA_ARRAY_DESCRIPTOR, 24)                                                                     \
   X(CUDA_ARRAY3D_DESCRIPTOR, 40)                                                                   \
   X(CUDA_RESOURCE_DESC, 144)                                                                       \

@@ -254,8 +254,25 @@ CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
     NVCU_LOCK();
     r = nvcu_stream_op(hStream, &op);
     NVCU_UNLOCK();
+  } else if (!r && !st->capture && hEvent->ipc) {
+    NVCU_LOCK();
+    nvcu_device *d;
+    r = nvcu_device_get(st->device, &d);
+    if (!r) r = nvcu_event_wait(d, hEvent, st);
+    NVCU_UNLOCK();
   }
   return r;
+}
+
+/* An interprocess event's latest record may be another process's: the device's later work waits
+ * on the GPU for its release (for this process's own records that order holds already). */
+CUresult nvcu_event_wait(nvcu_device *d, struct CUevent_st *ev, struct CUstream_st *st) {
+  if (!ev->ipc) return CUDA_SUCCESS;
+  int e = d->last_engine;
+  nvhcq_queue *q = nvcu_engine_begin(d, e);
+  nvhcq_status s = nvhcq_queue_gpu_wait(q, ev->sig, nvcu_ipc_event_target(ev));
+  if (s) return nvcu_status(s, "waiting for an interprocess event");
+  return nvcu_engine_end(d, e, st);
 }
 
 /* A context's event: every stream's work runs in one order on the device, so an event recorded
@@ -624,6 +641,12 @@ static CUresult event_check(CUevent e) {
   return e && e->magic == NVCU_EVENT_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
+/* The release a wait on the event waits for: its last record's, or for an interprocess event
+ * the latest of any process's. */
+static uint64_t event_target(const struct CUevent_st *e) {
+  return e->ipc ? nvcu_ipc_event_target(e) : e->value;
+}
+
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
   if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
   NVCU_LOCK();
@@ -632,9 +655,18 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
   CUresult r = nvcu_current(&d, &index);
   struct CUevent_st *ev = r ? NULL : calloc(1, sizeof *ev);
   if (!r && !ev) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r &&
+      (Flags & ~0x7u || (Flags & CU_EVENT_INTERPROCESS && !(Flags & CU_EVENT_DISABLE_TIMING)))) {
+    nvcu_log("cuEventCreate: flags 0x%x (CU_EVENT_INTERPROCESS needs CU_EVENT_DISABLE_TIMING)",
+             Flags);
+    r = CUDA_ERROR_INVALID_VALUE;
+  }
   if (!r) {
     *ev = (struct CUevent_st){.magic = NVCU_EVENT_MAGIC, .device = index, .flags = Flags};
-    r = nvcu_status(nvhcq_signal_create(d->dev, 0, &ev->sig), "cuEventCreate");
+    if (Flags & CU_EVENT_INTERPROCESS)
+      r = nvcu_ipc_event_make(d, ev);
+    else
+      r = nvcu_status(nvhcq_signal_create(d->dev, 0, &ev->sig), "cuEventCreate");
     if (r)
       free(ev);
     else
@@ -649,7 +681,10 @@ CUresult cuEventDestroy_v2(CUevent hEvent) {
   NVCU_LOCK();
   /* The signal may still be released by the GPU: it is freed once that has happened. */
   nvhcq_signal_cpu_wait(hEvent->sig, hEvent->value, 0);
-  nvhcq_signal_destroy(hEvent->sig);
+  if (hEvent->ipc)
+    nvcu_ipc_event_free(hEvent);
+  else
+    nvhcq_signal_destroy(hEvent->sig);
   hEvent->magic = 0;
   free(hEvent);
   NVCU_UNLOCK();
@@ -664,10 +699,13 @@ CUresult cuEventDestroy(CUevent hEvent) {
 CUresult nvcu_event_record(nvcu_device *d, struct CUevent_st *ev) {
   int e = d->last_engine;
   nvhcq_queue *q = nvcu_engine_begin(d, e);
-  nvhcq_status s = nvhcq_queue_signal(q, ev->sig, ev->value + 1);
+  /* An interprocess event counts records in its shared page: a wait anywhere waits for the
+   * latest. */
+  uint64_t value = ev->ipc ? nvcu_ipc_event_next(ev) : ev->value + 1;
+  nvhcq_status s = nvhcq_queue_signal(q, ev->sig, value);
   if (!s) s = nvhcq_queue_submit(q);
   CUresult r = nvcu_status(s, "cuEventRecord");
-  if (!r) ev->value++, nvcu_engine_waited(d, e);
+  if (!r) ev->value = value, nvcu_engine_waited(d, e);
   return r;
 }
 
@@ -698,14 +736,15 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
 CUresult cuEventSynchronize(CUevent hEvent) {
   if (event_check(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
   NVCU_LOCK();
-  CUresult r = nvcu_signal_wait(hEvent->sig, hEvent->value, "cuEventSynchronize");
+  CUresult r = nvcu_signal_wait(hEvent->sig, event_target(hEvent), "cuEventSynchronize");
   NVCU_UNLOCK();
   return r;
 }
 
 CUresult cuEventQuery(CUevent hEvent) {
   if (event_check(hEvent)) return CUDA_ERROR_INVALID_HANDLE;
-  return nvhcq_signal_value(hEvent->sig) >= hEvent->value ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  return nvhcq_signal_value(hEvent->sig) >= event_target(hEvent) ? CUDA_SUCCESS
+                                                                 : CUDA_ERROR_NOT_READY;
 }
 
 CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd) {

@@ -469,6 +469,13 @@ NVHCQ_API uint64_t nvhcq_signal_timestamp_ns(const nvhcq_signal *sig);
 NVHCQ_API nvhcq_status nvhcq_signal_cpu_wait(nvhcq_signal *sig, uint64_t value,
                                              uint32_t timeout_ms);
 NVHCQ_API uint64_t nvhcq_signal_gpu_address(const nvhcq_signal *sig);
+/* A signal over 16 bytes of the caller's memory the CPU can read (NVHCQ_MEMORY_HOST or a buffer
+ * of nvhcq_buffer_register_host), at `offset` (a multiple of 16): its value, then the GPU's
+ * timestamp. Nothing is written: the memory holds the value, so processes that share it (shared
+ * memory each registers) wait on and release one semaphore. The buffer must outlive the signal;
+ * queues of the buffer's GPU use it. */
+NVHCQ_API nvhcq_status nvhcq_signal_create_at(nvhcq_buffer *buf, uint64_t offset,
+                                              nvhcq_signal **out);
 
 /* ---- queues: record commands, then submit them to a channel ------------------------------ */
 

@@ -164,10 +164,37 @@ nvhcq_status nvhcq_signal_create(nvhcq_device *dev, uint64_t initial, nvhcq_sign
   return NVHCQ_SUCCESS;
 }
 
+/* The buffer's 16 bytes at `offset` as a signal: nothing is written, so several signals (in one
+ * process or in processes sharing the memory) can be the same semaphore. */
+nvhcq_status nvhcq_signal_create_at(nvhcq_buffer *buf, uint64_t offset, nvhcq_signal **out) {
+  NVHCQ_TRY(nvhcq_buffer_check(buf, "nvhcq_signal_create_at"));
+  if (!out) return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_signal_create_at: out is NULL");
+  if (!buf->host_pointer)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_signal_create_at: the buffer is device memory the CPU cannot read; "
+                      "use host memory (NVHCQ_MEMORY_HOST or nvhcq_buffer_register_host)");
+  if (offset % NVHCQ_SIGNAL_SLOT_BYTES || offset > buf->size ||
+      buf->size - offset < NVHCQ_SIGNAL_SLOT_BYTES)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_signal_create_at: offset %llu must be a multiple of 16 with 16 bytes "
+                      "of the %zu-byte buffer from it",
+                      (unsigned long long)offset, buf->size);
+  nvhcq_signal *sig = malloc(sizeof *sig);
+  if (!sig) return nvhcq_fail(NVHCQ_ERROR_OUT_OF_MEMORY, "out of host memory");
+  *sig = (nvhcq_signal){.magic = NVHCQ_SIGNAL_MAGIC,
+                        .dev = buf->dev,
+                        .slot = NVHCQ_SIGNAL_NO_SLOT,
+                        .cpu = (volatile uint64_t *)((char *)buf->host_pointer + offset),
+                        .gpu_address = buf->gpu_address + offset};
+  *out = sig;
+  return NVHCQ_SUCCESS;
+}
+
 nvhcq_status nvhcq_signal_destroy(nvhcq_signal *sig) {
   if (!sig) return NVHCQ_SUCCESS;
   NVHCQ_TRY(nvhcq_signal_check(sig));
-  sig->dev->free_slots[sig->dev->free_slot_count++] = sig->slot;
+  if (sig->slot != NVHCQ_SIGNAL_NO_SLOT)
+    sig->dev->free_slots[sig->dev->free_slot_count++] = sig->slot;
   nvhcq_retire(sig);
   return NVHCQ_SUCCESS;
 }
@@ -198,7 +225,11 @@ nvhcq_status nvhcq_signal_cpu_wait(nvhcq_signal *sig, uint64_t value, uint32_t t
     return NVHCQ_SUCCESS;
   }
   char what[64];
-  snprintf(what, sizeof what, "GPU %d signal %u", sig->dev->index, sig->slot);
+  if (sig->slot == NVHCQ_SIGNAL_NO_SLOT)
+    snprintf(what, sizeof what, "GPU %d signal at 0x%llx", sig->dev->index,
+             (unsigned long long)sig->gpu_address);
+  else
+    snprintf(what, sizeof what, "GPU %d signal %u", sig->dev->index, sig->slot);
   nvhcq_status s = nvhcq_wait_value(sig->dev, sig->cpu, value,
                                     timeout_ms ? timeout_ms : sig->dev->timeout_ms, 0, what);
   /* Only the device timeout means the GPU is stuck; a wait the caller bounded is just a poll. */

@@ -11,10 +11,13 @@
 #define NVHCQ_SIGNAL_SLOT_BYTES 16u         /* value (8 bytes), then GPU timestamp (8 bytes) */
 #define NVHCQ_SIGNAL_SLOTS      65536u      /* per device */
 
+/* The slot of a signal over memory of the caller's (nvhcq_signal_create_at): none. */
+#define NVHCQ_SIGNAL_NO_SLOT 0xffffffffu
+
 struct nvhcq_signal {
   uint32_t magic;
   nvhcq_device *dev;
-  uint32_t slot;
+  uint32_t slot;          /* in the device's signal page, or NVHCQ_SIGNAL_NO_SLOT */
   volatile uint64_t *cpu; /* [0] value, [1] timestamp */
   uint64_t gpu_address;
 };

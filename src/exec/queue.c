@@ -21,6 +21,11 @@ nvhcq_status nvhcq_queue_check(const nvhcq_queue *q) {
  * at the address it has on its own, and the queue waits on or releases it there. */
 static nvhcq_status check_signal_for(const nvhcq_queue *q, const nvhcq_signal *sig) {
   NVHCQ_TRY(nvhcq_signal_check(sig));
+  if (sig->dev != q->dev && sig->slot == NVHCQ_SIGNAL_NO_SLOT)
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
+                      "a queue of GPU %d using a signal over a buffer of GPU %d: such signals are "
+                      "used by their own GPU's queues; make one over the memory on GPU %d too",
+                      q->dev->index, sig->dev->index, q->dev->index);
   if (sig->dev != q->dev) {
     nvhcq_status s = nvhcq_peer_import_signals(q->dev, sig->dev);
     if (s)

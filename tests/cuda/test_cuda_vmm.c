@@ -465,6 +465,114 @@ static void test_ipc(void) {
   IS(cuIpcOpenMemHandle_v2(&p, h, 2), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* Hex of the 64 bytes at `p` after `prefix`, into `out` (of 2 * 64 + 40 bytes or more). */
+static void hex_of(const void *p, const char *prefix, char *out) {
+  size_t at = (size_t)sprintf(out, "%s", prefix);
+  for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
+    sprintf(out + at + 2 * i, "%02x", (unsigned)((const uint8_t *)p)[i]);
+}
+
+/* Interprocess events, this process's side: refusals, and a handle opened here is the same event
+ * (a record through either is waited for through the other). */
+static void ipc_event_here(CUevent ev, CUipcEventHandle h, CUstream st) {
+  CUevent plain, again;
+  CUipcEventHandle hp;
+  float ms;
+  IS(cuEventCreate(&plain, CU_EVENT_INTERPROCESS), CUDA_ERROR_INVALID_VALUE);
+  OK(cuEventCreate(&plain, 0));
+  IS(cuIpcGetEventHandle(&hp, plain), CUDA_ERROR_INVALID_VALUE);
+  IS(cuIpcGetEventHandle(NULL, ev), CUDA_ERROR_INVALID_VALUE);
+  OK(cuEventDestroy_v2(plain));
+  memset(&hp, 0x5a, sizeof hp);
+  IS(cuIpcOpenEventHandle(&again, hp), CUDA_ERROR_INVALID_VALUE);
+  OK(cuIpcOpenEventHandle(&again, h));
+  IS(cuEventElapsedTime(&ms, ev, again), CUDA_ERROR_INVALID_HANDLE); /* no timing */
+  OK(cuEventQuery(again));                                           /* never recorded */
+  CUdeviceptr d;
+  OK(cuMemAlloc_v2(&d, 64 << 20));
+  OK(cuMemsetD32Async(d, 7, 16 << 20, st));
+  OK(cuEventRecord(again, st));
+  OK(cuEventSynchronize(ev));
+  uint32_t last = 0;
+  OK(cuMemcpyDtoH_v2(&last, d + (64 << 20) - 4, 4));
+  TEST_CHECK(last == 7);
+  OK(cuStreamWaitEvent(st, again, 0));
+  OK(cuStreamSynchronize(st));
+  OK(cuEventDestroy_v2(again));
+  OK(cuMemFree_v2(d));
+}
+
+/* The other process (on a GPU) opens the event and the memory, finds the event not reached, has
+ * its stream wait for it and says so on its standard output; only then does this process let its
+ * own stream go on (a stream wait on host memory holds the memset and the record back), so the
+ * child's copy sees the memset only if its wait waited for this process's record. */
+static void ipc_event_other_process(CUevent ev, CUipcEventHandle h, CUstream st) {
+  const size_t n = 4 << 20;
+  CUdeviceptr d, gate_d;
+  uint32_t *gate;
+  CUipcMemHandle mh;
+  OK(cuMemAlloc_v2(&d, n));
+  OK(cuMemsetD32_v2(d, 0, n / 4));
+  OK(cuIpcGetMemHandle(&mh, d));
+  OK(cuMemHostAlloc((void **)&gate, 4096, CU_MEMHOSTALLOC_DEVICEMAP));
+  OK(cuMemHostGetDevicePointer_v2(&gate_d, gate, 0));
+  *gate = 0;
+  OK(cuStreamWaitValue32_v2(st, gate_d, 1, CU_STREAM_WAIT_VALUE_GEQ));
+  OK(cuMemsetD32Async(d, 0x5eed, n / 4, st));
+  OK(cuEventRecord(ev, st));
+  char exe[4096], what[2][2 * CU_IPC_HANDLE_SIZE + 40], size[32];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 32);
+  TEST_CHECK(len > 0);
+  exe[len > 0 ? len : 0] = 0;
+  strcpy(strrchr(exe, '/') + 1, "test_cuda_share_child");
+  hex_of(h.reserved, "event:", what[0]);
+  hex_of(mh.reserved, "", what[1]);
+  snprintf(size, sizeof size, "%zu", n);
+  int out[2];
+  TEST_CHECK(pipe(out) == 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    execl(exe, exe, what[0], size, what[1], (char *)NULL);
+    _exit(127);
+  }
+  close(out[1]);
+  char said = 0;
+  TEST_CHECK_MSG(read(out[0], &said, 1) == 1 && said == 'w', "the other process did not wait");
+  close(out[0]);
+  __atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+  int status = 0;
+  TEST_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  TEST_CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                 "%s exited with %d (127: not found)", exe, WEXITSTATUS(status));
+  OK(cuEventSynchronize(ev)); /* the other process's record too */
+  OK(cuStreamSynchronize(st));
+  OK(cuMemFreeHost(gate));
+  OK(cuMemFree_v2(d));
+}
+
+/* cuIpcGetEventHandle / cuIpcOpenEventHandle: an event made with CU_EVENT_INTERPROCESS shared by
+ * handle, in this process and (on a GPU) another one; the handle of a destroyed event opens no
+ * more. */
+static void test_ipc_event(void) {
+  NEED_DEVICE();
+  CUevent ev;
+  CUipcEventHandle h;
+  CUstream st;
+  OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+  OK(cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+  OK(cuIpcGetEventHandle(&h, ev));
+  ipc_event_here(ev, h, st);
+  if (!on_mock())
+    ipc_event_other_process(ev, h, st);
+  else
+    printf("  (not run on the mock, whose memory is this process's: the other process's part)\n");
+  OK(cuEventDestroy_v2(ev));
+  CUevent gone;
+  IS(cuIpcOpenEventHandle(&gone, h), CUDA_ERROR_INVALID_VALUE);
+  OK(cuStreamDestroy_v2(st));
+}
+
 /* Stream-ordered pools shared by POSIX descriptor: a pool made with the handle type, exported;
  * its allocations (4 MiB, 1 MiB rounded to whole pages, 4 KiB) exported by pointer; another
  * process (on a GPU; this one on the mock) imports the pool and each pointer, checks the bytes,
@@ -523,4 +631,5 @@ static void test_pool_ipc(void) {
 
 TEST_MAIN(TEST(test_proc_address), TEST(test_granularity_and_refusals), TEST(test_reserve_hint),
           TEST(test_map_copy_spanning), TEST(test_attributes), TEST(test_release_order),
-          TEST(test_kernel_spanning), TEST(test_shareable), TEST(test_ipc), TEST(test_pool_ipc))
+          TEST(test_kernel_spanning), TEST(test_shareable), TEST(test_ipc), TEST(test_ipc_event),
+          TEST(test_pool_ipc))

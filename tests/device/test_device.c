@@ -244,6 +244,45 @@ static void t_cross_channel_order(void) {
   nvhcq_signal_destroy(done);
 }
 
+/* nvhcq_signal_create_at: two signals over the same 16 bytes of registered memory are one
+ * semaphore (a release through one is waited for through the other, on the GPU and the CPU), the
+ * memory's value is not reset, and memory the CPU cannot read or a bad offset is refused. */
+static void t_signal_over_memory(void) {
+  NEED_DEVICE();
+  static uint64_t words[512] __attribute__((aligned(4096)));
+  words[2] = 3; /* a value already there stays */
+  nvhcq_buffer *host, *devmem;
+  nvhcq_signal *a, *b, *out;
+  nvhcq_queue *cq, *xq;
+  TEST_CHECK(nvhcq_buffer_register_host(dev, words, sizeof words, &host) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(dev, 4096, NVHCQ_MEMORY_DEVICE, &devmem) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create_at(devmem, 0, &out) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_signal_create_at(host, 8, &out) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_signal_create_at(host, sizeof words - 8, &out) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_signal_create_at(host, 16, NULL) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(nvhcq_signal_create_at(host, 16, &a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create_at(host, 16, &b) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_value(a) == 3 && nvhcq_signal_value(b) == 3);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &cq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COPY, &xq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_gpu_wait(cq, a, 4) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(cq, a, 9) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(cq) == NVHCQ_SUCCESS);
+  usleep(20000);
+  TEST_CHECK_MSG(words[2] == 3, "the wait for 4 passed at %llu", (unsigned long long)words[2]);
+  TEST_CHECK(nvhcq_queue_signal(xq, b, 4) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(xq) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_cpu_wait(b, 9, wait_ms(5000)) == NVHCQ_SUCCESS);
+  TEST_CHECK(words[2] == 9 && nvhcq_signal_timestamp_ns(a) > 0);
+  nvhcq_queue_destroy(cq);
+  nvhcq_queue_destroy(xq);
+  TEST_CHECK(nvhcq_signal_destroy(a) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_destroy(b) == NVHCQ_SUCCESS);
+  TEST_CHECK(words[2] == 9); /* destroying leaves the memory as it is */
+  nvhcq_buffer_destroy(devmem);
+  nvhcq_buffer_destroy(host);
+}
+
 /* Many small submissions wrap both rings: back-pressure keeps every command intact. */
 static void t_ring_wraps(void) {
   NEED_DEVICE();
@@ -638,6 +677,6 @@ static void t_close(void) {
 TEST_MAIN(TEST(t_info), TEST(t_small_buffers), TEST(t_open_close_loop),
           TEST(t_alloc_big_and_too_big), TEST(t_round_trips), TEST(t_mapped_memory),
           TEST(t_pinned_after_fork), TEST(t_big_copy_over_4gib), TEST(t_cross_channel_order),
-          TEST(t_ring_wraps), TEST(t_wait_times_out), TEST(t_bad_input), TEST(t_async_copy_engine),
-          TEST(t_destroy_while_copy_reads), TEST(t_destroys_do_not_wait),
+          TEST(t_signal_over_memory), TEST(t_ring_wraps), TEST(t_wait_times_out), TEST(t_bad_input),
+          TEST(t_async_copy_engine), TEST(t_destroy_while_copy_reads), TEST(t_destroys_do_not_wait),
           TEST(t_work_carries_across_the_move), TEST(t_open_with_options), TEST(t_close))
