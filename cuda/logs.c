@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "internal.h"
 
@@ -14,7 +15,7 @@
 
 typedef struct entry {
   CUlogIterator seq;
-  char *text; /* "[E] message", no newline */
+  char *text; /* the line (see line_head), no newline */
   size_t len;
 } entry;
 
@@ -44,13 +45,27 @@ static void drop_oldest(void) {
   count--;
 }
 
-/* Keeps a message; returns its copy's length (0 when it could not be kept). */
+/* A kept line is NVIDIA's (as its library writes them on the H200, driver 580): local time with
+ * milliseconds, the thread, "CUDA" and the level, then the message (callbacks get the message
+ * alone): "[15:58:36.655][140500076980032][CUDA][E] message". */
+static int line_head(char *out, size_t size, CUlogLevel level) {
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  localtime_r(&ts.tv_sec, &tm);
+  return snprintf(out, size, "[%02d:%02d:%02d.%03ld][%lu][CUDA][%c] ", tm.tm_hour, tm.tm_min,
+                  tm.tm_sec, ts.tv_nsec / 1000000, (unsigned long)pthread_self(),
+                  level == CU_LOG_LEVEL_WARNING ? 'W' : 'E');
+}
+
+/* Keeps a message; returns its line's length (0 when it could not be kept). */
 static size_t keep(CUlogLevel level, const char *message) {
-  size_t len = strlen(message) + 4;
+  char head[96];
+  size_t len = (size_t)line_head(head, sizeof head, level) + strlen(message);
   if (len >= LOG_BYTES) len = LOG_BYTES - 1;
   char *text = malloc(len + 1);
   if (!text) return 0;
-  snprintf(text, len + 1, "[%c] %s", level == CU_LOG_LEVEL_WARNING ? 'W' : 'E', message);
+  snprintf(text, len + 1, "%s%s", head, message);
   while (count && (count == LOG_ENTRIES || bytes + len + 1 > LOG_BYTES)) drop_oldest();
   ring[(first + count) % LOG_ENTRIES] = (entry){.seq = next_seq++, .text = text, .len = len};
   count++;
@@ -137,7 +152,7 @@ static int range_from(const CUlogIterator *iterator, unsigned *from, int *trunca
 }
 
 static const char truncated_note[] =
-    "[W] earlier log messages were dropped (the log keeps the last "
+    "[CUDA][W] earlier log messages were dropped (the log keeps the last "
     "25600 bytes)\n";
 
 CUresult cuLogsDumpToFile(CUlogIterator *iterator, const char *pathToFile, unsigned int flags) {

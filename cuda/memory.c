@@ -85,6 +85,9 @@ static CUresult allocate_on(nvcu_device *d, int index, size_t size, nvcu_alloc a
   CUresult r = nvcu_status(
       nvhcq_buffer_create(d->dev, size, a.host ? NVHCQ_MEMORY_HOST : NVHCQ_MEMORY_DEVICE, &b),
       what);
+  /* nvhcq refuses sizes past 64 TiB as invalid; CUDA says there is not that much memory (a
+   * cuMemAlloc of 2^50 bytes answered CUDA_ERROR_OUT_OF_MEMORY on the H200, driver 580). */
+  if (r == CUDA_ERROR_INVALID_VALUE && size > (1ull << 46)) r = CUDA_ERROR_OUT_OF_MEMORY;
   if (r) return r;
   a.base = a.host ? (uint64_t)(uintptr_t)nvhcq_buffer_host_pointer(b) : nvhcq_buffer_gpu_address(b);
   a.size = size, a.buf = b, a.device = index;

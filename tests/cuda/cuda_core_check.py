@@ -5,7 +5,10 @@
 # cuda.core, a GPU and the toolkit's NVRTC). Each case prints "ok" or what went wrong; the last
 # line says how many passed. Results are compared with numpy, bit for bit where the GPU computes
 # exactly.
+import pickle
+import subprocess
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -41,6 +44,10 @@ extern "C" __global__ void surf_fill(cudaSurfaceObject_t s, int w, int h) {
   int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y;
   if (x < w && y < h) surf2Dwrite((unsigned)(y * 1000 + x), s, x * 4, y);
 }
+extern "C" __global__ void spin(long long cycles) {
+  long long t0 = clock64();
+  while (clock64() - t0 < cycles) {}
+}
 extern "C" __global__ void __cluster_dims__(2, 1, 1) cluster_rank(unsigned *out) {
   unsigned r;
   asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -52,7 +59,7 @@ dev = Device()
 dev.set_current()
 stream = dev.create_stream()
 pinned = LegacyPinnedMemoryResource()
-KERNELS = ("saxpy", "add_one", "scale", "sample", "fetch1d", "surf_fill", "cluster_rank")
+KERNELS = ("saxpy", "add_one", "scale", "sample", "fetch1d", "surf_fill", "cluster_rank", "spin")
 prog = Program(CODE, code_type="c++", options=ProgramOptions(std="c++17", arch=f"sm_{dev.arch}"))
 mod = prog.compile("cubin", name_expressions=KERNELS)
 kern = {name: mod.get_kernel(name) for name in KERNELS}
@@ -237,8 +244,42 @@ def case_cluster():
     assert np.array_equal(out, np.arange(n, dtype=np.uint32) % 2), out[:8]
 
 
+# The other process of case_ipc_event: opens the event, finds it not reached, waits for it.
+IPC_CHILD = r"""
+import pickle, sys, time
+from cuda.core import Device, Event
+Device().set_current()
+ev = Event.from_ipc_descriptor(pickle.loads(bytes.fromhex(sys.argv[1])))
+done_at_open = ev.is_done
+t0 = time.monotonic()
+ev.sync()
+print(f"{done_at_open} {time.monotonic() - t0:.3f} {ev.is_done}")
+"""
+
+
+def case_ipc_event():
+    """An IPC-enabled event recorded behind a 3-second kernel, opened by another process: not done
+    there when opened, its sync waits until the kernel is through."""
+    ev = dev.create_event(options=EventOptions(ipc_enabled=True))
+    assert ev.is_ipc_enabled
+    launch(stream, LaunchConfig(grid=1, block=1), kern["spin"], np.int64(6_000_000_000))
+    stream.record(ev)
+    desc = pickle.dumps(ev.ipc_descriptor).hex()
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-c", IPC_CHILD, desc], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr[-2000:]
+    done_at_open, waited, done = out.stdout.split()
+    assert done_at_open == "False" and done == "True", out.stdout
+    assert ev.is_done, "the child's sync returned before the kernel was through"
+    print(f"  the other process waited {float(waited):.2f} s (child ran {time.monotonic() - t0:.2f} s)")
+    stream.sync()
+    ev.close()
+
+
 CASES = [case_properties, case_saxpy_device_memory, case_fill_and_events, case_graph_builder,
-         case_texture, case_linear_texture, case_surface, case_pool_resources, case_cluster]
+         case_texture, case_linear_texture, case_surface, case_pool_resources, case_cluster,
+         case_ipc_event]
 passed = 0
 for case in CASES:
     try:

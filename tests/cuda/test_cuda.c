@@ -201,6 +201,9 @@ static void test_memory(void) {
   NEED_DEVICE();
   enum { N = 1 << 18 }; /* below 1 MiB: device-to-device copies on the copy engine, not a kernel */
   CUdeviceptr d, e;
+  /* No size is refused as such: more than there is is too much (CUDA's code on the H200) */
+  TEST_CHECK(cuMemAlloc_v2(&d, (size_t)1 << 50) == CUDA_ERROR_OUT_OF_MEMORY);
+  TEST_CHECK(cuMemAlloc_v2(&d, 0) == CUDA_ERROR_INVALID_VALUE);
   OK(cuMemAlloc_v2(&d, N));
   OK(cuMemAlloc_v2(&e, N));
   uint32_t *h = malloc(N), *back = malloc(N);
