@@ -260,10 +260,9 @@ print(f"{done_at_open} {time.monotonic() - t0:.3f} {ev.is_done}")
 def case_ipc_event():
     """An IPC-enabled event recorded behind a 3-second kernel, opened by another process: not done
     there when opened, its sync waits until the kernel is through."""
-    ev = dev.create_event(options=EventOptions(ipc_enabled=True))
-    assert ev.is_ipc_enabled
     launch(stream, LaunchConfig(grid=1, block=1), kern["spin"], np.int64(6_000_000_000))
-    stream.record(ev)
+    ev = stream.record(options=EventOptions(ipc_enabled=True))  # made by the record, as 1.2 asks
+    assert ev.is_ipc_enabled
     desc = pickle.dumps(ev.ipc_descriptor).hex()
     t0 = time.monotonic()
     out = subprocess.run([sys.executable, "-c", IPC_CHILD, desc], capture_output=True, text=True,
