@@ -22,10 +22,10 @@ static CUresult exec_usable(CUgraphExec x) {
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-/* Nodes the GPU runs; the CPU's (event waits among them: an interprocess event's is a wait on the
- * GPU for another process's record, submitted between the graph's GPU parts; any other event's
- * does nothing, as every operation on the device already waits for all work submitted before
- * it); and those that do nothing (empty, child graph boundaries). */
+/* Nodes the GPU runs; the CPU's; and those that do nothing (empty, child graph boundaries, event
+ * waits: every operation on the device already waits for all work submitted before it). With
+ * interprocess events on, an event wait is the CPU's: for such an event it submits a wait on the
+ * GPU for another process's record between the graph's GPU parts (for any other, nothing). */
 static int gpu_work(int kind) {
   return kind == CU_GRAPH_NODE_TYPE_KERNEL || kind == CU_GRAPH_NODE_TYPE_MEMCPY ||
          kind == CU_GRAPH_NODE_TYPE_MEMSET;
@@ -33,7 +33,7 @@ static int gpu_work(int kind) {
 
 static int cpu_work(int kind) {
   return kind == CU_GRAPH_NODE_TYPE_HOST || kind == CU_GRAPH_NODE_TYPE_EVENT_RECORD ||
-         kind == CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+         (kind == CU_GRAPH_NODE_TYPE_WAIT_EVENT && nvcu_ipc_events_enabled());
 }
 
 /* ---- flattening ---- */

@@ -171,9 +171,13 @@ static CUresult event_attach(nvcu_device *d, struct CUevent_st *ev, struct nvcu_
  * its own process and test_ipc_event's other process (whose record is held back by a stream
  * wait, not a kernel) waited correctly too. Until that is understood, a wait that may end early
  * is not offered by default: CUDA_ERROR_NOT_SUPPORTED says so. */
-static CUresult ipc_events_on(const char *what) {
+int nvcu_ipc_events_enabled(void) {
   const char *e = getenv("NVHCQ_CUDA_IPC_EVENTS");
-  if (e && *e && strcmp(e, "0") != 0) return CUDA_SUCCESS;
+  return e && *e && strcmp(e, "0") != 0;
+}
+
+static CUresult ipc_events_on(const char *what) {
+  if (nvcu_ipc_events_enabled()) return CUDA_SUCCESS;
   nvcu_log("%s: interprocess events are experimental in nvhcq's libcuda (another process may see "
            "the event reached before the work it follows; README, Interprocess events); "
            "NVHCQ_CUDA_IPC_EVENTS=1 turns them on -> CUDA_ERROR_NOT_SUPPORTED",
