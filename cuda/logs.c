@@ -13,8 +13,8 @@
 #define LOG_ENTRIES 1024
 #define CB_MAGIC    0x53474f4cu
 
+/* A kept message; the iterator of the i-th kept one is next_seq - count + i. */
 typedef struct entry {
-  CUlogIterator seq;
   char *text; /* the line (see line_head), no newline */
   size_t len;
 } entry;
@@ -67,7 +67,8 @@ static size_t keep(CUlogLevel level, const char *message) {
   if (!text) return 0;
   snprintf(text, len + 1, "%s%s", head, message);
   while (count && (count == LOG_ENTRIES || bytes + len + 1 > LOG_BYTES)) drop_oldest();
-  ring[(first + count) % LOG_ENTRIES] = (entry){.seq = next_seq++, .text = text, .len = len};
+  ring[(first + count) % LOG_ENTRIES] = (entry){.text = text, .len = len};
+  next_seq++;
   count++;
   bytes += len + 1;
   return len;
