@@ -461,12 +461,9 @@ static nvcu_object *object_find(int device, unsigned long long handle) {
 }
 
 static CUresult object_add(const nvcu_object *o) {
-  if (object_count == object_cap) {
-    size_t cap = object_cap ? object_cap * 2 : 64;
-    nvcu_object *grown = realloc(objects, cap * sizeof *grown);
-    if (!grown) return CUDA_ERROR_OUT_OF_MEMORY;
-    objects = grown, object_cap = cap;
-  }
+  nvcu_object *grown = nvcu_room(objects, &object_cap, object_count, sizeof *objects, 64);
+  if (!grown) return CUDA_ERROR_OUT_OF_MEMORY;
+  objects = grown;
   objects[object_count++] = *o;
   if (o->array) o->array->users++;
   if (o->mip) o->mip->users++;

@@ -6,6 +6,7 @@
 #include <nvhcq.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "cuda_api.h"
 
@@ -254,6 +255,16 @@ enum {
   NVCU_EXEC_MAGIC = 0x43455845,
   NVCU_UOBJ_MAGIC = 0x4a424f55,
 };
+
+/* `array` with room for one more element: it doubles as it fills (`first` elements the first
+ * time), so it may move. NULL when out of memory, `array` and `*cap` left as they were. */
+static inline void *nvcu_room(void *array, size_t *cap, size_t count, size_t elem, size_t first) {
+  if (count < *cap) return array;
+  size_t n = *cap ? *cap * 2 : first;
+  void *grown = realloc(array, n * elem);
+  if (grown) *cap = n;
+  return grown;
+}
 
 /* ---- init.c ---- */
 extern pthread_mutex_t nvcu_mutex;

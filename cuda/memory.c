@@ -41,12 +41,9 @@ static int alloc_overlaps(uint64_t base, uint64_t size) {
 }
 
 static CUresult alloc_insert(const nvcu_alloc *a) {
-  if (alloc_count == alloc_cap) {
-    size_t cap = alloc_cap ? alloc_cap * 2 : 64;
-    nvcu_alloc *n = realloc(allocs, cap * sizeof *n);
-    if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
-    allocs = n, alloc_cap = cap;
-  }
+  nvcu_alloc *grown = nvcu_room(allocs, &alloc_cap, alloc_count, sizeof *allocs, 64);
+  if (!grown) return CUDA_ERROR_OUT_OF_MEMORY;
+  allocs = grown;
   size_t i = upper(a->base);
   memmove(&allocs[i + 1], &allocs[i], (alloc_count - i) * sizeof *allocs);
   allocs[i] = *a;

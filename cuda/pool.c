@@ -120,12 +120,10 @@ void nvcu_pool_freed(CUmemoryPool pool, uint64_t size, int device) {
     return;
   }
   if (nvcu_device_get(device, &d)) return;
-  if (pool->pending_count == pool->pending_cap) {
-    size_t cap = pool->pending_cap ? 2 * pool->pending_cap : 16;
-    pending_free *grown = realloc(pool->pending, cap * sizeof *grown);
-    if (!grown) return; /* then the bytes read as released a little early */
-    pool->pending = grown, pool->pending_cap = cap;
-  }
+  pending_free *grown =
+      nvcu_room(pool->pending, &pool->pending_cap, pool->pending_count, sizeof *grown, 16);
+  if (!grown) return; /* then the bytes read as released a little early */
+  pool->pending = grown;
   pool->pending[pool->pending_count++] =
       (pending_free){size, {d->submitted[0], d->submitted[1]}, device};
 }

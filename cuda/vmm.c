@@ -313,12 +313,9 @@ static CUresult map_locked(CUdeviceptr ptr, size_t size, size_t offset, nvcu_phy
   for (size_t i = 0; i < map_count; i++)
     if (ptr < maps[i].base + maps[i].size && maps[i].base < ptr + size)
       return CUDA_ERROR_INVALID_VALUE; /* mapped already */
-  if (map_count == map_cap) {
-    size_t cap = map_cap ? map_cap * 2 : 16;
-    nvcu_mapping *grown = realloc(maps, cap * sizeof *grown);
-    if (!grown) return CUDA_ERROR_OUT_OF_MEMORY;
-    maps = grown, map_cap = cap;
-  }
+  nvcu_mapping *grown = nvcu_room(maps, &map_cap, map_count, sizeof *maps, 16);
+  if (!grown) return CUDA_ERROR_OUT_OF_MEMORY;
+  maps = grown;
   maps[map_count++] = (nvcu_mapping){ptr, size, offset, p, v, NULL};
   p->mappings++;
   return CUDA_SUCCESS;
