@@ -59,8 +59,9 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, ui
     if (table[i].flags == flavour && table[i].version <= cudaVersion) hit = &table[i];
   if (!hit) {
     if (known && symbolStatus) *symbolStatus = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
-    nvcu_log("cuGetProcAddress(%s, %d, %d): %s", symbol, cudaVersion, flavour,
-             known ? "not at this version" : "unknown name");
+    /* A note, not a logged error: bindings look up every name they know, newer ones too. */
+    nvcu_note("cuGetProcAddress(%s, %d, %d): %s", symbol, cudaVersion, flavour,
+              known ? "not at this version" : "unknown name");
     return CUDA_ERROR_NOT_FOUND;
   }
   void *h = self();
