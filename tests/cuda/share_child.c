@@ -42,14 +42,19 @@ static int check_and_write(CUdeviceptr va, size_t size, unsigned seed) {
   return bad;
 }
 
+static int unhex(const char *hex, void *out) {
+  for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) {
+    unsigned v;
+    if (sscanf(hex + 2 * i, "%2x", &v) != 1) return fprintf(stderr, "share_child: bad hex\n"), 1;
+    ((uint8_t *)out)[i] = (uint8_t)v;
+  }
+  return 0;
+}
+
 /* cuIpcOpenMemHandle of the handle in `hex`, the bytes checked and written, closed. */
 static int open_ipc(const char *hex, size_t size, unsigned seed) {
   CUipcMemHandle h;
-  for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) {
-    unsigned v;
-    if (sscanf(hex + 2 * i, "%2x", &v) != 1) return fprintf(stderr, "share_child: bad handle\n"), 1;
-    h.reserved[i] = (char)v;
-  }
+  if (unhex(hex, h.reserved)) return 1;
   CUdeviceptr p;
   TRY(cuIpcOpenMemHandle_v2(&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
   int bad = check_and_write(p, size, seed);
@@ -61,11 +66,7 @@ static int open_ipc(const char *hex, size_t size, unsigned seed) {
  * `hex`: the bytes checked and written, freed. */
 static int import_pool(int fd, const char *hex, size_t size, unsigned seed) {
   CUmemPoolPtrExportData data;
-  for (int i = 0; i < 64; i++) {
-    unsigned v;
-    if (sscanf(hex + 2 * i, "%2x", &v) != 1) return fprintf(stderr, "share_child: bad data\n"), 1;
-    data.reserved[i] = (unsigned char)v;
-  }
+  if (unhex(hex, data.reserved)) return 1;
   CUmemoryPool pool;
   CUdeviceptr p;
   TRY(cuMemPoolImportFromShareableHandle(&pool, (void *)(intptr_t)fd,
@@ -75,15 +76,6 @@ static int import_pool(int fd, const char *hex, size_t size, unsigned seed) {
   TRY(cuMemFree_v2(p));
   TRY(cuMemPoolDestroy(pool));
   return bad;
-}
-
-static int unhex(const char *hex, void *out) {
-  for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++) {
-    unsigned v;
-    if (sscanf(hex + 2 * i, "%2x", &v) != 1) return fprintf(stderr, "share_child: bad hex\n"), 1;
-    ((uint8_t *)out)[i] = (uint8_t)v;
-  }
-  return 0;
 }
 
 /* The interprocess event of `ev_hex` and the memory of `mem_hex`: the event is not reached yet

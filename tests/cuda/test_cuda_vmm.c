@@ -416,6 +416,13 @@ static void test_shareable(void) {
   free(out);
 }
 
+/* Hex of the 64 bytes at `p` after `prefix`, into `out` (of 2 * 64 + 40 bytes or more). */
+static void hex_of(const void *p, const char *prefix, char *out) {
+  size_t at = (size_t)sprintf(out, "%s", prefix);
+  for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
+    sprintf(out + at + 2 * i, "%02x", (unsigned)((const uint8_t *)p)[i]);
+}
+
 /* Legacy IPC: cuMemAlloc's memory (a 4 MiB allocation and a small one, a block of a shared 2 MiB
  * allocation) shared by handle; on a GPU another process opens each, checks the parent's bytes and
  * writes its own; on the mock (one process) this process opens them. Refusals as CUDA's. */
@@ -433,9 +440,8 @@ static void test_ipc(void) {
     OK(cuIpcGetMemHandle(&h, d));
     uint8_t *buf = malloc(n);
     if (!on_mock()) {
-      char what[4 + 2 * CU_IPC_HANDLE_SIZE + 1] = "ipc:";
-      for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
-        snprintf(what + 4 + 2 * i, 3, "%02x", (unsigned)(uint8_t)h.reserved[i]);
+      char what[2 * CU_IPC_HANDLE_SIZE + 40];
+      hex_of(h.reserved, "ipc:", what);
       other_process_with(what, d, d, n, buf);
     } else {
       CUdeviceptr p = 0;
@@ -463,13 +469,6 @@ static void test_ipc(void) {
   CUdeviceptr p;
   IS(cuIpcOpenMemHandle_v2(&p, h, 0), CUDA_ERROR_INVALID_VALUE);
   IS(cuIpcOpenMemHandle_v2(&p, h, 2), CUDA_ERROR_INVALID_VALUE);
-}
-
-/* Hex of the 64 bytes at `p` after `prefix`, into `out` (of 2 * 64 + 40 bytes or more). */
-static void hex_of(const void *p, const char *prefix, char *out) {
-  size_t at = (size_t)sprintf(out, "%s", prefix);
-  for (int i = 0; i < CU_IPC_HANDLE_SIZE; i++)
-    sprintf(out + at + 2 * i, "%02x", (unsigned)((const uint8_t *)p)[i]);
 }
 
 /* Interprocess events, this process's side: refusals, and a handle opened here is the same event
@@ -606,9 +605,9 @@ static void test_pool_ipc(void) {
     OK(cuMemPoolExportPointer(&data, d));
     uint8_t *buf = malloc(n);
     if (!on_mock()) {
-      char what[5 + 16 + 128 + 1];
-      int at = snprintf(what, sizeof what, "pool:%d:", fd);
-      for (int i = 0; i < 64; i++) snprintf(what + at + 2 * i, 3, "%02x", data.reserved[i]);
+      char prefix[32], what[2 * CU_IPC_HANDLE_SIZE + 40];
+      snprintf(prefix, sizeof prefix, "pool:%d:", fd);
+      hex_of(data.reserved, prefix, what);
       TEST_CHECK(fcntl(fd, F_SETFD, 0) == 0); /* the child inherits the pool's descriptor */
       other_process_with(what, d, d, n, buf);
     } else {
