@@ -339,15 +339,21 @@ static void other_process(int fd, CUdeviceptr mine, CUdeviceptr at, size_t n, ui
   other_process_with(what, mine, at, n, buf);
 }
 
+/* test_cuda_share_child's path (beside this program) into `exe` (4096 bytes); 0 if unknown. */
+static int child_exe(char *exe) {
+  ssize_t len = readlink("/proc/self/exe", exe, 4096 - 32);
+  TEST_CHECK(len > 0);
+  if (len <= 0) return 0;
+  exe[len] = 0;
+  strcpy(strrchr(exe, '/') + 1, "test_cuda_share_child");
+  return 1;
+}
+
 /* The child of other_process, given `what` (a descriptor number or "ipc:" and a handle). */
 static void other_process_with(const char *what, CUdeviceptr mine, CUdeviceptr at, size_t n,
                                uint8_t *buf) {
   char exe[4096], args[3][160];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 32);
-  TEST_CHECK(len > 0);
-  if (len <= 0) return;
-  exe[len] = 0;
-  strcpy(strrchr(exe, '/') + 1, "test_cuda_share_child");
+  if (!child_exe(exe)) return;
   for (size_t i = 0; i < n; i++) buf[i] = pattern(i, 40);
   OK(cuMemcpyHtoD_v2(mine, buf, n));
   snprintf(args[0], sizeof args[0], "%s", what);
@@ -510,6 +516,8 @@ static void ipc_event_other_process(CUevent ev, CUipcEventHandle h, CUstream st)
   CUdeviceptr d, gate_d;
   uint32_t *gate;
   CUipcMemHandle mh;
+  char exe[4096], what[2][2 * CU_IPC_HANDLE_SIZE + 40], size[32];
+  if (!child_exe(exe)) return; /* before the stream is held back */
   OK(cuMemAlloc_v2(&d, n));
   OK(cuMemsetD32_v2(d, 0, n / 4));
   OK(cuIpcGetMemHandle(&mh, d));
@@ -519,11 +527,6 @@ static void ipc_event_other_process(CUevent ev, CUipcEventHandle h, CUstream st)
   OK(cuStreamWaitValue32_v2(st, gate_d, 1, CU_STREAM_WAIT_VALUE_GEQ));
   OK(cuMemsetD32Async(d, 0x5eed, n / 4, st));
   OK(cuEventRecord(ev, st));
-  char exe[4096], what[2][2 * CU_IPC_HANDLE_SIZE + 40], size[32];
-  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 32);
-  TEST_CHECK(len > 0);
-  exe[len > 0 ? len : 0] = 0;
-  strcpy(strrchr(exe, '/') + 1, "test_cuda_share_child");
   hex_of(h.reserved, "event:", what[0]);
   hex_of(mh.reserved, "", what[1]);
   snprintf(size, sizeof size, "%zu", n);
