@@ -124,7 +124,8 @@ typedef struct nvhcq_device_info {
   uint32_t reserved2;        /* 0 */
   /* Added with the background registration with UVM (see nvhcq_device_attach_uvm): */
   int uvm_attached;     /* 1 in UVM's address space (fast fault reports, peers), 0 in RM's */
-  uint32_t reserved3;   /* 0 */
+  uint32_t preemption;  /* NVHCQ_OPEN_PREEMPT_BLOCK or _GRID: when the driver may switch this
+                           device's grids out for another process's work (see the open options) */
   double uvm_attach_ms; /* how long registering with UVM took (behind the open, or during it) */
   double uvm_move_ms;   /* how long the move onto UVM's address space held up a submission */
 } nvhcq_device_info;
@@ -147,9 +148,24 @@ NVHCQ_API nvhcq_status nvhcq_device_open(int index, nvhcq_device **out);
 #define NVHCQ_OPEN_UVM_BACKGROUND 1u
 #define NVHCQ_OPEN_UVM_EAGER      2u
 #define NVHCQ_OPEN_UVM_OFF        3u
+/* Preemption: when the GPU may switch from this device's work to another process's (a GPU runs
+ * one process's grids at a time, switching between processes that have work every couple of
+ * milliseconds). NVHCQ_OPEN_PREEMPT_BLOCK (the default) switches between two blocks of a running
+ * grid: a long grid of short blocks no longer holds other processes' work, or their CUDA or
+ * nvhcq start, until it ends. NVHCQ_OPEN_PREEMPT_GRID switches only once the running grid has
+ * ended (the driver's default, and nvhcq's before 0.2.x). A single block that runs for seconds
+ * holds the GPU either way: libcuda can preempt inside a block, with a trap handler of its own
+ * that nvhcq does not have. NVHCQ_OPEN_PREEMPT_DEFAULT takes NVHCQ_PREEMPTION=block|grid, else
+ * block; NVHCQ_PREEMPTION, when set, wins over what the code asks. */
+#define NVHCQ_OPEN_PREEMPT_DEFAULT 0u
+#define NVHCQ_OPEN_PREEMPT_BLOCK   1u
+#define NVHCQ_OPEN_PREEMPT_GRID    2u
 typedef struct nvhcq_open_options {
   uint32_t struct_size; /* set by the caller: sizeof(nvhcq_open_options) */
   uint32_t uvm;         /* NVHCQ_OPEN_UVM_* */
+  /* Added with block-level preemption (0 in a struct of the earlier size): */
+  uint32_t preemption; /* NVHCQ_OPEN_PREEMPT_* */
+  uint32_t reserved;   /* 0 */
 } nvhcq_open_options;
 /* nvhcq_device_open with options; NULL options are the defaults. */
 NVHCQ_API nvhcq_status nvhcq_device_open_with(int index, const nvhcq_open_options *options,

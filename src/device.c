@@ -302,6 +302,24 @@ static nvhcq_status read_uvm_mode(nvhcq_device *dev, uint32_t asked) {
   return NVHCQ_SUCCESS;
 }
 
+/* NVHCQ_PREEMPTION: "block" (the default) lets the driver switch this device's grids out between
+ * two blocks, "grid" only once a grid has ended (nvhcq.h, the open options, says why). */
+static nvhcq_status read_preemption(nvhcq_device *dev, uint32_t asked) {
+  const char *env = getenv("NVHCQ_PREEMPTION");
+  if (!env || !*env)
+    dev->preemption_asked = asked == NVHCQ_OPEN_PREEMPT_DEFAULT ? NVHCQ_OPEN_PREEMPT_BLOCK : asked;
+  else if (!strcmp(env, "block"))
+    dev->preemption_asked = NVHCQ_OPEN_PREEMPT_BLOCK;
+  else if (!strcmp(env, "grid"))
+    dev->preemption_asked = NVHCQ_OPEN_PREEMPT_GRID;
+  else
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "NVHCQ_PREEMPTION=%s: say block (another process's work may run between "
+                      "two blocks of a grid, the default) or grid (only after a grid has ended)",
+                      env);
+  return NVHCQ_SUCCESS;
+}
+
 /* ---- open / close ---- */
 
 /* NVHCQ_TIMEOUT_MS: the device timeout, a whole number of milliseconds from 1 to 2^32 - 1 (10 s
@@ -334,8 +352,9 @@ static nvhcq_status read_wait_mode(nvhcq_device *dev) {
                     "NVHCQ_WAIT=%s: say auto, spin, yield or block (or unset it for auto)", env);
 }
 
-static nvhcq_status open_steps(nvhcq_device *dev, int index, uint32_t uvm) {
+static nvhcq_status open_steps(nvhcq_device *dev, int index, const nvhcq_open_options *o) {
   NVHCQ_TRY(read_timeout(dev));
+  NVHCQ_TRY(read_preemption(dev, o->preemption));
   NVHCQ_TRY(read_wait_mode(dev));
   NVHCQ_TRY(nvhcq_open_ctl(&dev->rm.fd_ctl));
   static nv_ioctl_card_info_t cards[NV_MAX_CARDS];
@@ -356,7 +375,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index, uint32_t uvm) {
   dev->info.pci_function = card->function;
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, 0, NV01_ROOT_CLIENT, NULL, 0, &dev->rm.root));
   NVHCQ_TRY(detect_driver(dev));
-  NVHCQ_TRY(read_uvm_mode(dev, uvm));
+  NVHCQ_TRY(read_uvm_mode(dev, o->uvm));
   if (dev->uvm_mode == NVHCQ_OPEN_UVM_EAGER) NVHCQ_TRY(nvhcq_open_uvm(&dev->rm, &dev->fd_uvm2));
   NVHCQ_TRY(nvhcq_open_gpu(dev->rm.fd_ctl, dev->minor, &dev->fd_dev));
   NVHCQ_TRY(alloc_gpu_objects(dev, card));
@@ -396,10 +415,15 @@ nvhcq_status nvhcq_device_open_with(int index, const nvhcq_open_options *options
                         "nvhcq_device_open_with: options->struct_size is %u; set it to "
                         "sizeof(nvhcq_open_options)",
                         options->struct_size);
-    o.uvm = options->uvm;
+    memcpy(&o, options, options->struct_size < sizeof o ? options->struct_size : sizeof o);
     if (o.uvm > NVHCQ_OPEN_UVM_OFF)
       return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                         "nvhcq_device_open_with: uvm = %u is not an NVHCQ_OPEN_UVM_* value", o.uvm);
+    if (o.preemption > NVHCQ_OPEN_PREEMPT_GRID || o.reserved)
+      return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                        "nvhcq_device_open_with: preemption = %u is not an NVHCQ_OPEN_PREEMPT_* "
+                        "value, or reserved (%u) is not 0",
+                        o.preemption, o.reserved);
   }
   nvhcq_mock_install_from_env();
   nvhcq_profile_from_env();
@@ -418,7 +442,7 @@ nvhcq_status nvhcq_device_open_with(int index, const nvhcq_open_options *options
   dev->fault.name_pc = nvhcq_module_name_pc;
   dev->fault.explain = nvhcq_syscalls_explain;
   dev->after_wait = nvhcq_syscalls_drain;
-  nvhcq_status s = open_steps(dev, index, o.uvm);
+  nvhcq_status s = open_steps(dev, index, &o);
   if (s) {
     nvhcq_fail_context(s, "opening GPU %d", index);
     char saved[2048];

@@ -86,6 +86,7 @@ enum {
   NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN = 0xc36f0108,
   NV2080_CTRL_CMD_GR_GET_GPC_MASK = 0x2080122a,
   NV2080_CTRL_CMD_GR_GET_TPC_MASK = 0x2080122b,
+  NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE = 0x20801210,
   NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK = 0x83de0309,
   NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES = 0x83de030c,
   NV83DE_CTRL_CMD_DEBUG_READ_MMU_FAULT_INFO = 0x83de0328,
@@ -497,6 +498,19 @@ typedef struct {
   uint32_t gpcId, tpcMask;
 } NV2080_CTRL_GR_GET_TPC_MASK_PARAMS;
 NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_GR_GET_TPC_MASK_PARAMS, 24);
+
+/* How a channel's graphics context is saved when its group is switched out (ctrl2080gr.h): flags
+ * bit 0 says the compute mode is given; compute modes WFI 0 (the grid runs to its end), CTA 1
+ * (at a block boundary), CILP 2 (mid-block, through the driver's trap handler). */
+typedef struct {
+  uint32_t flags, hChannel, gfxpPreemptMode, cilpPreemptMode;
+  uint32_t routeFlags, pad0;
+  uint64_t route;
+} NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS, 32);
+#define NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_FLAGS_CILP_SET 1u
+#define NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_WFI       0u
+#define NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_CTA       1u
 
 /* fbInfoList holds 57 entries on 570 (460 bytes), 128 from 580 (1028 bytes). */
 typedef struct {

@@ -111,6 +111,30 @@ static nvhcq_status ring_alloc(const nvhcq_context_builder *b, size_t size, nvhc
                        : nvhcq_memory_alloc(b->dev, size, kind, o, out);
 }
 
+/* When the GPU may switch the compute channel's grids out for another process's work (nvhcq.h,
+ * the open options). RM gives a new context WFI: its running grid ends before any switch. Measured
+ * on the H200 (driver 580.159.04, .dev experiments of 2026-12-04): while an nvhcq process ran a
+ * 2-second grid, another process's CUDA start (libcuda's or nvhcq's) and first kernel waited the
+ * whole 2 s; with CTA preemption and a grid of 1-ms blocks they took 16 ms and 2 ms, the grid
+ * still 2.02 s. libcuda asks for CILP (mid-block), which works through a trap handler of its own
+ * that saves each warp; nvhcq has none, and CILP set without one changed nothing (a single
+ * 2-second block held the GPU in every mode). A driver that refuses the request leaves WFI. */
+static void set_preemption(const nvhcq_context_builder *b, const nvhcq_channel *ch) {
+  nvhcq_device *dev = b->dev;
+  int block = dev->preemption_asked == NVHCQ_OPEN_PREEMPT_BLOCK;
+  NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS p = {
+      .flags = NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_FLAGS_CILP_SET,
+      .hChannel = ch->handle,
+      .cilpPreemptMode = block ? NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_CTA
+                               : NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_WFI};
+  int taken =
+      block && !nvhcq_rm_control(b->rm, dev->h_subdevice,
+                                 NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE, &p, sizeof p);
+  if (block && !taken) nvhcq_clear_error();
+  if (!b->background)
+    dev->info.preemption = taken ? NVHCQ_OPEN_PREEMPT_BLOCK : NVHCQ_OPEN_PREEMPT_GRID;
+}
+
 /* A channel of the graphics channel group, in the address space of its context share, or the
  * copy channel in a group of its own on an asynchronous copy engine. */
 static nvhcq_status create_channel(const nvhcq_context_builder *b, nvhcq_context_saved *c,
@@ -138,6 +162,7 @@ static nvhcq_status create_channel(const nvhcq_context_builder *b, nvhcq_context
   NVB0B5_ALLOCATION_PARAMETERS ce = {NVB0B5_ALLOCATION_PARAMETERS_VERSION_1, dev->copy_engine_type};
   NVHCQ_TRY(nvhcq_rm_alloc(b->rm, ch->handle, copy ? dev->classes.copy : dev->classes.compute,
                            async ? &ce : NULL, async ? sizeof ce : 0, &ch->engine));
+  if (!copy) set_preemption(b, ch);
   NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS tok = {.workSubmitToken = ~0u};
   NVHCQ_TRY(nvhcq_rm_control(b->rm, ch->handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, &tok,
                              sizeof tok));

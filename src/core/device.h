@@ -50,6 +50,7 @@ struct nvhcq_device {
    * moves onto the UVM address space a thread made for it (uvm.c). */
   int rm_only;
   uint32_t uvm_mode;               /* NVHCQ_OPEN_UVM_BACKGROUND, _EAGER or _OFF */
+  uint32_t preemption_asked;       /* NVHCQ_OPEN_PREEMPT_BLOCK or _GRID */
   int uvm_not_started;             /* background mode: the registration starts at the first
                                       submission (its RM calls slow the open's down otherwise) */
   struct nvhcq_uvm_attach *attach; /* the background registration, until the device moves */

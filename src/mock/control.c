@@ -178,6 +178,8 @@ static uint32_t params_size(uint32_t cmd) {
     return sizeof(NV2080_CTRL_GR_GET_GPC_MASK_PARAMS);
   case NV2080_CTRL_CMD_GR_GET_TPC_MASK:
     return sizeof(NV2080_CTRL_GR_GET_TPC_MASK_PARAMS);
+  case NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE:
+    return sizeof(NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS);
   case NV83DE_CTRL_CMD_DEBUG_SET_EXCEPTION_MASK:
     return sizeof(NV83DE_CTRL_DEBUG_SET_EXCEPTION_MASK_PARAMS);
   case NV83DE_CTRL_CMD_DEBUG_READ_ALL_SM_ERROR_STATES:
@@ -303,6 +305,19 @@ static uint32_t mmu_fault_info(const mock_obj *debugger,
   return MOCK_NV_OK;
 }
 
+/* A channel's compute preemption mode, as RM checks it: the target is a subdevice, the handle a
+ * channel of the client, the compute mode given and one of WFI, CTA and CILP. */
+static uint32_t set_preemption(uint32_t client, const mock_obj *target,
+                               const NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS *q) {
+  mock_obj *ch = mock_find(client, q->hChannel);
+  if (target->hclass != NV20_SUBDEVICE_0 || !ch || !ch->ch) return MOCK_ERR_INVALID_ARGUMENT;
+  if (!(q->flags & NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_FLAGS_CILP_SET) ||
+      q->cilpPreemptMode > 2)
+    return MOCK_ERR_INVALID_ARGUMENT;
+  ch->preemption = q->cilpPreemptMode;
+  return MOCK_NV_OK;
+}
+
 uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
   mock_obj *client = mock_find(p->hClient, p->hClient);
   if (!client || client->hclass != NV01_ROOT_CLIENT) return MOCK_ERR_INVALID_CLIENT;
@@ -324,6 +339,8 @@ uint32_t mock_control(const NVOS54_PARAMETERS *p, void *params) {
   if (p->cmd == NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD)
     return target == client ? mock_import_object(p->hClient, params) : MOCK_ERR_INVALID_ARGUMENT;
   if (p->cmd == NV0041_CTRL_CMD_GET_SURFACE_INFO) return mock_surface_info(target, params);
+  if (p->cmd == NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE)
+    return set_preemption(p->hClient, target, params);
   if ((p->cmd >> 16) == 0x906f || (p->cmd >> 16) == 0xc36f ||
       p->cmd == NVA06F_CTRL_CMD_GPFIFO_SCHEDULE)
     return channel_control(p, params);

@@ -175,6 +175,10 @@ nvhcq_mock_counts nvhcq_mock_live(void) {
   nvhcq_mock_counts c = {0};
   pthread_mutex_lock(&nvhcq_mock.lock);
   c.objects = nvhcq_mock.nobjs;
+  for (uint32_t i = 0; i < nvhcq_mock.nobjs; i++)
+    c.block_preempted +=
+        nvhcq_mock.objs[i]->ch &&
+        nvhcq_mock.objs[i]->preemption == NV2080_CTRL_SET_CTXSW_PREEMPTION_MODE_COMPUTE_CTA;
   for (int i = 0; i < MOCK_MAX_FDS; i++) c.fds += nvhcq_mock.fds[i].kind != FD_FREE;
   c.channels = nvhcq_mock.channels;
   pthread_mutex_unlock(&nvhcq_mock.lock);

@@ -54,6 +54,7 @@ typedef struct mock_obj {
   uint32_t vaspace; /* channel groups and context shares: the address space they name (or 0) */
   uint32_t gpu;     /* the GPU (probe index) of the device object it is under */
   uint32_t target;  /* debuggers: the engine object (in the same client) whose context they read */
+  uint32_t preemption; /* GPFIFO channels: the compute preemption mode RM was asked for (0: WFI) */
 } mock_obj;
 
 typedef struct mock_fd {

@@ -117,9 +117,10 @@ typedef struct nvhcq_mock_injected {
 nvhcq_mock_injected nvhcq_mock_gpu_fail_status(void);
 
 /* Live RM objects (clients and everything under them), open mock fds, command-processor
- * threads, UVM ranges and module records: all zero once every device is closed. */
+ * threads, UVM ranges and module records: all zero once every device is closed. block_preempted:
+ * the live channels whose compute preemption was set to CTA (between blocks). */
 typedef struct nvhcq_mock_counts {
-  uint32_t objects, fds, channels, ranges, modules;
+  uint32_t objects, fds, channels, ranges, modules, block_preempted;
 } nvhcq_mock_counts;
 nvhcq_mock_counts nvhcq_mock_live(void);
 

@@ -669,6 +669,94 @@ static void t_open_with_options(void) {
   TEST_CHECK(strstr(nvhcq_last_error(), "struct_size") != NULL);
 }
 
+/* ---- another process's work while a long grid runs ---- */
+
+/* The other process of t_another_process_meanwhile is this program run again with
+ * NVHCQ_TEST_OTHER_PROCESS set to the test cubin's path: before any test it opens GPU 0, runs one
+ * empty kernel and exits (0, or 1 on a failure, which it prints). */
+__attribute__((constructor)) static void other_process(void) {
+  const char *cubin = getenv("NVHCQ_TEST_OTHER_PROCESS");
+  if (!cubin) return;
+  nvhcq_device *d = NULL;
+  nvhcq_module *m = NULL;
+  nvhcq_kernel *k = NULL;
+  nvhcq_dim3 one = {1, 1, 1};
+  nvhcq_status s = nvhcq_device_open(0, &d);
+  if (!s) s = nvhcq_module_load_file(d, cubin, &m);
+  if (!s) s = nvhcq_module_get_kernel(m, "empty", &k);
+  if (!s) s = nvhcq_kernel_launch_cpu_wait(k, one, one, 0, NULL, 0, NULL);
+  if (s) fprintf(stderr, "  other process: %s\n", nvhcq_last_error());
+  _exit(s ? 1 : 0);
+}
+
+/* Runs a grid of `d`'s of 1-ms blocks, 2000 rounds of the SMs' resident blocks (about 2 s), and
+ * meanwhile the other process. Returns 1 if that process was through before the grid, 0 if after,
+ * -1 on a failure. */
+static int other_process_before_grid(nvhcq_device *d, nvhcq_module *m, const char *cubin) {
+  nvhcq_device_info info = info_of(d);
+  nvhcq_kernel *k = NULL;
+  nvhcq_queue *q = NULL;
+  nvhcq_signal *sig = NULL;
+  nvhcq_buffer *flag = NULL;
+  TEST_CHECK(nvhcq_module_get_kernel(m, "spin", &k) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_create(d, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_signal_create(d, 0, &sig) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_buffer_create(d, 4, NVHCQ_MEMORY_DEVICE, &flag) == NVHCQ_SUCCESS);
+  if (!k || !q || !sig || !flag) return -1;
+  struct {
+    uint64_t flag, ns;
+  } args = {nvhcq_buffer_gpu_address(flag), 1000000};
+  nvhcq_dim3 grid = {info.sm_count * info.blocks_per_sm * 2000, 1, 1}, block = {1, 1, 1};
+  TEST_CHECK(nvhcq_queue_launch(q, k, grid, block, 0, &args, sizeof args) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_signal(q, sig, 1) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  char exe[4096];
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  exe[len > 0 ? len : 0] = 0;
+  fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("NVHCQ_TEST_OTHER_PROCESS", cubin, 1);
+    execl(exe, exe, (char *)NULL);
+    _exit(127);
+  }
+  int status = -1;
+  TEST_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+  TEST_CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the other process failed (%d)",
+                 status);
+  int before = nvhcq_signal_value(sig) < 1;
+  TEST_CHECK(nvhcq_signal_cpu_wait(sig, 1, 20000) == NVHCQ_SUCCESS);
+  nvhcq_buffer_destroy(flag);
+  nvhcq_signal_destroy(sig);
+  nvhcq_queue_destroy(q);
+  return before;
+}
+
+/* With the default preemption another process starts and runs its kernel while a long grid of
+ * short blocks runs (the driver switches between two of its blocks); a device opened with
+ * NVHCQ_OPEN_PREEMPT_GRID holds that process until the grid has ended. */
+static void t_another_process_meanwhile(void) {
+  NEED_GPU();
+  SKIP_ON_MOCK("the mock's channels do not take turns on one engine");
+  if (getenv("NVHCQ_PREEMPTION")) TEST_SKIP("NVHCQ_PREEMPTION overrides the options");
+  char cubin[512];
+  test_cubin_path(cubin, sizeof cubin);
+  TEST_CHECK(info_of(dev).preemption == NVHCQ_OPEN_PREEMPT_BLOCK);
+  TEST_CHECK_MSG(other_process_before_grid(dev, mod, cubin) == 1,
+                 "another process's kernel waited for this device's whole grid");
+  nvhcq_open_options o = {.struct_size = sizeof o, .preemption = NVHCQ_OPEN_PREEMPT_GRID};
+  nvhcq_device *d = NULL;
+  nvhcq_module *m = NULL;
+  TEST_CHECK(nvhcq_device_open_with(0, &o, &d) == NVHCQ_SUCCESS);
+  TEST_CHECK(d && nvhcq_module_load_file(d, cubin, &m) == NVHCQ_SUCCESS);
+  if (!m) return;
+  TEST_CHECK(info_of(d).preemption == NVHCQ_OPEN_PREEMPT_GRID);
+  TEST_CHECK_MSG(other_process_before_grid(d, m, cubin) == 0,
+                 "with preemption after grids only, another process ran during the grid");
+  TEST_CHECK(nvhcq_module_unload(m) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_device_close(d) == NVHCQ_SUCCESS);
+}
+
 static void t_close(void) {
   NEED_DEVICE();
   teardown();
@@ -679,4 +767,5 @@ TEST_MAIN(TEST(t_info), TEST(t_small_buffers), TEST(t_open_close_loop),
           TEST(t_pinned_after_fork), TEST(t_big_copy_over_4gib), TEST(t_cross_channel_order),
           TEST(t_signal_over_memory), TEST(t_ring_wraps), TEST(t_wait_times_out), TEST(t_bad_input),
           TEST(t_async_copy_engine), TEST(t_destroy_while_copy_reads), TEST(t_destroys_do_not_wait),
-          TEST(t_work_carries_across_the_move), TEST(t_open_with_options), TEST(t_close))
+          TEST(t_work_carries_across_the_move), TEST(t_open_with_options),
+          TEST(t_another_process_meanwhile), TEST(t_close))

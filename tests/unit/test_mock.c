@@ -46,6 +46,69 @@ static void t_h200_profile(void) {
   close_mock(dev);
 }
 
+/* The preemption a device asks RM for (nvhcq_open_options.preemption): between blocks by default,
+ * after whole grids when the options or NVHCQ_PREEMPTION say so (the variable wins), reported in
+ * the device's info; a value that is none of them is refused with nothing opened. */
+static nvhcq_device *open_preempting(uint32_t preemption, const char *env) {
+  nvhcq_open_options o = {.struct_size = sizeof o, .preemption = preemption};
+  nvhcq_device *dev = NULL;
+  if (env) setenv("NVHCQ_PREEMPTION", env, 1);
+  nvhcq_status s = nvhcq_device_open_with(0, &o, &dev);
+  unsetenv("NVHCQ_PREEMPTION");
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "open: %s", nvhcq_last_error());
+  return dev;
+}
+
+static nvhcq_device_info info_of(nvhcq_device *dev) {
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  TEST_CHECK(nvhcq_device_query_info(dev, &info) == NVHCQ_SUCCESS);
+  return info;
+}
+
+static void t_preemption(void) {
+  NEED_MOCK_DEVICE(dev);
+  static const struct {
+    uint32_t asked;
+    const char *env;
+    uint32_t got;
+  } cases[] = {{NVHCQ_OPEN_PREEMPT_DEFAULT, NULL, NVHCQ_OPEN_PREEMPT_BLOCK},
+               {NVHCQ_OPEN_PREEMPT_GRID, NULL, NVHCQ_OPEN_PREEMPT_GRID},
+               {NVHCQ_OPEN_PREEMPT_BLOCK, NULL, NVHCQ_OPEN_PREEMPT_BLOCK},
+               {NVHCQ_OPEN_PREEMPT_BLOCK, "grid", NVHCQ_OPEN_PREEMPT_GRID},
+               {NVHCQ_OPEN_PREEMPT_GRID, "block", NVHCQ_OPEN_PREEMPT_BLOCK}};
+  TEST_CHECK(info_of(dev).preemption == NVHCQ_OPEN_PREEMPT_BLOCK);
+  TEST_CHECK(nvhcq_mock_live().block_preempted == 1); /* the compute channel, not the copy one */
+  close_mock(dev);
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    nvhcq_mock_install();
+    nvhcq_device *d = open_preempting(cases[i].asked, cases[i].env);
+    if (!d) continue;
+    int block = cases[i].got == NVHCQ_OPEN_PREEMPT_BLOCK;
+    TEST_CHECK_MSG(info_of(d).preemption == cases[i].got, "case %zu", i);
+    TEST_CHECK_MSG(nvhcq_mock_live().block_preempted == (uint32_t)block, "case %zu", i);
+    close_mock(d);
+  }
+  nvhcq_mock_install();
+  nvhcq_device *d = NULL;
+  nvhcq_open_options o = {.struct_size = sizeof o, .preemption = 3};
+  TEST_CHECK(nvhcq_device_open_with(0, &o, &d) == NVHCQ_ERROR_INVALID_ARGUMENT && !d);
+  TEST_CHECK(strstr(nvhcq_last_error(), "NVHCQ_OPEN_PREEMPT_") != NULL);
+  o.preemption = 0, o.reserved = 1;
+  TEST_CHECK(nvhcq_device_open_with(0, &o, &d) == NVHCQ_ERROR_INVALID_ARGUMENT && !d);
+  setenv("NVHCQ_PREEMPTION", "sometimes", 1);
+  TEST_CHECK(nvhcq_device_open(0, &d) == NVHCQ_ERROR_INVALID_ARGUMENT && !d);
+  TEST_CHECK(strstr(nvhcq_last_error(), "NVHCQ_PREEMPTION=sometimes") != NULL);
+  unsetenv("NVHCQ_PREEMPTION");
+  o = (nvhcq_open_options){.struct_size = 8}; /* a 0.2.0 caller's struct: the default */
+  TEST_CHECK(nvhcq_device_open_with(0, &o, &d) == NVHCQ_SUCCESS && d);
+  if (d) {
+    TEST_CHECK(info_of(d).preemption == NVHCQ_OPEN_PREEMPT_BLOCK);
+    close_mock(d);
+  } else {
+    nvhcq_mock_uninstall();
+  }
+}
+
 /* Host -> a -> b -> host, compared byte for byte. */
 static void round_trip(nvhcq_device *dev, size_t size, size_t offset, nvhcq_memory_kind ka,
                        nvhcq_memory_kind kb) {
@@ -1305,7 +1368,7 @@ static void t_ipc_handles(void) {
   close_mock(dev);
 }
 
-TEST_MAIN(TEST(t_h200_profile), TEST(t_small_host_buffers), TEST(t_two_gpus),
+TEST_MAIN(TEST(t_h200_profile), TEST(t_preemption), TEST(t_small_host_buffers), TEST(t_two_gpus),
           TEST(t_other_profiles), TEST(t_copies_every_kind), TEST(t_cross_queue_wait),
           TEST(t_wait_modes), TEST(t_wait_and_write_values), TEST(t_recorded_replay),
           TEST(t_qmd_launch), TEST(t_malformed_stream), TEST(t_driver_checks),
