@@ -22,18 +22,19 @@ static CUresult exec_usable(CUgraphExec x) {
   return CUDA_ERROR_INVALID_VALUE;
 }
 
-/* Nodes the GPU runs; the CPU's; and those that do nothing (empty, child graph boundaries, event
- * waits: every operation on the device already waits for all work submitted before it). With
- * interprocess events on, an event wait is the CPU's: for such an event it submits a wait on the
- * GPU for another process's record between the graph's GPU parts (for any other, nothing). */
+/* Nodes the GPU runs; the CPU's; and those that do nothing (empty, child graph boundaries, waits
+ * on this process's events: every operation on the device already waits for all work submitted
+ * before it). A wait on an interprocess event is the CPU's: it submits a wait on the GPU for
+ * another process's record between the graph's GPU parts. An exec update can give such a node
+ * an interprocess event only if it had one when the graph was instantiated (set_event). */
 static int gpu_work(int kind) {
   return kind == CU_GRAPH_NODE_TYPE_KERNEL || kind == CU_GRAPH_NODE_TYPE_MEMCPY ||
          kind == CU_GRAPH_NODE_TYPE_MEMSET;
 }
 
-static int cpu_work(int kind) {
-  return kind == CU_GRAPH_NODE_TYPE_HOST || kind == CU_GRAPH_NODE_TYPE_EVENT_RECORD ||
-         (kind == CU_GRAPH_NODE_TYPE_WAIT_EVENT && nvcu_ipc_events_enabled());
+static int cpu_work(const nvcu_op *op) {
+  return op->kind == CU_GRAPH_NODE_TYPE_HOST || op->kind == CU_GRAPH_NODE_TYPE_EVENT_RECORD ||
+         (op->kind == CU_GRAPH_NODE_TYPE_WAIT_EVENT && op->event && op->event->ipc);
 }
 
 /* ---- flattening ---- */
@@ -192,7 +193,7 @@ static void release(CUgraphExec x, const uint32_t *start, const uint32_t *adj, u
   for (uint32_t k = start[i]; k < start[i + 1]; k++) {
     uint32_t j = adj[k];
     if (--indeg[j]) continue;
-    if (cpu_work(x->nodes[j].op.kind))
+    if (cpu_work(&x->nodes[j].op))
       q->cpu[q->ct++] = j;
     else
       q->gpu[q->gt++] = j;
@@ -242,7 +243,7 @@ static CUresult plan(CUgraphExec x, uint32_t *order) {
     for (uint32_t k = 0; k < x->nodes[i].dep_count; k++) adj[start[x->nodes[i].deps[k] + 1]++] = i;
   for (uint32_t i = 0; i < n && !r; i++) {
     if (indeg[i]) continue;
-    if (cpu_work(x->nodes[i].op.kind))
+    if (cpu_work(&x->nodes[i].op))
       q.cpu[q.ct++] = i;
     else
       q.gpu[q.gt++] = i;
@@ -870,6 +871,15 @@ static CUresult set_event(CUgraphExec x, CUgraphNode node, CUevent event, int ki
   nvcu_exec_node *en;
   CUresult r = exec_node(x, node, &en);
   if (!r && en->op.kind != kind) r = CUDA_ERROR_INVALID_VALUE;
+  nvcu_op changed = r ? (nvcu_op){0} : en->op;
+  changed.event = event;
+  if (!r && cpu_work(&changed) != cpu_work(&en->op)) {
+    nvcu_log("cuGraphExecEventWaitNodeSetEvent: the node waited on %s event when the graph was "
+             "instantiated and event %p is %s one; instantiate the graph again with it",
+             en->op.event && en->op.event->ipc ? "an interprocess" : "this process's",
+             (void *)event, event->ipc ? "an interprocess" : "this process's");
+    r = CUDA_ERROR_INVALID_VALUE;
+  }
   if (!r) en->op.event = event;
   NVCU_UNLOCK();
   return r;

@@ -307,8 +307,6 @@ CUresult nvcu_ipc_open(nvcu_device *d, int index, const nvhcq_ipc_handle *h,
 /* An interprocess event's semaphore in a page of POSIX shared memory, made by cuEventCreate or
  * opened from a handle, registered with the event's GPU and its signal made over it. */
 CUresult nvcu_ipc_event_make(nvcu_device *d, struct CUevent_st *ev);
-/* Whether interprocess events are turned on (NVHCQ_CUDA_IPC_EVENTS=1: experimental, ipc.c). */
-int nvcu_ipc_events_enabled(void);
 void nvcu_ipc_event_free(struct CUevent_st *ev);
 /* The release a wait on the event waits for: the latest record of any process. */
 uint64_t nvcu_ipc_event_target(const struct CUevent_st *ev);

@@ -165,30 +165,8 @@ static CUresult event_attach(nvcu_device *d, struct CUevent_st *ev, struct nvcu_
   return CUDA_SUCCESS;
 }
 
-/* Interprocess events are opt-in (NVHCQ_CUDA_IPC_EVENTS=1): on the H200, with cuda.core 1.2, a
- * process that opened an event recorded behind a 3-second kernel of another process found it done
- * within a second (cuda_core_check's case_ipc_event), while the same event waited correctly in
- * its own process and test_ipc_event's other process (whose record is held back by a stream
- * wait, not a kernel) waited correctly too. Until that is understood, a wait that may end early
- * is not offered by default: CUDA_ERROR_NOT_SUPPORTED says so. */
-int nvcu_ipc_events_enabled(void) {
-  const char *e = getenv("NVHCQ_CUDA_IPC_EVENTS");
-  return e && *e && strcmp(e, "0") != 0;
-}
-
-static CUresult ipc_events_on(const char *what) {
-  if (nvcu_ipc_events_enabled()) return CUDA_SUCCESS;
-  nvcu_log("%s: interprocess events are experimental in nvhcq's libcuda (another process may see "
-           "the event reached before the work it follows; README, Interprocess events); "
-           "NVHCQ_CUDA_IPC_EVENTS=1 turns them on -> CUDA_ERROR_NOT_SUPPORTED",
-           what);
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-
 CUresult nvcu_ipc_event_make(nvcu_device *d, struct CUevent_st *ev) {
   static unsigned made;
-  CUresult r = ipc_events_on("cuEventCreate(CU_EVENT_INTERPROCESS)");
-  if (r) return r;
   struct nvcu_ipc_event *ip = calloc(1, sizeof *ip);
   if (!ip) return CUDA_ERROR_OUT_OF_MEMORY;
   snprintf(ip->name, sizeof ip->name, "/nvhcq-event-%d-%u", (int)getpid(),
@@ -228,8 +206,6 @@ CUresult cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event) {
 
 CUresult cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle) {
   if (!phEvent) return CUDA_ERROR_INVALID_VALUE;
-  CUresult on = ipc_events_on("cuIpcOpenEventHandle");
-  if (on) return on;
   event_handle h;
   memcpy(&h, handle.reserved, sizeof h);
   if (h.mark != HANDLE_MARK || h.version != 1 || !memchr(h.name, 0, sizeof h.name)) {

@@ -259,8 +259,12 @@ print(f"{done_at_open} {time.monotonic() - t0:.3f} {ev.is_done}")
 
 def case_ipc_event():
     """An IPC-enabled event recorded behind a 3-second kernel, opened by another process: not done
-    there when opened, its sync waits until the kernel is through."""
-    launch(stream, LaunchConfig(grid=1, block=1), kern["spin"], np.int64(6_000_000_000))
+    there when opened, its sync waits until the kernel is through. The kernel is 3000 rounds of
+    blocks of about a millisecond each: nvhcq lets another process's work (here its start) run
+    between two blocks, not inside one (libcuda also preempts inside a block; README, Preemption)."""
+    per_sm = getattr(dev.properties, "max_blocks_per_multiprocessor", 32)
+    rounds = dev.properties.multiprocessor_count * per_sm
+    launch(stream, LaunchConfig(grid=rounds * 3000, block=1), kern["spin"], np.int64(2_000_000))
     ev = stream.record(options=EventOptions(ipc_enabled=True))  # made by the record, as 1.2 asks
     assert ev.is_ipc_enabled
     desc = pickle.dumps(ev.ipc_descriptor).hex()

@@ -477,6 +477,37 @@ static void test_ipc(void) {
   IS(cuIpcOpenMemHandle_v2(&p, h, 2), CUDA_ERROR_INVALID_VALUE);
 }
 
+/* A graph's wait on an interprocess event is a step of its own (the GPU waits for the latest
+ * record of any process), on this process's events nothing: an exec update swaps events of one
+ * kind only, and says to instantiate again for the other. */
+static void ipc_event_in_graph(CUevent ev, CUevent again, CUstream st) {
+  CUevent mine;
+  CUgraph g;
+  CUgraphNode w;
+  CUgraphExec x;
+  OK(cuEventCreate(&mine, CU_EVENT_DISABLE_TIMING));
+  OK(cuGraphCreate(&g, 0));
+  OK(cuGraphAddEventWaitNode(&w, g, NULL, 0, mine));
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  IS(cuGraphExecEventWaitNodeSetEvent(x, w, ev), CUDA_ERROR_INVALID_VALUE);
+  OK(cuGraphLaunch(x, st));
+  OK(cuStreamSynchronize(st));
+  OK(cuGraphExecDestroy(x));
+  OK(cuGraphEventWaitNodeSetEvent(w, ev));
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  OK(cuEventRecord(again, st));
+  OK(cuGraphLaunch(x, st));
+  OK(cuStreamSynchronize(st));
+  IS(cuGraphExecEventWaitNodeSetEvent(x, w, mine), CUDA_ERROR_INVALID_VALUE);
+  OK(cuGraphExecEventWaitNodeSetEvent(x, w, again));
+  OK(cuGraphLaunch(x, st));
+  OK(cuStreamSynchronize(st));
+  OK(cuEventQuery(ev));
+  OK(cuGraphExecDestroy(x));
+  OK(cuGraphDestroy(g));
+  OK(cuEventDestroy_v2(mine));
+}
+
 /* Interprocess events, this process's side: refusals, and a handle opened here is the same event
  * (a record through either is waited for through the other). */
 static void ipc_event_here(CUevent ev, CUipcEventHandle h, CUstream st) {
@@ -503,6 +534,7 @@ static void ipc_event_here(CUevent ev, CUipcEventHandle h, CUstream st) {
   TEST_CHECK(last == 7);
   OK(cuStreamWaitEvent(st, again, 0));
   OK(cuStreamSynchronize(st));
+  ipc_event_in_graph(ev, again, st);
   OK(cuEventDestroy_v2(again));
   OK(cuMemFree_v2(d));
 }
@@ -553,21 +585,14 @@ static void ipc_event_other_process(CUevent ev, CUipcEventHandle h, CUstream st)
   OK(cuMemFree_v2(d));
 }
 
-/* cuIpcGetEventHandle / cuIpcOpenEventHandle (opt-in): an event made with CU_EVENT_INTERPROCESS
- * shared by handle, in this process and (on a GPU) another one; the handle of a destroyed event
- * opens no more. */
+/* cuIpcGetEventHandle / cuIpcOpenEventHandle: an event made with CU_EVENT_INTERPROCESS shared by
+ * handle, in this process and (on a GPU) another one; the handle of a destroyed event opens no
+ * more. */
 static void test_ipc_event(void) {
   NEED_DEVICE();
   CUevent ev;
   CUipcEventHandle h;
   CUstream st;
-  /* Opt-in (cuda/ipc.c says why): refused without NVHCQ_CUDA_IPC_EVENTS, which the child
-   * inherits. */
-  unsetenv("NVHCQ_CUDA_IPC_EVENTS");
-  IS(cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING), CUDA_ERROR_NOT_SUPPORTED);
-  memset(&h, 0, sizeof h);
-  IS(cuIpcOpenEventHandle(&ev, h), CUDA_ERROR_NOT_SUPPORTED);
-  setenv("NVHCQ_CUDA_IPC_EVENTS", "1", 1);
   OK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
   OK(cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
   OK(cuIpcGetEventHandle(&h, ev));
