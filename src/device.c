@@ -280,24 +280,32 @@ static nvhcq_status map_usermode(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
+/* Which of `names` environment variable `var` says: its index, -1 when it is unset or empty,
+ * `count` when it is none of them (the caller refuses it, naming the choices). */
+static int env_choice(const char *var, const char *const *names, int count) {
+  const char *env = getenv(var);
+  if (!env || !*env) return -1;
+  int i = 0;
+  while (i < count && strcmp(env, names[i])) i++;
+  return i;
+}
+
 /* NVHCQ_UVM: "background" (the default) opens in RM's address space and registers the GPU with
  * UVM on a thread meanwhile (uvm.c); "eager" registers it while opening (UVM_REGISTER_GPU is ~95
  * ms of an open on the H200); "off" does without UVM, at the cost of slower fault reports. */
 static nvhcq_status read_uvm_mode(nvhcq_device *dev, uint32_t asked) {
-  const char *env = getenv("NVHCQ_UVM");
-  if (!env || !*env)
-    dev->uvm_mode = asked == NVHCQ_OPEN_UVM_DEFAULT ? NVHCQ_OPEN_UVM_BACKGROUND : asked;
-  else if (!strcmp(env, "background"))
-    dev->uvm_mode = NVHCQ_OPEN_UVM_BACKGROUND;
-  else if (!strcmp(env, "eager"))
-    dev->uvm_mode = NVHCQ_OPEN_UVM_EAGER;
-  else if (!strcmp(env, "off"))
-    dev->uvm_mode = NVHCQ_OPEN_UVM_OFF;
-  else
+  static const char *const names[] = {"background", "eager", "off"};
+  static const uint32_t modes[] = {NVHCQ_OPEN_UVM_BACKGROUND, NVHCQ_OPEN_UVM_EAGER,
+                                   NVHCQ_OPEN_UVM_OFF};
+  int i = env_choice("NVHCQ_UVM", names, 3);
+  if (i == 3)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "NVHCQ_UVM=%s: say background (register with UVM behind the open, the "
                       "default), eager (while opening) or off (map memory through RM alone)",
-                      env);
+                      getenv("NVHCQ_UVM"));
+  dev->uvm_mode = i >= 0                            ? modes[i]
+                  : asked == NVHCQ_OPEN_UVM_DEFAULT ? NVHCQ_OPEN_UVM_BACKGROUND
+                                                    : asked;
   dev->rm_only = dev->uvm_mode != NVHCQ_OPEN_UVM_EAGER;
   return NVHCQ_SUCCESS;
 }
@@ -305,18 +313,16 @@ static nvhcq_status read_uvm_mode(nvhcq_device *dev, uint32_t asked) {
 /* NVHCQ_PREEMPTION: "block" (the default) lets the driver switch this device's grids out between
  * two blocks, "grid" only once a grid has ended (nvhcq.h, the open options, says why). */
 static nvhcq_status read_preemption(nvhcq_device *dev, uint32_t asked) {
-  const char *env = getenv("NVHCQ_PREEMPTION");
-  if (!env || !*env)
-    dev->preemption_asked = asked == NVHCQ_OPEN_PREEMPT_DEFAULT ? NVHCQ_OPEN_PREEMPT_BLOCK : asked;
-  else if (!strcmp(env, "block"))
-    dev->preemption_asked = NVHCQ_OPEN_PREEMPT_BLOCK;
-  else if (!strcmp(env, "grid"))
-    dev->preemption_asked = NVHCQ_OPEN_PREEMPT_GRID;
-  else
+  static const char *const names[] = {"block", "grid"};
+  int i = env_choice("NVHCQ_PREEMPTION", names, 2);
+  if (i == 2)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "NVHCQ_PREEMPTION=%s: say block (another process's work may run between "
                       "two blocks of a grid, the default) or grid (only after a grid has ended)",
-                      env);
+                      getenv("NVHCQ_PREEMPTION"));
+  dev->preemption_asked = i >= 0 ? NVHCQ_OPEN_PREEMPT_BLOCK + (uint32_t)i
+                          : asked == NVHCQ_OPEN_PREEMPT_DEFAULT ? NVHCQ_OPEN_PREEMPT_BLOCK
+                                                                : asked;
   return NVHCQ_SUCCESS;
 }
 
@@ -343,13 +349,13 @@ static nvhcq_status read_timeout(nvhcq_device *dev) {
 /* NVHCQ_WAIT: how waits poll (auto when unset); a misspelt mode is refused, not ignored. */
 static nvhcq_status read_wait_mode(nvhcq_device *dev) {
   static const char *const names[] = {"auto", "spin", "yield", "block"};
-  const char *env = getenv("NVHCQ_WAIT");
-  dev->wait_mode = NVHCQ_WAIT_AUTO;
-  if (!env || !*env) return NVHCQ_SUCCESS;
-  for (uint32_t m = 0; m < 4; m++)
-    if (!strcmp(env, names[m])) return dev->wait_mode = m, NVHCQ_SUCCESS;
-  return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
-                    "NVHCQ_WAIT=%s: say auto, spin, yield or block (or unset it for auto)", env);
+  int i = env_choice("NVHCQ_WAIT", names, 4);
+  if (i == 4)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "NVHCQ_WAIT=%s: say auto, spin, yield or block (or unset it for auto)",
+                      getenv("NVHCQ_WAIT"));
+  dev->wait_mode = i < 0 ? NVHCQ_WAIT_AUTO : (uint32_t)i;
+  return NVHCQ_SUCCESS;
 }
 
 static nvhcq_status open_steps(nvhcq_device *dev, int index, const nvhcq_open_options *o) {

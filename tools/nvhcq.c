@@ -33,6 +33,9 @@ static void print_info(int index, const nvhcq_device_info *i) {
     printf("  copies          asynchronous copy engine %d\n", i->copy_engine);
   else
     printf("  copies          the graphics channel group's copy engine\n");
+  printf("  preemption      %s\n", i->preemption == NVHCQ_OPEN_PREEMPT_BLOCK
+                                       ? "between blocks (another process's work may run mid-grid)"
+                                       : "after whole grids");
   printf("  opened in       %.1f ms\n", i->open_ms);
 }
 
