@@ -119,8 +119,9 @@ static nvhcq_status ring_alloc(const nvhcq_context_builder *b, size_t size, nvhc
  * still 2.02 s. libcuda asks for CILP (mid-block), which works through a trap handler of its own
  * that saves each warp; nvhcq has none, and CILP set without one changed nothing (a single
  * 2-second block held the GPU in every mode). A driver that refuses the request leaves WFI. */
-static void set_preemption(const nvhcq_context_builder *b, const nvhcq_channel *ch) {
-  nvhcq_device *dev = b->dev;
+static void set_preemption(const nvhcq_context_builder *b, nvhcq_context_saved *c,
+                           const nvhcq_channel *ch) {
+  const nvhcq_device *dev = b->dev;
   int block = dev->preemption_asked == NVHCQ_OPEN_PREEMPT_BLOCK;
   NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_PARAMS p = {
       .flags = NV2080_CTRL_GR_SET_CTXSW_PREEMPTION_MODE_FLAGS_CILP_SET,
@@ -131,8 +132,7 @@ static void set_preemption(const nvhcq_context_builder *b, const nvhcq_channel *
       block && !nvhcq_rm_control(b->rm, dev->h_subdevice,
                                  NV2080_CTRL_CMD_GR_SET_CTXSW_PREEMPTION_MODE, &p, sizeof p);
   if (block && !taken) nvhcq_clear_error();
-  if (!b->background)
-    dev->info.preemption = taken ? NVHCQ_OPEN_PREEMPT_BLOCK : NVHCQ_OPEN_PREEMPT_GRID;
+  c->preemption = taken ? NVHCQ_OPEN_PREEMPT_BLOCK : NVHCQ_OPEN_PREEMPT_GRID;
 }
 
 /* A channel of the graphics channel group, in the address space of its context share, or the
@@ -162,7 +162,7 @@ static nvhcq_status create_channel(const nvhcq_context_builder *b, nvhcq_context
   NVB0B5_ALLOCATION_PARAMETERS ce = {NVB0B5_ALLOCATION_PARAMETERS_VERSION_1, dev->copy_engine_type};
   NVHCQ_TRY(nvhcq_rm_alloc(b->rm, ch->handle, copy ? dev->classes.copy : dev->classes.compute,
                            async ? &ce : NULL, async ? sizeof ce : 0, &ch->engine));
-  if (!copy) set_preemption(b, ch);
+  if (!copy) set_preemption(b, c, ch);
   NVC36F_CTRL_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS tok = {.workSubmitToken = ~0u};
   NVHCQ_TRY(nvhcq_rm_control(b->rm, ch->handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, &tok,
                              sizeof tok));
@@ -320,12 +320,14 @@ static void swap_context(nvhcq_device *dev, nvhcq_context_saved *s) {
                            .copy = dev->copy,
                            .gpfifo_area = dev->gpfifo_area,
                            .cmd_area = dev->cmd_area,
-                           .notifiers = {dev->notifiers[0], dev->notifiers[1]}};
+                           .notifiers = {dev->notifiers[0], dev->notifiers[1]},
+                           .preemption = dev->info.preemption};
   dev->h_group = s->h_group, dev->h_ctxshare = s->h_ctxshare, dev->h_copy_group = s->h_copy_group;
   dev->fault.h_debugger = s->h_debugger;
   dev->compute = s->compute, dev->copy = s->copy;
   dev->gpfifo_area = s->gpfifo_area, dev->cmd_area = s->cmd_area;
   dev->notifiers[0] = s->notifiers[0], dev->notifiers[1] = s->notifiers[1];
+  dev->info.preemption = s->preemption;
   memcpy(d.drained_at, s->drained_at, sizeof d.drained_at);
   *s = d;
 }

@@ -18,6 +18,7 @@ typedef struct nvhcq_context_saved {
   nvhcq_channel compute, copy;
   nvhcq_buffer *gpfifo_area, *cmd_area, *notifiers[2];
   uint64_t drained_at[2];
+  uint32_t preemption; /* NVHCQ_OPEN_PREEMPT_BLOCK or _GRID: what RM took for the compute channel */
 } nvhcq_context_saved;
 
 /* How a context is built: the device (its facts are only read), whose driver calls, into which

@@ -78,6 +78,14 @@ static void t_preemption(void) {
                {NVHCQ_OPEN_PREEMPT_GRID, "block", NVHCQ_OPEN_PREEMPT_BLOCK}};
   TEST_CHECK(info_of(dev).preemption == NVHCQ_OPEN_PREEMPT_BLOCK);
   TEST_CHECK(nvhcq_mock_live().block_preempted == 1); /* the compute channel, not the copy one */
+  /* The move onto UVM builds the channels again, on the registration thread: each compute
+   * channel (one of each context's two) gets the same mode. */
+  nvhcq_status s = nvhcq_device_attach_uvm(dev);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  TEST_CHECK(info_of(dev).uvm_attached == 1 && info_of(dev).preemption == NVHCQ_OPEN_PREEMPT_BLOCK);
+  nvhcq_mock_counts n = nvhcq_mock_live(); /* the old channels may still be there */
+  TEST_CHECK_MSG(n.channels >= 2 && n.block_preempted * 2 == n.channels,
+                 "%u channels, %u preempted between blocks", n.channels, n.block_preempted);
   close_mock(dev);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     nvhcq_mock_install();
