@@ -11,8 +11,10 @@
 #include "profile_svg.h"
 #include "nvhcq.h"
 
+/* `what` may be NULL where the library's message already names it (an open says which GPU). */
 static int fail(const char *what, nvhcq_status s) {
-  fprintf(stderr, "nvhcq: %s: %s (%s)\n", what, nvhcq_last_error(), nvhcq_status_name(s));
+  fprintf(stderr, "nvhcq: %s%s%s (%s)\n", what ? what : "", what ? ": " : "", nvhcq_last_error(),
+          nvhcq_status_name(s));
   return 1;
 }
 
@@ -54,7 +56,7 @@ static int cmd_info(void) {
   for (int i = 0; i < count; i++) {
     nvhcq_device *dev;
     nvhcq_device_info info = {.struct_size = sizeof info};
-    if ((s = nvhcq_device_open(i, &dev))) return fail("opening GPU", s);
+    if ((s = nvhcq_device_open(i, &dev))) return fail(NULL, s);
     nvhcq_device_query_info(dev, &info);
     print_info(i, &info);
     if ((s = nvhcq_device_close(dev))) return fail("closing GPU", s);
@@ -175,7 +177,7 @@ static int cmd_run(int argc, char **argv) {
   nvhcq_module *mod;
   nvhcq_kernel *k;
   nvhcq_status s;
-  if ((s = nvhcq_device_open(0, &dev))) return fail("opening GPU 0", s);
+  if ((s = nvhcq_device_open(0, &dev))) return fail(NULL, s);
   if ((s = nvhcq_module_load_file(dev, argv[2], &mod))) return fail("loading the module", s);
   if ((s = nvhcq_module_get_kernel(mod, argv[3], &k))) return fail("finding the kernel", s);
   unsigned char args[4096];
