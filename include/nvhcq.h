@@ -149,7 +149,7 @@ NVHCQ_API nvhcq_status nvhcq_device_open(int index, nvhcq_device **out);
 #define NVHCQ_OPEN_UVM_EAGER      2u
 #define NVHCQ_OPEN_UVM_OFF        3u
 /* Preemption: when the GPU may switch from this device's work to another process's (a GPU runs
- * one process's grids at a time, switching between processes that have work every couple of
+ * one process's grids at a time, switching between processes that have work every few
  * milliseconds). NVHCQ_OPEN_PREEMPT_BLOCK (the default) switches between two blocks of a running
  * grid: a long grid of short blocks no longer holds other processes' work, or their CUDA or
  * nvhcq start, until it ends. NVHCQ_OPEN_PREEMPT_GRID switches only once the running grid has
