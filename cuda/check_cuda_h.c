@@ -32,6 +32,10 @@ _Static_assert(CU_USER_OBJECT_NO_DESTRUCTOR_SYNC == 1 && CU_GRAPH_USER_OBJECT_MO
                "user object flags");
 _Static_assert(CU_STREAM_ADD_CAPTURE_DEPENDENCIES == 0 && CU_STREAM_SET_CAPTURE_DEPENDENCIES == 1,
                "capture dependency update flags");
+_Static_assert(CU_GRAPH_NODE_TYPE_BATCH_MEM_OP == 12 && CU_GRAPH_NODE_TYPE_CONDITIONAL == 13 &&
+                   CU_GRAPH_COND_TYPE_IF == 0 && CU_GRAPH_COND_TYPE_WHILE == 1 &&
+                   CU_GRAPH_COND_TYPE_SWITCH == 2 && CU_GRAPH_COND_ASSIGN_DEFAULT == 1,
+               "conditional nodes");
 _Static_assert(CU_MEMORYTYPE_HOST == 1 && CU_MEMORYTYPE_DEVICE == 2, "memory types");
 _Static_assert(CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT == 2, "proc address status");
 _Static_assert(CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT == 1 &&

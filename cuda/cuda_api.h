@@ -130,8 +130,18 @@ typedef enum CUgraphNodeType_enum {
   CU_GRAPH_NODE_TYPE_WAIT_EVENT = 6,
   CU_GRAPH_NODE_TYPE_EVENT_RECORD = 7,
   CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
-  CU_GRAPH_NODE_TYPE_MEM_FREE = 11
+  CU_GRAPH_NODE_TYPE_MEM_FREE = 11,
+  CU_GRAPH_NODE_TYPE_BATCH_MEM_OP = 12,
+  CU_GRAPH_NODE_TYPE_CONDITIONAL = 13
 } CUgraphNodeType;
+/* Conditional nodes (CUDA 12.3; SWITCH and IF's else branch 12.8). */
+typedef unsigned long long CUgraphConditionalHandle;
+typedef enum CUgraphConditionalNodeType_enum {
+  CU_GRAPH_COND_TYPE_IF = 0,
+  CU_GRAPH_COND_TYPE_WHILE = 1,
+  CU_GRAPH_COND_TYPE_SWITCH = 2
+} CUgraphConditionalNodeType;
+#define CU_GRAPH_COND_ASSIGN_DEFAULT 1u
 typedef enum CUgraphExecUpdateResult_enum {
   CU_GRAPH_EXEC_UPDATE_SUCCESS = 0,
   CU_GRAPH_EXEC_UPDATE_ERROR = 1,
@@ -438,6 +448,13 @@ typedef struct CUDA_EVENT_RECORD_NODE_PARAMS_st {
 typedef struct CUDA_EVENT_WAIT_NODE_PARAMS_st {
   CUevent event;
 } CUDA_EVENT_WAIT_NODE_PARAMS;
+typedef struct CUDA_CONDITIONAL_NODE_PARAMS {
+  CUgraphConditionalHandle handle;
+  CUgraphConditionalNodeType type;
+  unsigned int size;
+  CUgraph *phGraph_out; /* the node's body graphs, made by the library and owned by the node */
+  CUcontext ctx;
+} CUDA_CONDITIONAL_NODE_PARAMS;
 /* The node kinds this library builds; the union is padded to the 232 bytes cuda.h gives it. */
 typedef struct CUgraphNodeParams_st {
   CUgraphNodeType type;
@@ -453,6 +470,7 @@ typedef struct CUgraphNodeParams_st {
     CUDA_EVENT_RECORD_NODE_PARAMS eventRecord;
     CUDA_MEM_ALLOC_NODE_PARAMS_v2 alloc;
     CUDA_MEM_FREE_NODE_PARAMS free;
+    CUDA_CONDITIONAL_NODE_PARAMS conditional;
   };
   long long reserved2;
 } CUgraphNodeParams;

@@ -467,6 +467,9 @@
     (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
      size_t numDependencies, CUgraph childGraph))                                                  \
   X(CUresult, cuGraphChildGraphNodeGetGraph, (CUgraphNode hNode, CUgraph * phGraph))               \
+  X(CUresult, cuGraphConditionalHandleCreate,                                                      \
+    (CUgraphConditionalHandle * pHandle_out, CUgraph hGraph, CUcontext ctx,                        \
+     unsigned int defaultLaunchValue, unsigned int flags))                                         \
   X(CUresult, cuGraphAddNode_v2,                                                                   \
     (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
      const CUgraphEdgeData *dependencyData, size_t numDependencies,                                \

@@ -1,5 +1,6 @@
 /* Graphs and their nodes: kernel, memcpy, memset, host, event record and wait, child graph and
- * empty nodes, built explicitly or by stream capture, and their parameters read and changed. */
+ * empty nodes (conditional ones in graph_cond.c), built explicitly or by stream capture, and their
+ * parameters read and changed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags) {
 static void graph_free(struct CUgraph_st *g) {
   for (uint32_t i = 0; i < g->node_count; i++) nvcu_node_free(g->nodes[i]);
   free(g->nodes);
+  nvcu_cond_graph_free(g);
   g->magic = 0;
   NVCU_LOCK();
   nvcu_graph_mem_unref(g->mem, 0);
@@ -39,8 +41,13 @@ static void graph_free(struct CUgraph_st *g) {
   free(g);
 }
 
+void nvcu_graph_free(struct CUgraph_st *g) {
+  graph_free(g);
+}
+
 void nvcu_node_free(struct CUgraphNode_st *n) {
   if (n->child) graph_free(n->child);
+  nvcu_cond_node_free(n);
   n->magic = 0;
   free(n->op.args);
   free(n->param_ptrs);
@@ -146,6 +153,10 @@ static struct CUgraphNode_st *node_copy(const struct CUgraphNode_st *src) {
     return NULL;
   }
   if (n->child) n->child->owner = n;
+  if (nvcu_cond_node_copy(n, src)) {
+    nvcu_node_free(n);
+    return NULL;
+  }
   return n;
 }
 
@@ -161,7 +172,8 @@ struct CUgraph_st *nvcu_graph_copy(const struct CUgraph_st *g) {
                            .nodes = c->nodes,
                            .next_id = g->next_id,
                            .origin = (struct CUgraph_st *)g};
-  if (nvcu_urefs_copy(&c->urefs, &g->urefs)) { /* a clone holds the same user objects */
+  if (nvcu_urefs_copy(&c->urefs, &g->urefs) || /* a clone holds the same user objects */
+      nvcu_cond_graph_copy(c, g)) {            /* and conditions */
     graph_free(c);
     return NULL;
   }
@@ -597,6 +609,9 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
     return cuGraphAddMemAllocNode(out, g, deps, n, (CUDA_MEM_ALLOC_NODE_PARAMS *)&p->alloc);
   case CU_GRAPH_NODE_TYPE_MEM_FREE:
     return cuGraphAddMemFreeNode(out, g, deps, n, p->free.dptr);
+  case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+    if (nvcu_graph_check(g)) return CUDA_ERROR_INVALID_HANDLE;
+    return nvcu_cond_node_add(out, g, deps, n, &p->conditional);
   default:
     nvcu_log("cuGraphAddNode: node type %d", (int)p->type);
     return nvcu_unsupported("this graph node type");
@@ -669,6 +684,8 @@ CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) 
     return cuGraphEventWaitNodeSetEvent(hNode, p->eventWait.event);
   case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     return cuGraphEventRecordNodeSetEvent(hNode, p->eventRecord.event);
+  case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+    return nvcu_unsupported("changing a conditional node's parameters (make a new node)");
   default:
     return CUDA_SUCCESS; /* empty nodes have no parameters */
   }

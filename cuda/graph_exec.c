@@ -34,6 +34,7 @@ static int gpu_work(int kind) {
 
 static int cpu_work(const nvcu_op *op) {
   return op->kind == CU_GRAPH_NODE_TYPE_HOST || op->kind == CU_GRAPH_NODE_TYPE_EVENT_RECORD ||
+         op->kind == CU_GRAPH_NODE_TYPE_CONDITIONAL ||
          (op->kind == CU_GRAPH_NODE_TYPE_WAIT_EVENT && op->event && op->event->ipc);
 }
 
@@ -73,12 +74,21 @@ static CUresult flat_push(flat *f, const nvcu_op *op, struct CUgraphNode_st *nod
   if (op->args_size) memcpy(en->op.args, op->args, op->args_size);
   if (n) memcpy(en->deps, deps, n * sizeof *deps);
   if (n > 1) qsort(en->deps, n, sizeof *deps, cmp_u32);
+  nvcu_cond_ref(en->op.cond);
   *out = f->n++;
   return CUDA_SUCCESS;
 }
 
+static void bodies_free(nvcu_exec_node *en) {
+  for (uint32_t b = 0; b < en->body_count; b++) cuGraphExecDestroy(en->bodies[b]);
+  free(en->bodies);
+  en->bodies = NULL, en->body_count = 0;
+}
+
 static void flat_free(nvcu_exec_node *v, uint32_t n) {
   for (uint32_t i = 0; i < n; i++) {
+    bodies_free(&v[i]);
+    nvcu_cond_unref(v[i].op.cond);
     free(v[i].op.args);
     free(v[i].param_vars);
     free(v[i].deps);
@@ -121,6 +131,29 @@ static CUresult topo_order(const struct CUgraph_st *g, uint32_t *order) {
 
 static CUresult flatten(const struct CUgraph_st *g, flat *f, uint32_t entry, int top,
                         uint32_t *sinks, uint32_t *sink_count);
+static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flags,
+                            CUgraphInstantiateResult *result);
+
+/* A conditional node's body graphs, each instantiated on its own: the CPU launches them (or not)
+ * when it evaluates the node. */
+static CUresult flatten_conditional(struct CUgraphNode_st *node, flat *f, const uint32_t *deps,
+                                    uint32_t n, uint32_t id, uint32_t *out) {
+  CUresult r = flat_push(f, &node->op, node, id, deps, n, out);
+  nvcu_exec_node *en = r ? NULL : &f->v[*out];
+  if (en && !(en->bodies = calloc(node->body_count, sizeof *en->bodies)))
+    r = CUDA_ERROR_OUT_OF_MEMORY;
+  CUgraphInstantiateResult result;
+  for (uint32_t b = 0; b < node->body_count && !r; b++) {
+    if (nvcu_graph_has_mem(node->bodies[b])) {
+      nvcu_log("cuGraphInstantiate: a conditional node's body graph has allocation or free nodes, "
+               "which CUDA does not allow there");
+      r = CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!r) r = instantiate(&en->bodies[b], node->bodies[b], 0, &result);
+    if (!r) en->body_count++;
+  }
+  return r;
+}
 
 /* A child graph node: an entry node its roots wait for, its nodes, and an exit node (of kind
  * GRAPH, standing for the child node) that waits for its sinks. */
@@ -162,6 +195,8 @@ static CUresult flatten(const struct CUgraph_st *g, flat *f, uint32_t entry, int
     uint32_t id = top ? node->id : NVCU_NESTED;
     if (!r && node->child)
       r = flatten_child(node, f, deps, nd, id, &map[order[k]]);
+    else if (!r && node->op.kind == CU_GRAPH_NODE_TYPE_CONDITIONAL)
+      r = flatten_conditional(node, f, deps, nd, id, &map[order[k]]);
     else if (!r)
       r = flat_push(f, &node->op, node, id, deps, nd, &map[order[k]]);
   }
@@ -466,6 +501,7 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
   steps_destroy(hGraphExec);
   flat_free(hGraphExec->nodes, hGraphExec->node_count);
   free(hGraphExec->top);
+  nvcu_conds_free(hGraphExec->defaults, hGraphExec->default_count);
   hGraphExec->magic = 0;
   nvcu_graph_mem_unref(hGraphExec->mem, 1);
   NVCU_UNLOCK();
@@ -504,6 +540,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
   x->nodes = f.v, x->node_count = f.n;
   if (!r) r = index_top(x);
   if (!r) r = nvcu_urefs_copy(&x->urefs, &g->urefs);
+  if (!r) r = nvcu_cond_defaults(g, &x->defaults, &x->default_count);
   if (!r)
     r = (order = malloc((f.n + 1) * sizeof *order)) ? plan(x, order) : CUDA_ERROR_OUT_OF_MEMORY;
   if (!r) r = build(x, order);
@@ -599,9 +636,39 @@ static CUresult launch_gpu(nvcu_device *d, nvcu_step *s, struct CUstream_st *st)
   return r;
 }
 
+static CUresult run(CUgraphExec x, nvcu_device *d, struct CUstream_st *st);
+
+/* The body graph a conditional node runs for the condition's value, or NULL. */
+static CUgraphExec body_for(const nvcu_exec_node *en, uint32_t v) {
+  switch (en->op.cond_type) {
+  case CU_GRAPH_COND_TYPE_IF:
+    return v ? en->bodies[0] : en->body_count == 2 ? en->bodies[1] : NULL;
+  case CU_GRAPH_COND_TYPE_WHILE:
+    return v ? en->bodies[0] : NULL;
+  default: /* SWITCH */
+    return v < en->body_count ? en->bodies[v] : NULL;
+  }
+}
+
+/* The CPU evaluates a conditional node once everything before it has completed (kernels set the
+ * condition with cudaGraphSetConditional), and launches the body graph it selects; a WHILE node
+ * evaluates again after each run of its body. Later steps are submitted after that. The GPU has
+ * no branch in its command stream that nvhcq could use instead, so each evaluation costs a CPU
+ * round trip (a wait for the GPU, then a submission). */
+static CUresult run_conditional(nvcu_device *d, const nvcu_exec_node *en, struct CUstream_st *st) {
+  for (;;) {
+    CUresult r = nvcu_wait_all(d);
+    CUgraphExec body = r ? NULL : body_for(en, *en->op.cond->host);
+    if (r || !body) return r;
+    r = run(body, d, st);
+    if (r || en->op.cond_type != CU_GRAPH_COND_TYPE_WHILE) return r;
+  }
+}
+
 /* A host node runs on the caller's thread once everything before it has completed (as
  * cuLaunchHostFunc does here); later steps are submitted after it returned. */
 static CUresult run_cpu(nvcu_device *d, const nvcu_exec_node *en, struct CUstream_st *st) {
+  if (en->op.kind == CU_GRAPH_NODE_TYPE_CONDITIONAL) return run_conditional(d, en, st);
   if (en->op.kind == CU_GRAPH_NODE_TYPE_EVENT_RECORD) return nvcu_event_record(d, en->op.event);
   if (en->op.kind == CU_GRAPH_NODE_TYPE_WAIT_EVENT) return nvcu_event_wait(d, en->op.event, st);
   CUresult r = nvcu_stream_wait(st);
@@ -622,13 +689,19 @@ CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {
   CUresult r = nvcu_stream_get(hStream, &st);
   if (!r) r = nvcu_device_get(hGraphExec->device, &d);
   if (!r && st->capture) r = nvcu_unsupported("cuGraphLaunch in a captured stream");
-  if (!r) r = exec_usable(hGraphExec);
-  for (uint32_t i = 0; i < hGraphExec->step_count && !r; i++) {
-    nvcu_step *s = &hGraphExec->steps[i];
-    r = s->cpu_node == NVCU_NO_STEP ? launch_gpu(d, s, st)
-                                    : run_cpu(d, &hGraphExec->nodes[s->cpu_node], st);
-  }
+  if (!r) r = run(hGraphExec, d, st);
   NVCU_UNLOCK();
+  return r;
+}
+
+/* One launch of x: its conditions' defaults, then its steps in order. */
+static CUresult run(CUgraphExec x, nvcu_device *d, struct CUstream_st *st) {
+  CUresult r = exec_usable(x);
+  if (!r) r = nvcu_cond_begin(d, x);
+  for (uint32_t i = 0; i < x->step_count && !r; i++) {
+    nvcu_step *s = &x->steps[i];
+    r = s->cpu_node == NVCU_NO_STEP ? launch_gpu(d, s, st) : run_cpu(d, &x->nodes[s->cpu_node], st);
+  }
   return r;
 }
 
@@ -951,14 +1024,33 @@ static CUgraphExecUpdateResult node_fits(const nvcu_exec_node *en, const flat *f
       return CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
     }
   if (nn->op.kind == CU_GRAPH_NODE_TYPE_KERNEL) return kernel_fits(en, &nn->op);
+  if (nn->op.kind == CU_GRAPH_NODE_TYPE_CONDITIONAL &&
+      (nn->op.cond_type != en->op.cond_type || nn->body_count != en->body_count))
+    return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
   if (nn->op.kind == CU_GRAPH_NODE_TYPE_MEMSET &&
       nn->op.size * nn->op.element_size > MEMSET_NODE_MAX_BYTES)
     return CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED;
   return CU_GRAPH_EXEC_UPDATE_SUCCESS;
 }
 
-static CUresult apply(CUgraphExec x, nvcu_exec_node *en, const nvcu_op *op) {
+/* A conditional node takes the new graph's condition and the bodies instantiated from its body
+ * graphs (whatever they hold); its old ones go with the new graph's flattening, each body once
+ * its launches have completed. */
+static void swap_bodies(nvcu_exec_node *en, nvcu_exec_node *from) {
+  CUgraphExec *b = en->bodies;
+  en->bodies = from->bodies;
+  from->bodies = b;
+  nvcu_cond *c = en->op.cond;
+  en->op.cond = from->op.cond;
+  from->op.cond = c;
+}
+
+static CUresult apply(CUgraphExec x, nvcu_exec_node *en, nvcu_exec_node *from) {
+  const nvcu_op *op = &from->op;
   switch (op->kind) {
+  case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+    swap_bodies(en, from);
+    return CUDA_SUCCESS;
   case CU_GRAPH_NODE_TYPE_KERNEL:
     return kernel_apply(x, en, op);
   case CU_GRAPH_NODE_TYPE_MEMCPY:
@@ -971,23 +1063,27 @@ static CUresult apply(CUgraphExec x, nvcu_exec_node *en, const nvcu_op *op) {
 }
 
 /* Every node is checked before any changes: an update that fails changes nothing. */
-static CUresult fit_all(CUgraphExec x, const flat *f, span at, CUgraphExecUpdateResultInfo *info) {
+static CUresult fit_all(CUgraphExec x, flat *f, span at, CUgraphExecUpdateResultInfo *info) {
   CUresult r = CUDA_SUCCESS;
   for (uint32_t i = 0; i < f->n && !info->result; i++) {
     info->result = node_fits(&x->nodes[at.base + i], f, i, at, &info->errorFromNode);
     if (info->result) info->errorNode = f->v[i].node;
   }
   if (info->result) return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
-  for (uint32_t i = 0; i < f->n && !r; i++) r = apply(x, &x->nodes[at.base + i], &f->v[i].op);
+  for (uint32_t i = 0; i < f->n && !r; i++) r = apply(x, &x->nodes[at.base + i], &f->v[i]);
   if (r) info->result = CU_GRAPH_EXEC_UPDATE_ERROR;
   return r;
 }
 
+/* After a successful update the new graph's conditions are the ones set to their defaults. */
 static CUresult update(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *info) {
   flat f = {0};
+  nvcu_cond **defaults = NULL;
+  uint32_t count = 0;
   CUresult r = exec_usable(x);
   if (r) return r;
-  r = flatten(g, &f, UINT32_MAX, 1, NULL, &(uint32_t){0});
+  r = nvcu_cond_defaults(g, &defaults, &count);
+  if (!r) r = flatten(g, &f, UINT32_MAX, 1, NULL, &(uint32_t){0});
   if (!r) {
     info->result = f.n == x->node_count ? CU_GRAPH_EXEC_UPDATE_SUCCESS
                                         : CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
@@ -996,6 +1092,13 @@ static CUresult update(CUgraphExec x, CUgraph g, CUgraphExecUpdateResultInfo *in
   } else if (r != CUDA_ERROR_OUT_OF_MEMORY) {
     r = CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
   }
+  if (!r) {
+    nvcu_cond **old = x->defaults;
+    uint32_t n = x->default_count;
+    x->defaults = defaults, x->default_count = count;
+    defaults = old, count = n;
+  }
+  nvcu_conds_free(defaults, count);
   flat_free(f.v, f.n);
   return r;
 }

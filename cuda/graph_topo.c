@@ -248,6 +248,8 @@ static const char *kind_name(int kind) {
     return "WAIT_EVENT";
   case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     return "EVENT_RECORD";
+  case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+    return "CONDITIONAL";
   default:
     return "EMPTY";
   }
@@ -276,9 +278,33 @@ static void dot_label(FILE *f, const struct CUgraphNode_st *n) {
   case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     fprintf(f, "\\nevent %p", (void *)op->event);
     break;
+  case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
+    static const char *const types[] = {"IF", "WHILE", "SWITCH"};
+    fprintf(f, "\\n%s handle 0x%" PRIx64 "\\n%u body graphs", types[op->cond_type % 3],
+            op->cond->gpu, n->body_count);
+    break;
+  }
   default:
     break;
   }
+}
+
+static void dot_graph(FILE *f, const struct CUgraph_st *g, const char *prefix, int depth);
+
+/* A child graph or a conditional node's body graph: a cluster named after its node. */
+static void dot_cluster(FILE *f, const struct CUgraph_st *g, const char *prefix, uint32_t id,
+                        const char *what, uint32_t body, int depth) {
+  char inner[256];
+  if (what[0] == 'c')
+    snprintf(inner, sizeof inner, "%sn%u_", prefix, id);
+  else
+    snprintf(inner, sizeof inner, "%sn%u_b%u_", prefix, id, body);
+  fprintf(f, "%*ssubgraph \"cluster_%s\" {\n%*slabel=\"%s", 2 * depth, "", inner, 2 * depth + 2, "",
+          what);
+  if (what[0] != 'c') fprintf(f, " %u", body);
+  fprintf(f, " of %sn%u\";\n", prefix, id);
+  dot_graph(f, g, inner, depth + 1);
+  fprintf(f, "%*s}\n", 2 * depth, "");
 }
 
 /* Nodes are named "<prefix>n<id>"; a child graph is a cluster whose nodes carry its node's name. */
@@ -289,14 +315,9 @@ static void dot_graph(FILE *f, const struct CUgraph_st *g, const char *prefix, i
             n->op.kind == CU_GRAPH_NODE_TYPE_HOST ? "octagon" : "box");
     dot_label(f, n);
     fprintf(f, "\"];\n");
-    if (n->child) {
-      char inner[256];
-      snprintf(inner, sizeof inner, "%sn%u_", prefix, n->id);
-      fprintf(f, "%*ssubgraph \"cluster_%s\" {\n%*slabel=\"child graph of %sn%u\";\n", 2 * depth,
-              "", inner, 2 * depth + 2, "", prefix, n->id);
-      dot_graph(f, n->child, inner, depth + 1);
-      fprintf(f, "%*s}\n", 2 * depth, "");
-    }
+    if (n->child) dot_cluster(f, n->child, prefix, n->id, "child graph", 0, depth);
+    for (uint32_t b = 0; b < n->body_count; b++)
+      dot_cluster(f, n->bodies[b], prefix, n->id, "body graph", b, depth);
   }
   for (uint32_t i = 0; i < g->node_count; i++)
     for (uint32_t k = 0; k < g->nodes[i]->dep_count; k++)

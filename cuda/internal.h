@@ -146,6 +146,8 @@ typedef struct nvcu_op {
   CUhostFn fn; /* a host node's function and its argument */
   void *user;
   struct CUevent_st *event; /* an event record or wait node's event */
+  struct nvcu_cond *cond;   /* a conditional node's condition (a reference held by each copy) */
+  int cond_type;            /* a conditional node's CU_GRAPH_COND_TYPE_* */
   /* Launch attributes nvhcq has no use for, kept for cuGraphKernelNodeGetAttribute */
   int priority, domain;
   CUlaunchMemSyncDomainMap domain_map;
@@ -177,8 +179,10 @@ struct CUgraphNode_st {
   uint32_t index; /* in graph->nodes */
   uint32_t id; /* never reused in its graph, kept by clones: executable graphs find nodes by it */
   nvcu_op op;
-  struct CUgraph_st *child; /* a child graph node's own graph */
-  CUDA_MEMCPY3D copy;       /* a memcpy node's parameters as given (has_copy) */
+  struct CUgraph_st *child;   /* a child graph node's own graph */
+  struct CUgraph_st **bodies; /* a conditional node's body graphs (CUDA's phGraph_out) */
+  uint32_t body_count;
+  CUDA_MEMCPY3D copy; /* a memcpy node's parameters as given (has_copy) */
   int has_copy;
   void **param_ptrs; /* cuGraphKernelNodeGetParams's kernelParams, made on demand */
   uint32_t dep_count;
@@ -195,6 +199,8 @@ struct CUgraph_st {
   struct CUgraphNode_st *owner; /* the child graph node this graph belongs to */
   nvcu_urefs urefs;             /* user objects the graph owns references to */
   struct nvcu_graph_mem *mem;   /* its allocation nodes' memory, or NULL (graph_mem.c) */
+  struct nvcu_cond **conds;     /* the conditional handles made for it (a reference each) */
+  uint32_t cond_count;
 };
 
 /* Per node of an instantiated graph (child graphs inlined): its values, dependencies, the step of
@@ -211,6 +217,8 @@ typedef struct nvcu_exec_node {
   nvhcq_var dst, src, size;
   nvhcq_buffer *pattern; /* a memset's source */
   uint64_t pattern_size;
+  struct CUgraphExec_st **bodies; /* a conditional node's body graphs, instantiated */
+  uint32_t body_count;
   int disabled; /* cuGraphNodeSetEnabled(0): not recorded; its values kept for re-enabling */
   int fixed;    /* recorded without variables (cluster or cooperative launches) */
 } nvcu_exec_node;
@@ -242,6 +250,9 @@ struct CUgraphExec_st {
   int stale;        /* a change of a node recorded without variables waits for rerecording */
   int broken;       /* rerecording failed: launches are refused */
   struct nvcu_graph_mem *mem; /* the graph's allocations, held too (graph_mem.c) */
+  /* Conditions set to their default value as each launch begins (a reference each) */
+  struct nvcu_cond **defaults;
+  uint32_t default_count;
 };
 
 enum {
@@ -429,6 +440,8 @@ CUresult nvcu_node_check(CUgraphNode n);
 CUresult nvcu_graph_append(struct CUgraph_st *g, const nvcu_op *op, const CUgraphNode *deps,
                            size_t dep_count, CUgraphNode *out);
 void nvcu_node_free(struct CUgraphNode_st *n);
+/* A graph and its nodes go, whoever owns it. */
+void nvcu_graph_free(struct CUgraph_st *g);
 /* A copy of g (nodes, edges, child graphs; node ids kept), or NULL when out of memory. */
 struct CUgraph_st *nvcu_graph_copy(const struct CUgraph_st *g);
 /* Fills a node list the CUDA way: `*num` entries at most, the rest NULL, `*num` the count. */
@@ -441,6 +454,39 @@ CUresult nvcu_memcpy_op(const CUDA_MEMCPY3D *p, nvcu_op *op);
 CUresult nvcu_memset_op(const CUDA_MEMSET_NODE_PARAMS *p, nvcu_op *op);
 /* Edge data must be absent or CUDA's default (zeroes). */
 CUresult nvcu_edge_data_check(const CUgraphEdgeData *data, size_t n);
+
+/* ---- graph_cond.c: conditional nodes ---- */
+/* A conditional handle's condition: 4 bytes of pinned host memory whose GPU address is the handle
+ * (cudaGraphSetConditional stores there, nvhcq's device syscall), shared by the graph it was made
+ * for, the graph's copies, their nodes and executable graphs: counted references, under the lock.
+ */
+typedef struct nvcu_cond {
+  struct nvcu_cond *next_free;
+  uint32_t refs;
+  int device;
+  volatile uint32_t *host;
+  uint64_t gpu;
+  unsigned int default_value, flags;
+} nvcu_cond;
+void nvcu_cond_ref(nvcu_cond *c);
+void nvcu_cond_unref(nvcu_cond *c);
+/* cuGraphAddNode of a conditional node: the node, its empty body graphs in p->phGraph_out. */
+CUresult nvcu_cond_node_add(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                            CUDA_CONDITIONAL_NODE_PARAMS *p);
+/* A copy's share of src: its body graphs copied, its condition referenced (node_copy). */
+CUresult nvcu_cond_node_copy(struct CUgraphNode_st *dst, const struct CUgraphNode_st *src);
+/* The node's body graphs and its condition's reference go (nvcu_node_free). */
+void nvcu_cond_node_free(struct CUgraphNode_st *n);
+/* g's handles referenced again by its copy c; dropped by a graph going. */
+CUresult nvcu_cond_graph_copy(struct CUgraph_st *c, const struct CUgraph_st *g);
+void nvcu_cond_graph_free(struct CUgraph_st *g);
+/* The conditions with CU_GRAPH_COND_ASSIGN_DEFAULT of g and of its child graphs (not of
+ * conditional bodies, which are instantiated and launched on their own), referenced. */
+CUresult nvcu_cond_defaults(const struct CUgraph_st *g, nvcu_cond ***out, uint32_t *count);
+/* Drops a list's references and the list. */
+void nvcu_conds_free(nvcu_cond **v, uint32_t n);
+/* As a launch of x begins: once the device is idle, its conditions take their default values. */
+CUresult nvcu_cond_begin(nvcu_device *d, const struct CUgraphExec_st *x);
 
 /* ---- user_object.c ---- */
 /* Adds `count` references of obj to the list (taking them over; the object is not retained). */

@@ -31,6 +31,7 @@
   X(CUDA_MEMCPY_NODE_PARAMS, 216)                                                                  \
   X(CUDA_CHILD_GRAPH_NODE_PARAMS, 16)                                                              \
   X(CUgraphNodeParams, 256)                                                                        \
+  X(CUDA_CONDITIONAL_NODE_PARAMS, 32)                                                              \
   X(CUgraphEdgeData, 8)                                                                            \
   X(CUDA_GRAPH_INSTANTIATE_PARAMS, 32)                                                             \
   X(CUgraphExecUpdateResultInfo, 24)                                                               \
@@ -77,6 +78,10 @@
   X(CUDA_MEMSET_NODE_PARAMS, width, 24)                                                            \
   X(CUgraphNodeParams, kernel, 16)                                                                 \
   X(CUgraphNodeParams, reserved2, 248)                                                             \
+  X(CUgraphNodeParams, conditional, 16)                                                            \
+  X(CUDA_CONDITIONAL_NODE_PARAMS, size, 12)                                                        \
+  X(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out, 16)                                                 \
+  X(CUDA_CONDITIONAL_NODE_PARAMS, ctx, 24)                                                         \
   X(CUDA_MEMCPY_NODE_PARAMS, copyParams, 16)                                                       \
   X(CUDA_GRAPH_INSTANTIATE_PARAMS, result_out, 24)                                                 \
   X(CUgraphExecUpdateResultInfo, errorFromNode, 16)                                                \

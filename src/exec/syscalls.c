@@ -106,7 +106,8 @@ static nvhcq_status load_module(nvhcq_device *dev, nvhcq_syscalls *s, const char
   const nvhcq_builtin_cubin *b = pick_cubin(sm);
   if (!b)
     return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
-                      "the cubin calls %s (device printf, assert, malloc or free), which nvhcq "
+                      "the cubin calls %s (device printf, assert, malloc, free, a grid sync or "
+                      "cudaGraphSetConditional), which nvhcq "
                       "provides only when it is built with the CUDA toolkit's nvcc for sm_%u; "
                       "rebuild nvhcq with the CUDA toolkit installed (nvcc on PATH or in "
                       "CUDA_PATH)",

@@ -318,10 +318,25 @@ nvhcq_sys___cuda_syscall_CGS_sync(unsigned long long handle, unsigned int flags)
   return 0;
 }
 
+// ---- a conditional graph node's condition ----
+// cudaGraphSetConditional(handle, value), as nvcc and NVRTC compile it (a call of the undefined
+// function with the 64-bit handle and the 32-bit value). nvhcq's CUDA library makes each handle
+// the GPU address of the condition's 4 bytes in pinned host memory, which the CPU reads when it
+// evaluates the node, once the work before the node has completed. The store is fenced at system
+// scope here, so that it does not depend on the fence the kernel's grid ends with (a grid chained
+// to the next one on its queue ends with a device-scope membar only).
+extern "C" __device__ __noinline__ void nvhcq_sys_cudaGraphSetConditional(unsigned long long handle,
+                                                                          unsigned int value) {
+  if (!handle) return;
+  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" : : "l"(handle), "r"(value) : "memory");
+  asm volatile("fence.acq_rel.sys;" : : : "memory");
+}
+
 // Never launched: it calls every syscall, so that the device link keeps them all.
 extern "C" __global__ void nvhcq_sys_keep(const char *s, void *p, size_t n) {
   nvhcq_sys_vprintf(s, p);
   nvhcq_sys_free(nvhcq_sys_malloc(n));
   nvhcq_sys___assertfail(s, s, 0, s, 1);
   nvhcq_sys___cuda_syscall_CGS_sync(nvhcq_sys___cuda_syscall_CGS_get_intrinsic_handle((int)n), 0);
+  nvhcq_sys_cudaGraphSetConditional((unsigned long long)p, (unsigned int)n);
 }

@@ -209,7 +209,8 @@ const char *const nvhcq_cubin_syscall_names[NVHCQ_CUBIN_MAX_IMPORTS] = {
     "malloc",
     "free",
     "__cuda_syscall_CGS_get_intrinsic_handle",
-    "__cuda_syscall_CGS_sync"};
+    "__cuda_syscall_CGS_sync",
+    "cudaGraphSetConditional"};
 
 bool nvhcq_cubin_is_syscall(const char *name) {
   for (int i = 0; i < NVHCQ_CUBIN_MAX_IMPORTS; i++)

@@ -48,9 +48,10 @@ enum {
 };
 
 /* Undefined functions a cubin may call that the CUDA driver provides at load time (printf,
- * assert, malloc and free compile to calls of these, and libcudadevrt's cooperative_groups grid
- * sync to the two __cuda_syscall_CGS_*); any other undefined symbol is refused. */
-#define NVHCQ_CUBIN_MAX_IMPORTS 6
+ * assert, malloc and free compile to calls of these, libcudadevrt's cooperative_groups grid
+ * sync to the two __cuda_syscall_CGS_*, and a conditional graph node's condition is set by
+ * cudaGraphSetConditional); any other undefined symbol is refused. */
+#define NVHCQ_CUBIN_MAX_IMPORTS 7
 /* Their names, in the order of nvhcq's own implementations (src/exec/syscalls.cu). */
 extern const char *const nvhcq_cubin_syscall_names[NVHCQ_CUBIN_MAX_IMPORTS];
 bool nvhcq_cubin_is_syscall(const char *name);
