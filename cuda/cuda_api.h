@@ -455,6 +455,21 @@ typedef struct CUDA_CONDITIONAL_NODE_PARAMS {
   CUgraph *phGraph_out; /* the node's body graphs, made by the library and owned by the node */
   CUcontext ctx;
 } CUDA_CONDITIONAL_NODE_PARAMS;
+/* Defined with the stream memory operations below. */
+typedef union CUstreamBatchMemOpParams_union CUstreamBatchMemOpParams;
+typedef struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st {
+  CUcontext ctx;
+  unsigned int count;
+  CUstreamBatchMemOpParams *paramArray;
+  unsigned int flags;
+} CUDA_BATCH_MEM_OP_NODE_PARAMS_v1;
+typedef CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 CUDA_BATCH_MEM_OP_NODE_PARAMS;
+typedef struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v2_st {
+  CUcontext ctx;
+  unsigned int count;
+  CUstreamBatchMemOpParams *paramArray;
+  unsigned int flags;
+} CUDA_BATCH_MEM_OP_NODE_PARAMS_v2;
 /* The node kinds this library builds; the union is padded to the 232 bytes cuda.h gives it. */
 typedef struct CUgraphNodeParams_st {
   CUgraphNodeType type;
@@ -471,6 +486,7 @@ typedef struct CUgraphNodeParams_st {
     CUDA_MEM_ALLOC_NODE_PARAMS_v2 alloc;
     CUDA_MEM_FREE_NODE_PARAMS free;
     CUDA_CONDITIONAL_NODE_PARAMS conditional;
+    CUDA_BATCH_MEM_OP_NODE_PARAMS_v2 memOp;
   };
   long long reserved2;
 } CUgraphNodeParams;

@@ -467,6 +467,15 @@
     (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
      size_t numDependencies, CUgraph childGraph))                                                  \
   X(CUresult, cuGraphChildGraphNodeGetGraph, (CUgraphNode hNode, CUgraph * phGraph))               \
+  X(CUresult, cuGraphAddBatchMemOpNode,                                                            \
+    (CUgraphNode * phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,                   \
+     size_t numDependencies, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams))                     \
+  X(CUresult, cuGraphBatchMemOpNodeGetParams,                                                      \
+    (CUgraphNode hNode, CUDA_BATCH_MEM_OP_NODE_PARAMS * nodeParams_out))                           \
+  X(CUresult, cuGraphBatchMemOpNodeSetParams,                                                      \
+    (CUgraphNode hNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams))                          \
+  X(CUresult, cuGraphExecBatchMemOpNodeSetParams,                                                  \
+    (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams))  \
   X(CUresult, cuGraphConditionalHandleCreate,                                                      \
     (CUgraphConditionalHandle * pHandle_out, CUgraph hGraph, CUcontext ctx,                        \
      unsigned int defaultLaunchValue, unsigned int flags))                                         \

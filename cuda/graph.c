@@ -1,6 +1,6 @@
 /* Graphs and their nodes: kernel, memcpy, memset, host, event record and wait, child graph and
- * empty nodes (conditional ones in graph_cond.c), built explicitly or by stream capture, and their
- * parameters read and changed. */
+ * batch memory operation and empty nodes (conditional ones in graph_cond.c), built explicitly or by
+ * stream capture, and their parameters read and changed. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -531,6 +531,60 @@ CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event) {
   return event_set(hNode, event, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
 }
 
+/* ---- batch memory operation nodes ---- */
+
+/* The node's operations are a copy of the parameter array, in its args. */
+static CUresult memop_op(const CUDA_BATCH_MEM_OP_NODE_PARAMS *p, nvcu_op *op) {
+  if (!p) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = nvcu_memops_check(p->count, p->paramArray, p->flags);
+  *op = (nvcu_op){.kind = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
+                  .args = (uint8_t *)p->paramArray,
+                  .args_size = p->count * (uint32_t)sizeof *p->paramArray};
+  return r;
+}
+
+CUresult cuGraphAddBatchMemOpNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                  const CUgraphNode *dependencies, size_t numDependencies,
+                                  const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams) {
+  if (!phGraphNode) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_graph_check(hGraph)) return CUDA_ERROR_INVALID_HANDLE;
+  nvcu_op op;
+  NVCU_LOCK();
+  CUresult r = memop_op(nodeParams, &op);
+  if (!r) r = nvcu_graph_append(hGraph, &op, dependencies, numDependencies, phGraphNode);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* The array returned is the node's own copy, valid until the node changes or goes. */
+CUresult cuGraphBatchMemOpNodeGetParams(CUgraphNode hNode,
+                                        CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams_out) {
+  if (!nodeParams_out) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = node_of_kind(hNode, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);
+  if (!r)
+    *nodeParams_out = (CUDA_BATCH_MEM_OP_NODE_PARAMS){
+        .ctx = NULL,
+        .count = hNode->op.args_size / (unsigned)sizeof(CUstreamBatchMemOpParams),
+        .paramArray = (CUstreamBatchMemOpParams *)hNode->op.args};
+  return r;
+}
+
+CUresult cuGraphBatchMemOpNodeSetParams(CUgraphNode hNode,
+                                        const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams) {
+  CUresult r = node_of_kind(hNode, CU_GRAPH_NODE_TYPE_BATCH_MEM_OP);
+  nvcu_op op;
+  if (!r) r = memop_op(nodeParams, &op);
+  uint8_t *copy = r ? NULL : malloc(op.args_size);
+  if (!r && !copy) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (r) return r;
+  memcpy(copy, op.args, op.args_size);
+  NVCU_LOCK();
+  free(hNode->op.args);
+  hNode->op.args = copy, hNode->op.args_size = op.args_size;
+  NVCU_UNLOCK();
+  return CUDA_SUCCESS;
+}
+
 /* ---- child graph nodes ---- */
 
 /* A child graph node holds a copy of the graph, made when the node is added (CUDA's default
@@ -612,6 +666,8 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
   case CU_GRAPH_NODE_TYPE_CONDITIONAL:
     if (nvcu_graph_check(g)) return CUDA_ERROR_INVALID_HANDLE;
     return nvcu_cond_node_add(out, g, deps, n, &p->conditional);
+  case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: /* v2's layout is v1's */
+    return cuGraphAddBatchMemOpNode(out, g, deps, n, (CUDA_BATCH_MEM_OP_NODE_PARAMS *)&p->memOp);
   default:
     nvcu_log("cuGraphAddNode: node type %d", (int)p->type);
     return nvcu_unsupported("this graph node type");
@@ -686,6 +742,8 @@ CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) 
     return cuGraphEventRecordNodeSetEvent(hNode, p->eventRecord.event);
   case CU_GRAPH_NODE_TYPE_CONDITIONAL:
     return nvcu_unsupported("changing a conditional node's parameters (make a new node)");
+  case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+    return cuGraphBatchMemOpNodeSetParams(hNode, (CUDA_BATCH_MEM_OP_NODE_PARAMS *)&p->memOp);
   default:
     return CUDA_SUCCESS; /* empty nodes have no parameters */
   }

@@ -35,6 +35,7 @@ static int gpu_work(int kind) {
 static int cpu_work(const nvcu_op *op) {
   return op->kind == CU_GRAPH_NODE_TYPE_HOST || op->kind == CU_GRAPH_NODE_TYPE_EVENT_RECORD ||
          op->kind == CU_GRAPH_NODE_TYPE_CONDITIONAL ||
+         op->kind == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP ||
          (op->kind == CU_GRAPH_NODE_TYPE_WAIT_EVENT && op->event && op->event->ipc);
 }
 
@@ -669,6 +670,7 @@ static CUresult run_conditional(nvcu_device *d, const nvcu_exec_node *en, struct
  * cuLaunchHostFunc does here); later steps are submitted after it returned. */
 static CUresult run_cpu(nvcu_device *d, const nvcu_exec_node *en, struct CUstream_st *st) {
   if (en->op.kind == CU_GRAPH_NODE_TYPE_CONDITIONAL) return run_conditional(d, en, st);
+  if (en->op.kind == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) return nvcu_memops_run(d, st, &en->op);
   if (en->op.kind == CU_GRAPH_NODE_TYPE_EVENT_RECORD) return nvcu_event_record(d, en->op.event);
   if (en->op.kind == CU_GRAPH_NODE_TYPE_WAIT_EVENT) return nvcu_event_wait(d, en->op.event, st);
   CUresult r = nvcu_stream_wait(st);
@@ -968,6 +970,34 @@ CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hN
   return set_event(hGraphExec, hNode, event, CU_GRAPH_NODE_TYPE_WAIT_EVENT);
 }
 
+/* A batch memory operation node's operations are read as each launch runs it: the new ones
+ * replace them at once. */
+static void swap_args(nvcu_op *a, nvcu_op *b) {
+  uint8_t *args = a->args;
+  uint32_t size = a->args_size;
+  a->args = b->args, a->args_size = b->args_size;
+  b->args = args, b->args_size = size;
+}
+
+CUresult cuGraphExecBatchMemOpNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                            const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams) {
+  if (!nodeParams) return CUDA_ERROR_INVALID_VALUE;
+  NVCU_LOCK();
+  nvcu_exec_node *en;
+  CUresult r = exec_node(hGraphExec, hNode, &en);
+  if (!r && en->op.kind != CU_GRAPH_NODE_TYPE_BATCH_MEM_OP) r = CUDA_ERROR_INVALID_VALUE;
+  if (!r) r = nvcu_memops_check(nodeParams->count, nodeParams->paramArray, nodeParams->flags);
+  nvcu_op op = {.args_size = nodeParams->count * (uint32_t)sizeof *nodeParams->paramArray};
+  if (!r && !(op.args = malloc(op.args_size))) r = CUDA_ERROR_OUT_OF_MEMORY;
+  if (!r) {
+    memcpy(op.args, nodeParams->paramArray, op.args_size);
+    swap_args(&en->op, &op);
+    free(op.args);
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
 CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                   CUgraphNodeParams *nodeParams) {
   CUgraphNodeParams *p = nodeParams;
@@ -994,6 +1024,9 @@ CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
     return cuGraphExecEventRecordNodeSetEvent(hGraphExec, hNode, p->eventRecord.event);
   case CU_GRAPH_NODE_TYPE_GRAPH:
     return cuGraphExecChildGraphNodeSetParams(hGraphExec, hNode, p->graph.graph);
+  case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+    return cuGraphExecBatchMemOpNodeSetParams(hGraphExec, hNode,
+                                              (CUDA_BATCH_MEM_OP_NODE_PARAMS *)&p->memOp);
   case CU_GRAPH_NODE_TYPE_EMPTY:
     return CUDA_SUCCESS;
   default:
@@ -1050,6 +1083,9 @@ static CUresult apply(CUgraphExec x, nvcu_exec_node *en, nvcu_exec_node *from) {
   switch (op->kind) {
   case CU_GRAPH_NODE_TYPE_CONDITIONAL:
     swap_bodies(en, from);
+    return CUDA_SUCCESS;
+  case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+    swap_args(&en->op, &from->op);
     return CUDA_SUCCESS;
   case CU_GRAPH_NODE_TYPE_KERNEL:
     return kernel_apply(x, en, op);

@@ -250,6 +250,8 @@ static const char *kind_name(int kind) {
     return "EVENT_RECORD";
   case CU_GRAPH_NODE_TYPE_CONDITIONAL:
     return "CONDITIONAL";
+  case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+    return "BATCH_MEM_OP";
   default:
     return "EMPTY";
   }
@@ -277,6 +279,9 @@ static void dot_label(FILE *f, const struct CUgraphNode_st *n) {
   case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
   case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
     fprintf(f, "\\nevent %p", (void *)op->event);
+    break;
+  case CU_GRAPH_NODE_TYPE_BATCH_MEM_OP:
+    fprintf(f, "\\n%u operations", op->args_size / (unsigned)sizeof(CUstreamBatchMemOpParams));
     break;
   case CU_GRAPH_NODE_TYPE_CONDITIONAL: {
     static const char *const types[] = {"IF", "WHILE", "SWITCH"};

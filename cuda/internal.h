@@ -455,6 +455,13 @@ CUresult nvcu_memset_op(const CUDA_MEMSET_NODE_PARAMS *p, nvcu_op *op);
 /* Edge data must be absent or CUDA's default (zeroes). */
 CUresult nvcu_edge_data_check(const CUgraphEdgeData *data, size_t n);
 
+/* ---- memops.c ---- */
+/* A batch memory operation node's parameters are valid (CUDA_ERROR_INVALID_VALUE, logged). */
+CUresult nvcu_memops_check(unsigned count, const CUstreamBatchMemOpParams *p, unsigned flags);
+/* Runs a batch memory operation node's operations (its args: the parameter array) in the stream's
+ * order. */
+CUresult nvcu_memops_run(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op);
+
 /* ---- graph_cond.c: conditional nodes ---- */
 /* A conditional handle's condition: 4 bytes of pinned host memory whose GPU address is the handle
  * (cudaGraphSetConditional stores there, nvhcq's device syscall), shared by the graph it was made

@@ -32,6 +32,8 @@
   X(CUDA_CHILD_GRAPH_NODE_PARAMS, 16)                                                              \
   X(CUgraphNodeParams, 256)                                                                        \
   X(CUDA_CONDITIONAL_NODE_PARAMS, 32)                                                              \
+  X(CUDA_BATCH_MEM_OP_NODE_PARAMS, 32)                                                             \
+  X(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2, 32)                                                          \
   X(CUgraphEdgeData, 8)                                                                            \
   X(CUDA_GRAPH_INSTANTIATE_PARAMS, 32)                                                             \
   X(CUgraphExecUpdateResultInfo, 24)                                                               \
@@ -82,6 +84,9 @@
   X(CUDA_CONDITIONAL_NODE_PARAMS, size, 12)                                                        \
   X(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out, 16)                                                 \
   X(CUDA_CONDITIONAL_NODE_PARAMS, ctx, 24)                                                         \
+  X(CUDA_BATCH_MEM_OP_NODE_PARAMS, paramArray, 16)                                                 \
+  X(CUDA_BATCH_MEM_OP_NODE_PARAMS, flags, 24)                                                      \
+  X(CUgraphNodeParams, memOp, 16)                                                                  \
   X(CUDA_MEMCPY_NODE_PARAMS, copyParams, 16)                                                       \
   X(CUDA_GRAPH_INSTANTIATE_PARAMS, result_out, 24)                                                 \
   X(CUgraphExecUpdateResultInfo, errorFromNode, 16)                                                \

@@ -1,5 +1,6 @@
 /* Stream memory operations: waits on and writes of 32- and 64-bit values in a stream's order, one
- * at a time or batched, run on the compute queue as nvhcq's waits on and writes of memory. */
+ * at a time or batched, run on the compute queue as nvhcq's waits on and writes of memory, or
+ * captured as a graph's batch memory operation node (and run so when the graph is launched). */
 #include "internal.h"
 
 /* One operation, checked and with its address as the GPU sees it. */
@@ -95,15 +96,12 @@ static nvhcq_status record(nvhcq_queue *q, const memop *m) {
   return s;
 }
 
+/* At most 255 operations (CUDA's limit); all are checked before any is recorded. */
+#define MAX_BATCH 255
+
 /* The operations in the stream's order, in one submission of the compute queue: the engines'
  * timelines order everything after them behind them. */
-static CUresult run(CUstream stream, const memop *ops, unsigned n) {
-  struct CUstream_st *st;
-  nvcu_device *d;
-  CUresult r = nvcu_stream_get(stream, &st);
-  if (!r) r = nvcu_device_get(st->device, &d);
-  if (r) return r;
-  if (st->capture) return nvcu_unsupported("stream memory operations in a captured stream");
+static CUresult record_all(nvcu_device *d, struct CUstream_st *st, const memop *ops, unsigned n) {
   if (n == 0) return CUDA_SUCCESS;
   nvhcq_queue *q = nvcu_engine_begin(d, NVCU_COMPUTE);
   nvhcq_status s = NVHCQ_SUCCESS;
@@ -112,15 +110,64 @@ static CUresult run(CUstream stream, const memop *ops, unsigned n) {
   return nvcu_engine_end(d, NVCU_COMPUTE, st);
 }
 
+/* Checked, then run, or in a captured stream a batch memory operation node (what CUDA captures
+ * them as), holding a copy of the parameters. `v2` allows the barrier operation. */
+static CUresult submit(CUstream stream, unsigned count, const CUstreamBatchMemOpParams *p, int v2) {
+  struct CUstream_st *st;
+  nvcu_device *d;
+  memop ops[MAX_BATCH];
+  CUresult r = nvcu_check_init();
+  if (!r) r = nvcu_stream_get(stream, &st);
+  if (!r) r = nvcu_device_get(st->device, &d);
+  for (unsigned i = 0; i < count && !r; i++) r = check_param(&p[i], v2, &ops[i]);
+  if (r || count == 0) return r;
+  if (st->capture) {
+    nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP,
+                  .args = (uint8_t *)p,
+                  .args_size = count * (uint32_t)sizeof *p};
+    return nvcu_stream_op(stream, &op);
+  }
+  return record_all(d, st, ops, count);
+}
+
+CUresult nvcu_memops_check(unsigned count, const CUstreamBatchMemOpParams *p, unsigned flags) {
+  memop m;
+  if (flags || count == 0 || count > MAX_BATCH || !p) {
+    nvcu_log("a batch memory operation node: %u operations (1 to %u), flags 0x%x (must be 0)",
+             count, MAX_BATCH, flags);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (unsigned i = 0; i < count; i++) {
+    CUresult r = check_param(&p[i], 1, &m);
+    if (r) return r;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult nvcu_memops_run(nvcu_device *d, struct CUstream_st *st, const nvcu_op *op) {
+  const CUstreamBatchMemOpParams *p = (const CUstreamBatchMemOpParams *)op->args;
+  unsigned n = op->args_size / (unsigned)sizeof *p;
+  memop ops[MAX_BATCH];
+  CUresult r = n <= MAX_BATCH ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+  /* checked again: an allocation the node names may have gone since */
+  for (unsigned i = 0; i < n && !r; i++) r = check_param(&p[i], 1, &ops[i]);
+  return r ? r : record_all(d, st, ops, n);
+}
+
 static CUresult one(CUstream stream, CUdeviceptr addr, uint64_t value, unsigned int flags, int wide,
                     int write) {
+  CUstreamBatchMemOpParams p = {.pad = {0}};
+  CUstreamMemOpValueParams *v = write ? &p.writeValue : &p.waitValue;
+  v->operation = write ? (wide ? CU_STREAM_MEM_OP_WRITE_VALUE_64 : CU_STREAM_MEM_OP_WRITE_VALUE_32)
+                       : (wide ? CU_STREAM_MEM_OP_WAIT_VALUE_64 : CU_STREAM_MEM_OP_WAIT_VALUE_32);
+  v->address = addr;
+  if (wide)
+    v->value64 = value;
+  else
+    v->value = (cuuint32_t)value;
+  v->flags = flags;
   NVCU_LOCK();
-  memop m;
-  CUresult r = nvcu_check_init();
-  if (!r)
-    r = write ? check_write(addr, value, flags, wide, &m)
-              : check_wait(addr, value, flags, wide, &m);
-  if (!r) r = run(stream, &m, 1);
+  CUresult r = submit(stream, 1, &p, 1);
   NVCU_UNLOCK();
   return r;
 }
@@ -145,17 +192,11 @@ CUresult cuStreamWriteValue64_v2(CUstream stream, CUdeviceptr addr, cuuint64_t v
   return one(stream, addr, value, flags, 1, 1);
 }
 
-/* At most 255 operations (CUDA's limit); all are checked before any is recorded. */
-#define MAX_BATCH 255
-
 static CUresult batch(CUstream stream, unsigned int count, const CUstreamBatchMemOpParams *p,
                       unsigned int flags, int v2) {
   if (flags || count > MAX_BATCH || (count && !p)) return CUDA_ERROR_INVALID_VALUE;
-  memop ops[MAX_BATCH];
   NVCU_LOCK();
-  CUresult r = nvcu_check_init();
-  for (unsigned i = 0; i < count && !r; i++) r = check_param(&p[i], v2, &ops[i]);
-  if (!r) r = run(stream, ops, count);
+  CUresult r = submit(stream, count, p, v2);
   NVCU_UNLOCK();
   return r;
 }

@@ -291,13 +291,99 @@ static void test_batch(void) {
   TEST_CHECK(v1 && v1(s, 1, bad, 0) == CUDA_SUCCESS);
   OK(cuStreamSynchronize(s));
   TEST_CHECK(host[8] == 9 && host[9] == 0);
-  /* captured streams do not take them yet */
+  OK(cuStreamDestroy_v2(s));
+  OK(cuMemFreeHost(host));
+}
+
+static uint32_t batch_count(CUgraphNode n) {
+  CUDA_BATCH_MEM_OP_NODE_PARAMS p = {0};
+  OK(cuGraphBatchMemOpNodeGetParams(n, &p));
+  return p.count;
+}
+
+/* Captured, they become batch memory operation nodes, which a launch runs in the graph's order
+ * (here between two memsets, holding the second until the CPU's store). */
+static void test_batch_captured(void) {
+  NEED_DEVICE();
+  uint32_t *host;
+  OK(cuMemAllocHost_v2((void **)&host, 4096));
+  memset(host, 0, 4096);
+  CUdeviceptr h = (CUdeviceptr)(uintptr_t)host, d;
+  OK(cuMemAlloc_v2(&d, 64));
+  CUstream s;
+  OK(cuStreamCreate(&s, 0));
   OK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-  TEST_CHECK(cuStreamWriteValue32_v2(s, h, 1, 0) == CUDA_ERROR_NOT_SUPPORTED);
+  OK(cuMemsetD32Async(d, 3, 16, s));
+  OK(cuStreamWriteValue32_v2(s, h + 4, 1, 0));
+  CUstreamBatchMemOpParams p[2] = {wait_op(h, 5, CU_STREAM_WAIT_VALUE_GEQ),
+                                   write_op(h + 8, 0x1122334455667788ull, 1)};
+  OK(cuStreamBatchMemOp_v2(s, 2, p, 0));
+  OK(cuMemsetD32Async(d, 4, 16, s));
+  TEST_CHECK(cuStreamWriteValue32_v2(s, h + 2, 1, 0) == CUDA_ERROR_INVALID_VALUE); /* alignment */
   CUgraph g;
   OK(cuStreamEndCapture(s, &g));
+  CUgraphNode nodes[8];
+  size_t count = 8;
+  OK(cuGraphGetNodes(g, nodes, &count));
+  TEST_CHECK_MSG(count == 4, "%zu nodes, want memset, two batches, memset", count);
+  CUgraphNodeType t[4] = {0};
+  for (size_t i = 0; i < count && i < 4; i++) OK(cuGraphNodeGetType(nodes[i], &t[i]));
+  TEST_CHECK(t[0] == CU_GRAPH_NODE_TYPE_MEMSET && t[1] == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP &&
+             t[2] == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP && t[3] == CU_GRAPH_NODE_TYPE_MEMSET);
+  TEST_CHECK(batch_count(nodes[1]) == 1 && batch_count(nodes[2]) == 2);
+  CUgraphExec e;
+  OK(cuGraphInstantiateWithFlags(&e, g, 0));
+  OK(cuGraphLaunch(e, s));
+  TEST_CHECK(still_waiting(s) && load32(host + 1) == 1 && load32(host + 2) == 0);
+  store32(host, 5);
+  OK(cuStreamSynchronize(s));
+  uint32_t got[16];
+  OK(cuMemcpyDtoH_v2(got, d, sizeof got));
+  TEST_CHECK_MSG(host[2] == 0x55667788 && host[3] == 0x11223344 && got[0] == 4 && got[15] == 4,
+                 "after the wait: 0x%x%08x, d[0] %u", host[3], host[2], got[0]);
+  /* an exec update of the node: its wait now waits for 6, its write writes 7 */
+  p[0] = wait_op(h, 6, CU_STREAM_WAIT_VALUE_GEQ), p[1] = write_op(h + 8, 7, 0);
+  CUDA_BATCH_MEM_OP_NODE_PARAMS np = {.count = 2, .paramArray = p};
+  OK(cuGraphExecBatchMemOpNodeSetParams(e, nodes[2], &np));
+  np.count = 0;
+  TEST_CHECK(cuGraphExecBatchMemOpNodeSetParams(e, nodes[2], &np) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGraphExecBatchMemOpNodeSetParams(e, nodes[0], &np) == CUDA_ERROR_INVALID_VALUE);
+  OK(cuGraphLaunch(e, s));
+  TEST_CHECK(still_waiting(s));
+  store32(host, 6);
+  OK(cuStreamSynchronize(s));
+  TEST_CHECK_MSG(host[2] == 7, "after the updated node: %u", host[2]);
+  OK(cuGraphExecDestroy(e));
+  /* the explicit calls: add, read back, change; cuGraphAddNode of the type */
+  CUgraph g2;
+  OK(cuGraphCreate(&g2, 0));
+  CUgraphNode a, b;
+  CUstreamBatchMemOpParams w = write_op(h + 12, 42, 0);
+  np = (CUDA_BATCH_MEM_OP_NODE_PARAMS){.count = 1, .paramArray = &w};
+  OK(cuGraphAddBatchMemOpNode(&a, g2, NULL, 0, &np));
+  w = write_op(h + 16, 43, 0); /* the node kept its own copy */
+  CUDA_BATCH_MEM_OP_NODE_PARAMS back;
+  OK(cuGraphBatchMemOpNodeGetParams(a, &back));
+  TEST_CHECK(back.count == 1 && back.paramArray != &w &&
+             back.paramArray[0].writeValue.address == h + 12);
+  CUgraphNodeParams gp;
+  memset(&gp, 0, sizeof gp);
+  gp.type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
+  gp.memOp.count = 1, gp.memOp.paramArray = &w;
+  OK(cuGraphAddNode(&b, g2, &a, 1, &gp));
+  np.flags = 1;
+  TEST_CHECK(cuGraphAddBatchMemOpNode(&a, g2, NULL, 0, &np) == CUDA_ERROR_INVALID_VALUE);
+  np.flags = 0, np.count = 256;
+  TEST_CHECK(cuGraphAddBatchMemOpNode(&a, g2, NULL, 0, &np) == CUDA_ERROR_INVALID_VALUE);
+  OK(cuGraphInstantiateWithFlags(&e, g2, 0));
+  OK(cuGraphLaunch(e, s));
+  OK(cuStreamSynchronize(s));
+  TEST_CHECK(host[3] == 42 && host[4] == 43);
+  OK(cuGraphExecDestroy(e));
   OK(cuGraphDestroy(g));
+  OK(cuGraphDestroy(g2));
   OK(cuStreamDestroy_v2(s));
+  OK(cuMemFree_v2(d));
   OK(cuMemFreeHost(host));
 }
 
@@ -685,6 +771,6 @@ static void test_wait_never_met(void) {
 
 TEST_MAIN(TEST(test_names), TEST(test_attributes), TEST(test_wait_holds_copy),
           TEST(test_wait_conditions), TEST(test_write_values), TEST(test_batch),
-          TEST(test_ids_and_attributes), TEST(test_capture_info), TEST(test_small_calls),
-          TEST(test_context_calls), TEST(test_kernel_behind_wait), TEST(test_kernel_queries),
-          TEST(test_cooperative), TEST(test_wait_never_met))
+          TEST(test_batch_captured), TEST(test_ids_and_attributes), TEST(test_capture_info),
+          TEST(test_small_calls), TEST(test_context_calls), TEST(test_kernel_behind_wait),
+          TEST(test_kernel_queries), TEST(test_cooperative), TEST(test_wait_never_met))
