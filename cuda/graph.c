@@ -588,7 +588,7 @@ CUresult cuGraphBatchMemOpNodeSetParams(CUgraphNode hNode,
 /* ---- child graph nodes ---- */
 
 /* A child graph node holds a copy of the graph, made when the node is added (CUDA's default
- * ownership); moving the graph into the node is not supported. */
+ * ownership), or the graph itself moved into it (child_move). */
 CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                   const CUgraphNode *dependencies, size_t numDependencies,
                                   CUgraph childGraph) {
@@ -610,6 +610,34 @@ CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     copy->owner = NULL;
     cuGraphDestroy(copy);
   }
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE (CUDA 12.9): the node takes the graph itself, which then
+ * belongs to it (cuGraphDestroy, instantiation and updates refuse it; it goes with the node). */
+static CUresult child_check_move(CUgraph parent, CUgraph child) {
+  if (nvcu_graph_check(child) || child == parent) return CUDA_ERROR_INVALID_VALUE;
+  if (child->owner) {
+    nvcu_log("a child graph node: graph %p belongs to another node already", (void *)child);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (CUgraph g = parent; g; g = g->owner ? g->owner->graph : NULL)
+    if (g == child) return CUDA_ERROR_INVALID_VALUE; /* a graph inside itself */
+  if (nvcu_graph_has_mem(child))
+    return nvcu_unsupported("a graph with allocation or free nodes as a child graph");
+  return CUDA_SUCCESS;
+}
+
+static CUresult child_move(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
+                           CUgraph child) {
+  if (!out) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_graph_check(g)) return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_GRAPH};
+  CUresult r = child_check_move(g, child);
+  if (!r) r = nvcu_graph_append(g, &op, deps, n, out);
+  if (!r) child->owner = *out, child->moved = 1, (*out)->child = child;
   NVCU_UNLOCK();
   return r;
 }
@@ -648,8 +676,9 @@ static CUresult add_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps,
   case CU_GRAPH_NODE_TYPE_HOST:
     return cuGraphAddHostNode(out, g, deps, n, (const CUDA_HOST_NODE_PARAMS *)&p->host);
   case CU_GRAPH_NODE_TYPE_GRAPH:
-    if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE)
-      return nvcu_unsupported("moving a graph into a child graph node");
+    if (p->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
+      return child_move(out, g, deps, n, p->graph.graph);
+    if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE) return CUDA_ERROR_INVALID_VALUE;
     r = cuGraphAddChildGraphNode(out, g, deps, n, p->graph.graph);
     if (!r) p->graph.graph = (*out)->child; /* CUDA returns the node's own graph here */
     return r;
@@ -699,12 +728,22 @@ CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
   return CUDA_SUCCESS;
 }
 
-/* A child graph node's graph becomes a copy of `child`. */
-static CUresult child_set(CUgraphNode n, CUgraph child) {
+/* A child graph node's graph becomes a copy of `child`, or `child` itself (moved). */
+static CUresult child_set(CUgraphNode n, CUgraph child, int move) {
   CUresult r = node_of_kind(n, CU_GRAPH_NODE_TYPE_GRAPH);
   if (r) return r;
-  if (nvcu_graph_check(child) || child == n->graph) return CUDA_ERROR_INVALID_VALUE;
+  if (nvcu_graph_check(child) || child == n->graph || child == n->child)
+    return CUDA_ERROR_INVALID_VALUE;
   NVCU_LOCK();
+  if (move) {
+    r = child_check_move(n->graph, child);
+    if (!r) {
+      graph_free(n->child);
+      child->owner = n, child->moved = 1, n->child = child;
+    }
+    NVCU_UNLOCK();
+    return r;
+  }
   struct CUgraph_st *copy = nvcu_graph_copy(child);
   if (copy) {
     graph_free(n->child);
@@ -733,9 +772,11 @@ CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) 
   case CU_GRAPH_NODE_TYPE_HOST:
     return cuGraphHostNodeSetParams(hNode, (const CUDA_HOST_NODE_PARAMS *)&p->host);
   case CU_GRAPH_NODE_TYPE_GRAPH:
-    if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE)
-      return nvcu_unsupported("moving a graph into a child graph node");
-    return child_set(hNode, p->graph.graph);
+    if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE &&
+        p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
+      return CUDA_ERROR_INVALID_VALUE;
+    return child_set(hNode, p->graph.graph,
+                     p->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE);
   case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
     return cuGraphEventWaitNodeSetEvent(hNode, p->eventWait.event);
   case CU_GRAPH_NODE_TYPE_EVENT_RECORD:

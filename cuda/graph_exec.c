@@ -560,11 +560,22 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
   (CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH | CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |   \
    CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY)
 
+/* A graph moved into a child graph node is instantiated with the graph it lies in, not on its
+ * own (as CUDA documents). */
+static CUresult instantiable(CUgraph g) {
+  if (nvcu_graph_check(g)) return CUDA_ERROR_INVALID_HANDLE;
+  if (!g->moved) return CUDA_SUCCESS;
+  nvcu_log("cuGraphInstantiate: graph %p was moved into a node of graph %p; instantiate that graph",
+           (void *)g, (void *)g->owner->graph);
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
                                      unsigned long long flags) {
   if (!phGraphExec || (flags & ~(unsigned long long)INSTANTIATE_FLAGS))
     return CUDA_ERROR_INVALID_VALUE;
-  if (nvcu_graph_check(hGraph)) return CUDA_ERROR_INVALID_HANDLE;
+  CUresult r = instantiable(hGraph);
+  if (r) return r;
   CUgraphInstantiateResult result;
   return instantiate(phGraphExec, hGraph, flags, &result);
 }
@@ -585,10 +596,11 @@ CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
   p->result_out = CUDA_GRAPH_INSTANTIATE_ERROR;
   if (p->flags & ~(cuuint64_t)(INSTANTIATE_FLAGS | CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD))
     return CUDA_ERROR_INVALID_VALUE;
-  if (nvcu_graph_check(hGraph)) return CUDA_ERROR_INVALID_HANDLE;
+  CUresult r = instantiable(hGraph);
+  if (r) return r;
   if (p->flags & CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD) {
     struct CUstream_st *st;
-    CUresult r = nvcu_stream_get(p->hUploadStream, &st);
+    r = nvcu_stream_get(p->hUploadStream, &st);
     if (r) return r;
   }
   return instantiate(phGraphExec, hGraph, p->flags, &p->result_out);
@@ -1173,7 +1185,7 @@ CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
                               CUgraphExecUpdateResultInfo *resultInfo) {
   CUgraphExecUpdateResultInfo info = {.result = CU_GRAPH_EXEC_UPDATE_ERROR};
   CUresult r = CUDA_ERROR_INVALID_VALUE;
-  if (!exec_check(hGraphExec) && !nvcu_graph_check(hGraph)) {
+  if (!exec_check(hGraphExec) && !nvcu_graph_check(hGraph) && !hGraph->moved) {
     NVCU_LOCK();
     r = update(hGraphExec, hGraph, &info);
     NVCU_UNLOCK();

@@ -196,7 +196,8 @@ struct CUgraph_st {
   uint32_t node_count;
   uint32_t next_id;
   struct CUgraph_st *origin;    /* the graph this one was cloned from, for cuGraphNodeFindInClone */
-  struct CUgraphNode_st *owner; /* the child graph node this graph belongs to */
+  struct CUgraphNode_st *owner; /* the child graph or conditional node this graph belongs to */
+  int moved; /* moved into its child graph node (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) */
   nvcu_urefs urefs;             /* user objects the graph owns references to */
   struct nvcu_graph_mem *mem;   /* its allocation nodes' memory, or NULL (graph_mem.c) */
   struct nvcu_cond **conds;     /* the conditional handles made for it (a reference each) */

@@ -705,6 +705,56 @@ static void test_kernel_nodes(void) {
   OK(cuModuleUnload(mod));
 }
 
+/* CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE: the node takes the graph itself, which is then the node's
+ * (not destroyed, instantiated or used in an update on its own) and goes with it. */
+static void test_child_moved(void) {
+  NEED_DEVICE();
+  CUdeviceptr a;
+  OK(cuMemAlloc_v2(&a, 4 * N));
+  OK(cuMemsetD32_v2(a, 0, N));
+  CUgraph g, child, other;
+  OK(cuGraphCreate(&g, 0));
+  OK(cuGraphCreate(&child, 0));
+  OK(cuGraphCreate(&other, 0));
+  CUgraphNode m, sub, sub2;
+  CUDA_MEMSET_NODE_PARAMS ms = memset_32(a, 5, N);
+  OK(cuGraphAddMemsetNode(&m, child, NULL, 0, &ms, NULL));
+  CUgraphNodeParams p;
+  memset(&p, 0, sizeof p);
+  p.type = CU_GRAPH_NODE_TYPE_GRAPH;
+  p.graph.graph = child;
+  p.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+  OK(cuGraphAddNode(&sub, g, NULL, 0, &p));
+  CUgraph owned;
+  OK(cuGraphChildGraphNodeGetGraph(sub, &owned));
+  TEST_CHECK(owned == child && p.graph.graph == child);
+  TEST_CHECK(cuGraphDestroy(child) == CUDA_ERROR_INVALID_VALUE);
+  CUgraphExec x;
+  TEST_CHECK(cuGraphInstantiateWithFlags(&x, child, 0) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuGraphAddNode(&sub2, other, NULL, 0, &p) == CUDA_ERROR_INVALID_VALUE); /* taken */
+  p.graph.graph = g; /* a graph into its own node */
+  TEST_CHECK(cuGraphNodeSetParams(sub, &p) == CUDA_ERROR_INVALID_VALUE);
+  p.graph.ownership = (CUgraphChildGraphNodeOwnership)2;
+  p.graph.graph = other;
+  TEST_CHECK(cuGraphAddNode(&sub2, g, NULL, 0, &p) == CUDA_ERROR_INVALID_VALUE);
+  /* a change through the node's graph is in the node: it is the same graph */
+  ms.value = 6;
+  OK(cuGraphMemsetNodeSetParams(m, &ms));
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  TEST_CHECK(cuGraphExecUpdate_v2(x, child, NULL) == CUDA_ERROR_INVALID_VALUE);
+  OK(cuGraphLaunch(x, NULL));
+  OK(cuCtxSynchronize());
+  TEST_CHECK_MSG(read_u32(a, 0) == 6 && read_u32(a, N - 1) == 6, "a[0] = %u", read_u32(a, 0));
+  OK(cuGraphExecDestroy(x));
+  /* cuGraphNodeSetParams moves another graph in, the first goes */
+  p.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+  OK(cuGraphNodeSetParams(sub, &p));
+  OK(cuGraphChildGraphNodeGetGraph(sub, &owned));
+  TEST_CHECK(owned == other);
+  OK(cuGraphDestroy(g)); /* with other */
+  OK(cuMemFree_v2(a));
+}
+
 TEST_MAIN(TEST(test_proc_address), TEST(test_edges), TEST(test_clone), TEST(test_dot),
           TEST(test_host_order), TEST(test_host_capture), TEST(test_child_and_events),
-          TEST(test_exec_update), TEST(test_kernel_nodes))
+          TEST(test_child_moved), TEST(test_exec_update), TEST(test_kernel_nodes))
