@@ -114,6 +114,12 @@ struct CUstream_st {
   uint32_t capture_dep_count, capture_dep_cap;
   unsigned long long id;         /* cuStreamGetId's */
   unsigned long long capture_id; /* of the capture in progress */
+  int capture_made;              /* the capture made its graph (destroyed if it is invalidated) */
+  /* A stream that joined another's capture (capture.c): that stream; NULL for the one it began on,
+   * which lists the streams that joined. */
+  struct CUstream_st *capture_origin;
+  struct CUstream_st **joined;
+  uint32_t joined_count, joined_cap;
   /* Stream attributes: kept and read back; nothing nvhcq does depends on them. */
   CUaccessPolicyWindow access_policy;
   CUsynchronizationPolicy sync_policy; /* 0: never set (CU_SYNC_POLICY_AUTO) */
@@ -128,6 +134,12 @@ struct CUevent_st {
   nvhcq_signal *sig;
   uint64_t value;             /* the last record's release of this process */
   struct nvcu_ipc_event *ipc; /* CU_EVENT_INTERPROCESS: the semaphore's shared page (ipc.c) */
+  /* Recorded in a capture: the capture (its id and the stream it began on) and the nodes the
+   * record stands for (capture.c). */
+  unsigned long long capture_id;
+  struct CUstream_st *capture_origin;
+  struct CUgraphNode_st **capture_deps;
+  uint32_t capture_dep_count;
 };
 
 /* A kernel, copy, memset, host function or event operation in a stream's order or a graph. */
@@ -197,10 +209,10 @@ struct CUgraph_st {
   uint32_t next_id;
   struct CUgraph_st *origin;    /* the graph this one was cloned from, for cuGraphNodeFindInClone */
   struct CUgraphNode_st *owner; /* the child graph or conditional node this graph belongs to */
-  int moved; /* moved into its child graph node (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) */
-  nvcu_urefs urefs;             /* user objects the graph owns references to */
-  struct nvcu_graph_mem *mem;   /* its allocation nodes' memory, or NULL (graph_mem.c) */
-  struct nvcu_cond **conds;     /* the conditional handles made for it (a reference each) */
+  int moved;        /* moved into its child graph node (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE) */
+  nvcu_urefs urefs; /* user objects the graph owns references to */
+  struct nvcu_graph_mem *mem; /* its allocation nodes' memory, or NULL (graph_mem.c) */
+  struct nvcu_cond **conds;   /* the conditional handles made for it (a reference each) */
   uint32_t cond_count;
 };
 
@@ -455,6 +467,15 @@ CUresult nvcu_memcpy_op(const CUDA_MEMCPY3D *p, nvcu_op *op);
 CUresult nvcu_memset_op(const CUDA_MEMSET_NODE_PARAMS *p, nvcu_op *op);
 /* Edge data must be absent or CUDA's default (zeroes). */
 CUresult nvcu_edge_data_check(const CUgraphEdgeData *data, size_t n);
+
+/* ---- capture.c ---- */
+/* Whether st is the NULL (legacy or per-thread default) stream. */
+int nvcu_stream_is_default(const struct CUstream_st *st);
+/* An event recorded in a captured stream, and a wait for such an event (under the lock). */
+CUresult nvcu_capture_record(struct CUstream_st *st, struct CUevent_st *ev);
+CUresult nvcu_capture_wait(struct CUstream_st *st, struct CUevent_st *ev);
+/* A stream goes: out of the capture it joined, and the streams that joined its own leave it. */
+void nvcu_capture_stream_gone(struct CUstream_st *st);
 
 /* ---- memops.c ---- */
 /* A batch memory operation node's parameters are valid (CUDA_ERROR_INVALID_VALUE, logged). */

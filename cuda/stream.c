@@ -10,6 +10,10 @@
 static struct CUstream_st default_stream = {.magic = NVCU_STREAM_MAGIC,
                                             .domain_map = {.remote = 1}};
 
+int nvcu_stream_is_default(const struct CUstream_st *st) {
+  return st == &default_stream;
+}
+
 CUresult nvcu_stream_get(CUstream s, struct CUstream_st **out) {
   if (s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
     int index;
@@ -167,6 +171,9 @@ CUresult cuStreamDestroy_v2(CUstream hStream) {
   if (!hStream || hStream == CU_STREAM_LEGACY || hStream == CU_STREAM_PER_THREAD ||
       hStream->magic != NVCU_STREAM_MAGIC)
     return CUDA_ERROR_INVALID_HANDLE;
+  NVCU_LOCK();
+  nvcu_capture_stream_gone(hStream);
+  NVCU_UNLOCK();
   hStream->magic = 0;
   free(hStream->capture_deps);
   free(hStream->capture_edges);
@@ -244,12 +251,17 @@ CUresult nvcu_stream_wait(struct CUstream_st *st) {
 }
 
 /* Every stream's work is ordered after all earlier work: a wait is already met. Captured with
- * CU_EVENT_WAIT_EXTERNAL, it is an event wait node. */
+ * CU_EVENT_WAIT_EXTERNAL, it is an event wait node; for an event recorded in a capture, the
+ * stream joins that capture (capture.c). */
 CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
   struct CUstream_st *st;
   CUresult r = nvcu_stream_get(hStream, &st);
   if (!r && (!hEvent || hEvent->magic != NVCU_EVENT_MAGIC)) r = CUDA_ERROR_INVALID_HANDLE;
-  if (!r && st->capture && (Flags & CU_EVENT_WAIT_EXTERNAL)) {
+  if (!r && hEvent->capture_id && !(st->capture && (Flags & CU_EVENT_WAIT_EXTERNAL))) {
+    NVCU_LOCK();
+    r = nvcu_capture_wait(st, hEvent);
+    NVCU_UNLOCK();
+  } else if (!r && st->capture && (Flags & CU_EVENT_WAIT_EXTERNAL)) {
     nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_WAIT_EVENT, .event = hEvent};
     NVCU_LOCK();
     r = nvcu_stream_op(hStream, &op);
@@ -464,177 +476,6 @@ CUresult cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAtt
   return r;
 }
 
-/* ---- capture ---- */
-
-/* Ids of capture sequences, unique in the process. */
-static unsigned long long last_capture_id;
-/* cuThreadExchangeStreamCaptureMode's: kept per thread (nvhcq's captures do not check it). */
-static __thread CUstreamCaptureMode thread_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
-
-/* Room for n dependencies (at least one: the node a capture adds next replaces them). */
-static CUresult capture_reserve(struct CUstream_st *st, size_t n) {
-  if (n < 1) n = 1;
-  if (n <= st->capture_dep_cap) return CUDA_SUCCESS;
-  struct CUgraphNode_st **deps = realloc(st->capture_deps, n * sizeof *deps);
-  if (!deps) return CUDA_ERROR_OUT_OF_MEMORY;
-  st->capture_deps = deps;
-  CUgraphEdgeData *edges = realloc(st->capture_edges, n * sizeof *edges);
-  if (!edges) return CUDA_ERROR_OUT_OF_MEMORY;
-  memset(edges, 0, n * sizeof *edges);
-  st->capture_edges = edges;
-  st->capture_dep_cap = (uint32_t)n;
-  return CUDA_SUCCESS;
-}
-
-/* Nodes of graph g, each once: what a capture's dependency set may hold. */
-static CUresult capture_nodes_check(CUgraph g, const CUgraphNode *deps, size_t n, const char *who) {
-  if (n && !deps) return CUDA_ERROR_INVALID_VALUE;
-  for (size_t i = 0; i < n; i++)
-    if (nvcu_node_check(deps[i]) || deps[i]->graph != g) {
-      nvcu_log("%s: dependency %zu (%p) is not a node of the graph %p being captured to", who, i,
-               (void *)deps[i], (void *)g);
-      return CUDA_ERROR_INVALID_VALUE;
-    }
-  return CUDA_SUCCESS;
-}
-
-/* Adds deps to the capture's dependency set (those already in it once). */
-static CUresult capture_deps_add(struct CUstream_st *st, const CUgraphNode *deps, size_t n) {
-  CUresult r = capture_reserve(st, st->capture_dep_count + n);
-  for (size_t i = 0; i < n && !r; i++) {
-    uint32_t k = 0;
-    while (k < st->capture_dep_count && st->capture_deps[k] != deps[i]) k++;
-    if (k == st->capture_dep_count) st->capture_deps[st->capture_dep_count++] = deps[i];
-  }
-  return r;
-}
-
-static CUresult begin_capture(CUstream hStream, CUgraph g, const CUgraphNode *deps,
-                              const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode) {
-  if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
-  struct CUstream_st *st;
-  CUresult r = nvcu_stream_get(hStream, &st);
-  if (r) return r;
-  if (st == &default_stream) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  if (st->capture) return CUDA_ERROR_ILLEGAL_STATE;
-  if (g) r = capture_nodes_check(g, deps, n, "cuStreamBeginCaptureToGraph");
-  if (!r) r = nvcu_edge_data_check(edges, n);
-  if (!r) r = capture_reserve(st, n);
-  if (r) return r;
-  st->capture_dep_count = 0;
-  r = capture_deps_add(st, deps, n);
-  if (!r && !g) r = cuGraphCreate(&g, 0);
-  if (r) return r;
-  st->capture = g;
-  st->capture_id = ++last_capture_id;
-  return CUDA_SUCCESS;
-}
-
-CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
-  return begin_capture(hStream, NULL, NULL, NULL, 0, mode);
-}
-
-CUresult cuStreamBeginCapture(CUstream hStream) {
-  return cuStreamBeginCapture_v2(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL);
-}
-
-/* Nodes captured go into hGraph after `dependencies`; cuStreamEndCapture gives hGraph back. */
-CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
-                                     const CUgraphNode *dependencies,
-                                     const CUgraphEdgeData *dependencyData, size_t numDependencies,
-                                     CUstreamCaptureMode mode) {
-  if (nvcu_graph_check(hGraph)) return CUDA_ERROR_INVALID_VALUE;
-  return begin_capture(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
-}
-
-CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
-  struct CUstream_st *st;
-  CUresult r = nvcu_stream_get(hStream, &st);
-  if (r) return r;
-  if (!st->capture) return CUDA_ERROR_ILLEGAL_STATE;
-  if (phGraph) *phGraph = st->capture;
-  st->capture = NULL;
-  st->capture_dep_count = 0;
-  return phGraph ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies,
-                                              const CUgraphEdgeData *dependencyData,
-                                              size_t numDependencies, unsigned int flags) {
-  if (flags > CU_STREAM_SET_CAPTURE_DEPENDENCIES) {
-    nvcu_log("cuStreamUpdateCaptureDependencies: flags %u (0: add, 1: set)", flags);
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  NVCU_LOCK();
-  struct CUstream_st *st;
-  CUresult r = nvcu_stream_get(hStream, &st);
-  if (!r && !st->capture) r = CUDA_ERROR_ILLEGAL_STATE;
-  if (!r)
-    r = capture_nodes_check(st->capture, dependencies, numDependencies,
-                            "cuStreamUpdateCaptureDependencies");
-  if (!r) r = nvcu_edge_data_check(dependencyData, numDependencies);
-  if (!r) r = capture_reserve(st, st->capture_dep_count + numDependencies);
-  if (!r && flags == CU_STREAM_SET_CAPTURE_DEPENDENCIES) st->capture_dep_count = 0;
-  if (!r) r = capture_deps_add(st, dependencies, numDependencies);
-  NVCU_UNLOCK();
-  return r;
-}
-
-CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
-                                           size_t numDependencies, unsigned int flags) {
-  return cuStreamUpdateCaptureDependencies_v2(hStream, dependencies, NULL, numDependencies, flags);
-}
-
-CUresult cuStreamGetCaptureInfo_v3(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                   cuuint64_t *id_out, CUgraph *graph_out,
-                                   const CUgraphNode **dependencies_out,
-                                   const CUgraphEdgeData **edgeData_out,
-                                   size_t *numDependencies_out) {
-  if (!captureStatus_out || (edgeData_out && !dependencies_out)) return CUDA_ERROR_INVALID_VALUE;
-  struct CUstream_st *st;
-  CUresult r = nvcu_stream_get(hStream, &st);
-  if (r) return r;
-  *captureStatus_out =
-      st->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-  if (!st->capture) return CUDA_SUCCESS;
-  size_t n = st->capture_dep_count;
-  if (id_out) *id_out = st->capture_id;
-  if (graph_out) *graph_out = st->capture;
-  if (dependencies_out) *dependencies_out = n ? (const CUgraphNode *)st->capture_deps : NULL;
-  if (edgeData_out) *edgeData_out = n ? st->capture_edges : NULL;
-  if (numDependencies_out) *numDependencies_out = n;
-  return CUDA_SUCCESS;
-}
-
-CUresult cuStreamGetCaptureInfo_v2(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                   cuuint64_t *id_out, CUgraph *graph_out,
-                                   const CUgraphNode **dependencies_out,
-                                   size_t *numDependencies_out) {
-  return cuStreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
-                                   NULL, numDependencies_out);
-}
-
-CUresult cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus_out,
-                                cuuint64_t *id_out) {
-  return cuStreamGetCaptureInfo_v3(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
-}
-
-CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode) {
-  if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
-  CUstreamCaptureMode old = thread_capture_mode;
-  thread_capture_mode = *mode;
-  *mode = old;
-  return CUDA_SUCCESS;
-}
-
-CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus) {
-  struct CUstream_st *st;
-  CUresult r = nvcu_stream_get(hStream, &st);
-  if (!r && captureStatus)
-    *captureStatus = st->capture ? CU_STREAM_CAPTURE_STATUS_ACTIVE : CU_STREAM_CAPTURE_STATUS_NONE;
-  return r;
-}
-
 /* ---- events ---- */
 
 static CUresult event_check(CUevent e) {
@@ -686,6 +527,7 @@ CUresult cuEventDestroy_v2(CUevent hEvent) {
   else
     nvhcq_signal_destroy(hEvent->sig);
   hEvent->magic = 0;
+  free(hEvent->capture_deps);
   free(hEvent);
   NVCU_UNLOCK();
   return CUDA_SUCCESS;
@@ -721,9 +563,10 @@ CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int f
     nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_EVENT_RECORD, .event = hEvent};
     r = nvcu_stream_op(hStream, &op);
   } else if (!r && st->capture) {
-    r = nvcu_unsupported("cuEventRecord in a captured stream (without CU_EVENT_RECORD_EXTERNAL)");
+    r = nvcu_capture_record(st, hEvent);
   } else if (!r) {
     r = nvcu_event_record(d, hEvent);
+    if (!r) hEvent->capture_id = 0;
   }
   NVCU_UNLOCK();
   return r;
@@ -903,18 +746,8 @@ NVCU_ALIAS(cuStreamGetFlags_ptsz, cuStreamGetFlags)
 NVCU_ALIAS(cuStreamGetPriority_ptsz, cuStreamGetPriority)
 NVCU_ALIAS(cuStreamGetCtx_ptsz, cuStreamGetCtx)
 NVCU_ALIAS(cuStreamGetCtx_v2_ptsz, cuStreamGetCtx_v2)
-NVCU_ALIAS(cuStreamBeginCapture_ptsz, cuStreamBeginCapture)
-NVCU_ALIAS(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2)
-NVCU_ALIAS(cuStreamEndCapture_ptsz, cuStreamEndCapture)
-NVCU_ALIAS(cuStreamIsCapturing_ptsz, cuStreamIsCapturing)
 NVCU_ALIAS(cuStreamGetAttribute_ptsz, cuStreamGetAttribute)
 NVCU_ALIAS(cuStreamSetAttribute_ptsz, cuStreamSetAttribute)
-NVCU_ALIAS(cuStreamGetCaptureInfo_ptsz, cuStreamGetCaptureInfo)
-NVCU_ALIAS(cuStreamGetCaptureInfo_v2_ptsz, cuStreamGetCaptureInfo_v2)
-NVCU_ALIAS(cuStreamGetCaptureInfo_v3_ptsz, cuStreamGetCaptureInfo_v3)
-NVCU_ALIAS(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph)
-NVCU_ALIAS(cuStreamUpdateCaptureDependencies_ptsz, cuStreamUpdateCaptureDependencies)
-NVCU_ALIAS(cuStreamUpdateCaptureDependencies_v2_ptsz, cuStreamUpdateCaptureDependencies_v2)
 NVCU_ALIAS(cuEventRecord_ptsz, cuEventRecord)
 NVCU_ALIAS(cuLaunchHostFunc_ptsz, cuLaunchHostFunc)
 NVCU_ALIAS(cuStreamAddCallback_ptsz, cuStreamAddCallback)

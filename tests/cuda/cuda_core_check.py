@@ -280,9 +280,65 @@ def case_ipc_event():
     ev.close()
 
 
+# Conditional nodes: kernels set the condition with cudaGraphSetConditional (declared as
+# cuda.core's own tests declare it for NVRTC).
+COND_CODE = r"""
+extern "C" __device__ __cudart_builtin__ void CUDARTAPI
+cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value);
+extern "C" __global__ void set_handle(cudaGraphConditionalHandle h, unsigned int v) {
+  cudaGraphSetConditional(h, v);
+}
+extern "C" __global__ void count_down(cudaGraphConditionalHandle h, unsigned int *left) {
+  cudaGraphSetConditional(h, --*left != 0);
+}
+extern "C" __global__ void add_one_u(unsigned int *c) { atomicAdd(c, 1u); }
+"""
+
+
+def case_conditional_builder():
+    """GraphBuilder's if_else and while_loop, the loop's body split in two and joined: for each
+    condition the IF or the ELSE branch runs once, the body 5 times per launch, both halves."""
+    names = ("set_handle", "count_down", "add_one_u")
+    opts = ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")
+    m = Program(COND_CODE, code_type="c++", options=opts).compile("cubin", name_expressions=names)
+    k = {name: m.get_kernel(name) for name in names}
+    hc, c = host_buffer(np.zeros(5, np.uint32))  # if, else, left, half a, half b
+    at = [np.uint64(int(hc.handle) + 4 * i) for i in range(5)]
+    one = LaunchConfig(grid=1, block=1)
+    for value in (1, 0, 7):
+        c[:] = 0
+        c[2] = 5
+        gb = stream.create_graph_builder().begin_building()
+        h = gb.create_conditional_handle()
+        launch(gb, one, k["set_handle"], np.uint64(h), np.uint32(value))
+        if_b, else_b = gb.if_else(h)
+        if_b.begin_building()
+        launch(if_b, one, k["add_one_u"], at[0])
+        if_b.end_building()
+        else_b.begin_building()
+        launch(else_b, one, k["add_one_u"], at[1])
+        else_b.end_building()
+        h2 = gb.create_conditional_handle(default_value=1)
+        body = gb.while_loop(h2)
+        body.begin_building()
+        launch(body, one, k["count_down"], np.uint64(h2), at[2])
+        left, right = body.split(2)
+        launch(left, one, k["add_one_u"], at[3])
+        launch(right, one, k["add_one_u"], at[4])
+        body = type(body).join(left, right)
+        body.end_building()
+        graph = gb.end_building().complete()
+        graph.launch(stream)
+        stream.sync()
+        want = [1 if value else 0, 0 if value else 1, 0, 5, 5]
+        assert list(c) == want, (value, list(c), want)
+        graph.close()
+    print("  IF/ELSE on 1, 0 and 7; WHILE 5 rounds with a split body")
+
+
 CASES = [case_properties, case_saxpy_device_memory, case_fill_and_events, case_graph_builder,
          case_texture, case_linear_texture, case_surface, case_pool_resources, case_cluster,
-         case_ipc_event]
+         case_ipc_event, case_conditional_builder]
 passed = 0
 for case in CASES:
     try:

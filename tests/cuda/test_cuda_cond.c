@@ -391,6 +391,61 @@ static void test_switch(void) {
   unload(&k);
 }
 
+/* ---- a body captured across two streams (cuda.core's GraphBuilder.split and join in one) ---- */
+
+static void test_body_fork_join(void) {
+  kernels k;
+  NEED_COND_KERNELS(&k);
+  CUdeviceptr x;
+  OK(cuMemAlloc_v2(&x, 4 * 3 * N));
+  OK(cuMemsetD32_v2(x, 0, 3 * N));
+  CUgraph g;
+  OK(cuGraphCreate(&g, 0));
+  CUgraphConditionalHandle h;
+  OK(cuGraphConditionalHandleCreate(&h, g, ctx, 0, 0));
+  uint32_t v = 1;
+  void *params[] = {&h, &v};
+  CUDA_KERNEL_NODE_PARAMS kp = one_thread(k.set, params);
+  CUgraphNode set, cond;
+  OK(cuGraphAddKernelNode_v2(&set, g, NULL, 0, &kp));
+  CUgraph *body;
+  OK(add_cond(&cond, g, set, h, CU_GRAPH_COND_TYPE_IF, 1, &body));
+  CUstream sb, sc;
+  OK(cuStreamCreate(&sb, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&sc, CU_STREAM_NON_BLOCKING));
+  CUevent fork, back;
+  OK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+  OK(cuEventCreate(&back, CU_EVENT_DISABLE_TIMING));
+  OK(cuStreamBeginCaptureToGraph(sb, body[0], NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_RELAXED));
+  OK(cuMemsetD32Async(x, 1, N, sb));
+  OK(cuEventRecord(fork, sb));
+  OK(cuStreamWaitEvent(sc, fork, 0));
+  OK(cuMemsetD32Async(x + 4 * N, 2, N, sc));
+  OK(cuEventRecord(back, sc));
+  OK(cuStreamWaitEvent(sb, back, 0));
+  OK(cuMemsetD32Async(x + 8 * N, 3, N, sb));
+  CUgraph got;
+  OK(cuStreamEndCapture(sb, &got));
+  TEST_CHECK(got == body[0]);
+  size_t count = 0;
+  OK(cuGraphGetNodes(body[0], NULL, &count));
+  TEST_CHECK_MSG(count == 3, "the body has %zu nodes, want 3", count);
+  CUgraphExec e;
+  OK(cuGraphInstantiateWithFlags(&e, g, 0));
+  OK(cuGraphLaunch(e, sb));
+  OK(cuStreamSynchronize(sb));
+  TEST_CHECK_MSG(all_are(x, 1) && all_are(x + 4 * N, 2) && all_are(x + 8 * N, 3),
+                 "the body's three memsets: %u %u %u", word(x), word(x + 4 * N), word(x + 8 * N));
+  OK(cuGraphExecDestroy(e));
+  OK(cuGraphDestroy(g));
+  OK(cuEventDestroy_v2(fork));
+  OK(cuEventDestroy_v2(back));
+  OK(cuStreamDestroy_v2(sb));
+  OK(cuStreamDestroy_v2(sc));
+  OK(cuMemFree_v2(x));
+  unload(&k);
+}
+
 /* ---- cudaGraphSetConditional itself (a GPU: the mock's PTX runner has no calls) ---- */
 
 /* The kernel calls cudaGraphSetConditional, which nvhcq's device syscalls provide. */
@@ -493,4 +548,5 @@ static void test_cubin_set_conditional(void) {
 }
 
 TEST_MAIN(TEST(test_proc_address), TEST(test_refusals), TEST(test_if), TEST(test_while),
-          TEST(test_switch), TEST(test_set_conditional_call), TEST(test_cubin_set_conditional))
+          TEST(test_switch), TEST(test_body_fork_join), TEST(test_set_conditional_call),
+          TEST(test_cubin_set_conditional))

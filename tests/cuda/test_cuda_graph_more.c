@@ -239,6 +239,109 @@ static void test_enable_disable(void) {
   for (int i = 0; i < 6; i++) OK(cuMemFree_v2(*bufs[i]));
 }
 
+/* ---- several streams in one capture ---- */
+
+/* Whether node n depends on the nodes in want (any order), and on `extra` more. */
+static int deps_are(CUgraphNode n, const CUgraphNode *want, size_t count, size_t extra) {
+  CUgraphNode got[8];
+  size_t k = 8;
+  if (cuGraphNodeGetDependencies(n, got, &k) != CUDA_SUCCESS || k != count + extra) return 0;
+  for (size_t i = 0; i < count; i++) {
+    size_t j = 0;
+    while (j < k && got[j] != want[i]) j++;
+    if (j == k) return 0;
+  }
+  return 1;
+}
+
+/* s0 forks to s1 and s2 through an event, they join back through two more: the diamond A -> B, C
+ * -> D, run with the values it computes. Then the refusals: ending the capture on a stream that
+ * joined it, a stream not joined back, a wait for an event of a capture that has ended. */
+static void test_capture_fork_join(void) {
+  NEED_DEVICE();
+  CUdeviceptr a, b, c, d;
+  OK(cuMemAlloc_v2(&a, 4 * N));
+  OK(cuMemAlloc_v2(&b, 4 * N));
+  OK(cuMemAlloc_v2(&c, 4 * N));
+  OK(cuMemAlloc_v2(&d, 4 * N));
+  CUstream s0, s1, s2, s3;
+  OK(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+  OK(cuStreamCreate(&s3, CU_STREAM_NON_BLOCKING));
+  CUevent fork, j1, j2;
+  OK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+  OK(cuEventCreate(&j1, CU_EVENT_DISABLE_TIMING));
+  OK(cuEventCreate(&j2, CU_EVENT_DISABLE_TIMING));
+  OK(cuStreamBeginCapture_v2(s0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  OK(cuMemsetD32Async(a, 1, N, s0));
+  OK(cuEventRecord(fork, s0));
+  OK(cuStreamWaitEvent(s1, fork, 0));
+  OK(cuStreamWaitEvent(s2, fork, 0));
+  OK(cuStreamWaitEvent(s3, fork, 0)); /* joins, then goes without work */
+  OK(cuStreamDestroy_v2(s3));
+  CUstreamCaptureStatus cs;
+  cuuint64_t id0 = 0, id1 = 1;
+  OK(cuStreamGetCaptureInfo(s0, &cs, &id0));
+  OK(cuStreamGetCaptureInfo(s1, &cs, &id1));
+  TEST_CHECK(cs == CU_STREAM_CAPTURE_STATUS_ACTIVE && id0 == id1);
+  OK(cuMemcpyDtoDAsync_v2(b, a, 4 * N, s1));
+  OK(cuMemsetD32Async(c, 3, N, s2));
+  OK(cuEventRecord(j1, s1));
+  OK(cuEventRecord(j2, s2));
+  OK(cuStreamWaitEvent(s0, j1, 0));
+  OK(cuStreamWaitEvent(s0, j2, 0));
+  OK(cuMemcpyDtoDAsync_v2(d, b, 4 * N, s0));
+  CUgraph g;
+  TEST_CHECK(cuStreamEndCapture(s1, &g) == CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+  OK(cuStreamEndCapture(s0, &g));
+  OK(cuStreamIsCapturing(s1, &cs));
+  TEST_CHECK(cs == CU_STREAM_CAPTURE_STATUS_NONE);
+  CUgraphNode nodes[8];
+  size_t count = 8;
+  OK(cuGraphGetNodes(g, nodes, &count));
+  TEST_CHECK_MSG(count == 4, "%zu nodes, want 4", count);
+  if (count == 4) {
+    TEST_CHECK(deps_are(nodes[0], NULL, 0, 0));
+    TEST_CHECK(deps_are(nodes[1], &nodes[0], 1, 0) && deps_are(nodes[2], &nodes[0], 1, 0));
+    /* s0 waited for both after its own A: D depends on B and C, and on A (a wait adds to what
+     * the stream's next node depends on) */
+    TEST_CHECK(deps_are(nodes[3], &nodes[1], 2, 1));
+  }
+  OK(cuMemsetD32_v2(d, 0, N));
+  CUgraphExec x;
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  OK(cuGraphLaunch(x, s0));
+  OK(cuStreamSynchronize(s0));
+  TEST_CHECK_MSG(all_are(d, N, 1) && all_are(c, N, 3), "d[0] %u, c[0] %u", first(d), first(c));
+  OK(cuGraphExecDestroy(x));
+  OK(cuGraphDestroy(g));
+  /* s1's work never joined back: the capture is invalidated, every stream out of it */
+  OK(cuStreamBeginCapture_v2(s0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+  OK(cuMemsetD32Async(a, 4, N, s0));
+  OK(cuEventRecord(fork, s0));
+  OK(cuStreamWaitEvent(s1, fork, 0));
+  OK(cuMemsetD32Async(b, 5, N, s1));
+  TEST_CHECK(cuStreamEndCapture(s0, &g) == CUDA_ERROR_STREAM_CAPTURE_UNJOINED && g == NULL);
+  OK(cuStreamIsCapturing(s1, &cs));
+  TEST_CHECK(cs == CU_STREAM_CAPTURE_STATUS_NONE);
+  /* the event stands for a capture that has ended */
+  TEST_CHECK(cuStreamWaitEvent(s2, fork, 0) == CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
+  OK(cuEventRecord(fork, s0)); /* recorded again outside a capture: an event like any */
+  OK(cuStreamWaitEvent(s2, fork, 0));
+  OK(cuStreamSynchronize(s2));
+  OK(cuEventDestroy_v2(fork));
+  OK(cuEventDestroy_v2(j1));
+  OK(cuEventDestroy_v2(j2));
+  OK(cuStreamDestroy_v2(s0));
+  OK(cuStreamDestroy_v2(s1));
+  OK(cuStreamDestroy_v2(s2));
+  OK(cuMemFree_v2(a));
+  OK(cuMemFree_v2(b));
+  OK(cuMemFree_v2(c));
+  OK(cuMemFree_v2(d));
+}
+
 /* ---- capture into an existing graph ---- */
 
 static void test_capture_to_graph(void) {
@@ -734,6 +837,6 @@ static void test_mem_nodes_captured(void) {
 }
 
 TEST_MAIN(TEST(test_proc_address), TEST(test_user_objects), TEST(test_enable_disable),
-          TEST(test_capture_to_graph), TEST(test_kernel_attributes), TEST(test_kernel_nodes_run),
-          TEST(test_framework_graphs), TEST(test_long_capture), TEST(test_mem_nodes_explicit),
-          TEST(test_mem_nodes_captured))
+          TEST(test_capture_to_graph), TEST(test_capture_fork_join), TEST(test_kernel_attributes),
+          TEST(test_kernel_nodes_run), TEST(test_framework_graphs), TEST(test_long_capture),
+          TEST(test_mem_nodes_explicit), TEST(test_mem_nodes_captured))
