@@ -156,6 +156,17 @@
   X(CUresult, cuMemHostRegister_v2, (void *p, size_t bytesize, unsigned int Flags))                \
   X(CUresult, cuMemHostUnregister, (void *p))                                                      \
   X(CUresult, cuMemAllocManaged, (CUdeviceptr * dptr, size_t bytesize, unsigned int flags))        \
+  X(CUresult, cuMemPrefetchBatchAsync,                                                             \
+    (CUdeviceptr * dptrs, size_t * sizes, size_t count, CUmemLocation * prefetchLocs,              \
+     size_t * prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,                   \
+     CUstream hStream))                                                                            \
+  X(CUresult, cuMemDiscardBatchAsync,                                                              \
+    (CUdeviceptr * dptrs, size_t * sizes, size_t count, unsigned long long flags,                  \
+     CUstream hStream))                                                                            \
+  X(CUresult, cuMemDiscardAndPrefetchBatchAsync,                                                   \
+    (CUdeviceptr * dptrs, size_t * sizes, size_t count, CUmemLocation * prefetchLocs,              \
+     size_t * prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,                   \
+     CUstream hStream))                                                                            \
   X(CUresult, cuMemPrefetchAsync_v2,                                                               \
     (CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,                 \
      CUstream hStream))                                                                            \

@@ -1,5 +1,6 @@
-/* Managed memory's hints: prefetches and advice are checked and recorded per page (managed memory
- * is pinned host memory here, so neither moves anything), and range attributes report them. */
+/* Managed memory's hints: prefetches (one at a time or batched), discards and advice are checked
+ * and recorded per page (managed memory is pinned host memory here, so none moves anything), and
+ * range attributes report them. */
 #include <stdlib.h>
 
 #include "internal.h"
@@ -91,6 +92,76 @@ static CUresult prefetch(CUdeviceptr devPtr, size_t count, CUmemLocation locatio
 CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location,
                                unsigned int flags, CUstream hStream) {
   return prefetch(devPtr, count, location, flags, hStream);
+}
+
+/* ---- batches (CUDA 12.8 and 13) ---- */
+
+/* prefetchLocs[k] applies to operations idxs[k] to idxs[k + 1] - 1: the first index 0, each
+ * larger than the one before, the last below count. */
+static CUresult locations_check(size_t count, const CUmemLocation *locs, const size_t *idxs,
+                                size_t n) {
+  if (!n || n > count || !locs || !idxs || idxs[0] != 0 || idxs[n - 1] >= count) goto bad;
+  for (size_t k = 1; k < n; k++)
+    if (idxs[k] <= idxs[k - 1]) goto bad;
+  return CUDA_SUCCESS;
+bad:
+  nvcu_log("a batch prefetch: %zu locations for %zu operations (each location's first operation "
+           "index, from 0 up, below the count)",
+           n, count);
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* Every range and location is checked before anything is recorded. A discard keeps the bytes (a
+ * discarded range reads indeterminate values until written or prefetched: these are such values);
+ * a prefetch records its location, as cuMemPrefetchAsync does. */
+static CUresult batch(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *locs,
+                      size_t *idxs, size_t nlocs, unsigned long long flags, CUstream hStream,
+                      int fetch) {
+  if (flags || !count || !dptrs || !sizes || hStream == NULL || hStream == CU_STREAM_LEGACY)
+    return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = fetch ? locations_check(count, locs, idxs, nlocs) : CUDA_SUCCESS;
+  if (r) return r;
+  NVCU_LOCK();
+  struct CUstream_st *st;
+  nvcu_alloc *a;
+  uint64_t first, end;
+  int code = 0;
+  r = nvcu_stream_get(hStream, &st);
+  for (size_t i = 0, k = 0; i < count && !r; i++) {
+    r = managed_pages(dptrs[i], sizes[i], &a, &first, &end);
+    if (!fetch || r) continue;
+    while (k + 1 < nlocs && idxs[k + 1] <= i) k++;
+    r = location_code(locs[k], &code);
+  }
+  for (size_t i = 0, k = 0; i < count && !r && fetch; i++) {
+    while (k + 1 < nlocs && idxs[k + 1] <= i) k++;
+    (void)managed_pages(dptrs[i], sizes[i], &a, &first, &end);
+    (void)location_code(locs[k], &code);
+    set_field(a, first, end, PREFETCH_SHIFT, code);
+  }
+  NVCU_UNLOCK();
+  return r;
+}
+
+CUresult cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                 CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
+                                 size_t numPrefetchLocs, unsigned long long flags,
+                                 CUstream hStream) {
+  return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream,
+               1);
+}
+
+CUresult cuMemDiscardBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                unsigned long long flags, CUstream hStream) {
+  return batch(dptrs, sizes, count, NULL, NULL, 0, flags, hStream, 0);
+}
+
+CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                           CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
+                                           size_t numPrefetchLocs, unsigned long long flags,
+                                           CUstream hStream) {
+  return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream,
+               1);
 }
 
 CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
@@ -291,4 +362,7 @@ CUresult cuMemRangeGetAttributes(void **data, size_t *dataSizes, CUmem_range_att
 #define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));
 NVCU_ALIAS(cuMemPrefetchAsync_ptsz, cuMemPrefetchAsync)
 NVCU_ALIAS(cuMemPrefetchAsync_v2_ptsz, cuMemPrefetchAsync_v2)
+NVCU_ALIAS(cuMemPrefetchBatchAsync_ptsz, cuMemPrefetchBatchAsync)
+NVCU_ALIAS(cuMemDiscardBatchAsync_ptsz, cuMemDiscardBatchAsync)
+NVCU_ALIAS(cuMemDiscardAndPrefetchBatchAsync_ptsz, cuMemDiscardAndPrefetchBatchAsync)
 NVCU_ALIAS(cuStreamAttachMemAsync_ptsz, cuStreamAttachMemAsync)

@@ -257,6 +257,31 @@ static void test_managed(void) {
   OK(cuMemAlloc_v2(&d, 4096));
   IS(cuMemPrefetchAsync_v2(d, 4096, dev0, 0, s), CUDA_ERROR_INVALID_VALUE);
 
+  /* batches: three ranges, the first to the CPU, the other two to device 0; refused whole */
+  CUdeviceptr ptrs[3] = {m, m + 8192, m + 3 * 4096};
+  size_t lens[3] = {4096, 4096, 4096}, idxs[2] = {0, 1};
+  CUmemLocation locs[2] = {cpu, dev0};
+  OK(cuMemPrefetchBatchAsync(ptrs, lens, 3, locs, idxs, 2, 0, s));
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, m, 4096) == CU_DEVICE_CPU);
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, m + 8192, 8192) == 0);
+  locs[1] = cpu;
+  OK(cuMemDiscardAndPrefetchBatchAsync(ptrs + 1, lens, 1, locs + 1, idxs, 1, 0, s));
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, m + 8192, 4096) ==
+             CU_DEVICE_CPU);
+  OK(cuMemDiscardBatchAsync(ptrs, lens, 3, 0, s));
+  size_t bad_idxs[2] = {1, 2};
+  IS(cuMemPrefetchBatchAsync(ptrs, lens, 3, locs, bad_idxs, 2, 0, s), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemPrefetchBatchAsync(ptrs, lens, 3, locs, idxs, 4, 0, s), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemPrefetchBatchAsync(ptrs, lens, 3, locs, idxs, 2, 1, s), CUDA_ERROR_INVALID_VALUE);
+  IS(cuMemDiscardBatchAsync(ptrs, lens, 3, 0, NULL), CUDA_ERROR_INVALID_VALUE);
+  CUdeviceptr mixed[2] = {m, d};
+  locs[0] = dev0;
+  IS(cuMemPrefetchBatchAsync(mixed, lens, 2, locs, idxs, 1, 0, s), CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, m, 4096) == CU_DEVICE_CPU);
+  /* the single prefetches' records again, for what follows */
+  OK(cuMemPrefetchAsync_v2(m, n, dev0, 0, s));
+  OK(cuMemPrefetchAsync(m, n / 2, CU_DEVICE_CPU, s));
+
   /* advice, per page */
   TEST_CHECK(range_int(CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, m, n) == 0);
   OK(cuMemAdvise_v2(m, n, CU_MEM_ADVISE_SET_READ_MOSTLY, cpu));
