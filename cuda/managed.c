@@ -156,14 +156,6 @@ CUresult cuMemDiscardBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
   return batch(dptrs, sizes, count, NULL, NULL, 0, flags, hStream, 0);
 }
 
-CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
-                                           CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
-                                           size_t numPrefetchLocs, unsigned long long flags,
-                                           CUstream hStream) {
-  return batch(dptrs, sizes, count, prefetchLocs, prefetchLocIdxs, numPrefetchLocs, flags, hStream,
-               1);
-}
-
 CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
                             CUstream hStream) {
   return prefetch(devPtr, count, device_location(dstDevice), 0, hStream);
@@ -362,7 +354,9 @@ CUresult cuMemRangeGetAttributes(void **data, size_t *dataSizes, CUmem_range_att
 #define NVCU_ALIAS(name, target) __typeof__(target) name __attribute__((alias(#target)));
 NVCU_ALIAS(cuMemPrefetchAsync_ptsz, cuMemPrefetchAsync)
 NVCU_ALIAS(cuMemPrefetchAsync_v2_ptsz, cuMemPrefetchAsync_v2)
+/* A discard keeps the bytes, so a discard and prefetch is the prefetch. */
+NVCU_ALIAS(cuMemDiscardAndPrefetchBatchAsync, cuMemPrefetchBatchAsync)
 NVCU_ALIAS(cuMemPrefetchBatchAsync_ptsz, cuMemPrefetchBatchAsync)
 NVCU_ALIAS(cuMemDiscardBatchAsync_ptsz, cuMemDiscardBatchAsync)
-NVCU_ALIAS(cuMemDiscardAndPrefetchBatchAsync_ptsz, cuMemDiscardAndPrefetchBatchAsync)
+NVCU_ALIAS(cuMemDiscardAndPrefetchBatchAsync_ptsz, cuMemPrefetchBatchAsync)
 NVCU_ALIAS(cuStreamAttachMemAsync_ptsz, cuStreamAttachMemAsync)

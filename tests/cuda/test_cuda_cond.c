@@ -121,6 +121,39 @@ static CUresult add_cond(CUgraphNode *node, CUgraph g, CUgraphNode dep, CUgraphC
   return r;
 }
 
+/* A graph whose first node, f(h, v[, extra]) on one thread, sets the condition of the graph's
+ * handle h to v. Kept in place: the parameters point into it. */
+typedef struct setter {
+  CUgraph g;
+  CUgraphConditionalHandle h;
+  uint32_t v;
+  void *params[3];
+  CUDA_KERNEL_NODE_PARAMS kp;
+  CUgraphNode set;
+} setter;
+
+static void setter_make(setter *s, CUfunction f, uint32_t v, void *extra) {
+  memset(s, 0, sizeof *s);
+  OK(cuGraphCreate(&s->g, 0));
+  OK(cuGraphConditionalHandleCreate(&s->h, s->g, ctx, 0, 0));
+  s->v = v;
+  s->params[0] = &s->h, s->params[1] = &s->v, s->params[2] = extra;
+  s->kp = one_thread(f, s->params);
+  s->kp.blockDimX = 1;
+}
+
+static void setter_add(setter *s, const CUgraphNode *deps, size_t n) {
+  OK(cuGraphAddKernelNode_v2(&s->set, s->g, deps, n, &s->kp));
+}
+
+/* One launch of e, its setter node giving the condition v, and the stream's end. */
+static void setter_run(setter *s, CUgraphExec e, uint32_t v, CUstream st) {
+  s->v = v;
+  OK(cuGraphExecKernelNodeSetParams_v2(e, s->set, &s->kp));
+  OK(cuGraphLaunch(e, st));
+  OK(cuStreamSynchronize(st));
+}
+
 /* ---- without a device ---- */
 
 static void test_proc_address(void) {
@@ -202,35 +235,28 @@ static void run_if(const kernels *k, unsigned size) {
   CUdeviceptr x, y;
   OK(cuMemAlloc_v2(&x, 4 * N));
   OK(cuMemAlloc_v2(&y, 4 * N));
-  CUgraph g;
-  OK(cuGraphCreate(&g, 0));
-  CUgraphConditionalHandle h;
-  OK(cuGraphConditionalHandleCreate(&h, g, ctx, 0, 0));
-  uint32_t v = 1;
-  void *params[] = {&h, &v};
-  CUDA_KERNEL_NODE_PARAMS kp = one_thread(k->set, params);
-  CUgraphNode set, cond, m;
-  OK(cuGraphAddKernelNode_v2(&set, g, NULL, 0, &kp));
+  setter s;
+  setter_make(&s, k->set, 1, NULL);
+  setter_add(&s, NULL, 0);
+  CUgraphNode cond, m;
   CUgraph *bodies;
-  OK(add_cond(&cond, g, set, h, CU_GRAPH_COND_TYPE_IF, size, &bodies));
+  OK(add_cond(&cond, s.g, s.set, s.h, CU_GRAPH_COND_TYPE_IF, size, &bodies));
   CUDA_MEMSET_NODE_PARAMS mx = memset_32(x, 7, N), my = memset_32(y, 9, N);
   OK(cuGraphAddMemsetNode(&m, bodies[0], NULL, 0, &mx, ctx));
   if (size == 2) OK(cuGraphAddMemsetNode(&m, bodies[1], NULL, 0, &my, ctx));
   CUgraphExec e;
-  OK(cuGraphInstantiateWithFlags(&e, g, 0));
+  OK(cuGraphInstantiateWithFlags(&e, s.g, 0));
   for (int round = 0; round < 4; round++) {
-    v = round & 1 ? 0 : 1;
-    OK(cuGraphExecKernelNodeSetParams_v2(e, set, &kp));
+    uint32_t v = round & 1 ? 0 : 1;
     OK(cuMemsetD32_v2(x, 0, N));
     OK(cuMemsetD32_v2(y, 0, N));
-    OK(cuGraphLaunch(e, NULL));
-    OK(cuCtxSynchronize());
+    setter_run(&s, e, v, NULL);
     uint32_t want_y = size == 2 && !v ? 9 : 0;
     TEST_CHECK_MSG(all_are(x, v ? 7 : 0) && all_are(y, want_y),
                    "IF of %u bodies, condition %u: x %u, y %u", size, v, word(x), word(y));
   }
   OK(cuGraphExecDestroy(e));
-  OK(cuGraphDestroy(g));
+  OK(cuGraphDestroy(s.g));
   OK(cuMemFree_v2(x));
   OK(cuMemFree_v2(y));
 }
@@ -310,17 +336,12 @@ static void test_switch(void) {
   NEED_COND_KERNELS(&k);
   CUdeviceptr x;
   OK(cuMemAlloc_v2(&x, 4 * N));
-  CUgraph g;
-  OK(cuGraphCreate(&g, 0));
-  CUgraphConditionalHandle h;
-  OK(cuGraphConditionalHandleCreate(&h, g, ctx, 0, 0));
-  uint32_t v = 0;
-  void *params[] = {&h, &v};
-  CUDA_KERNEL_NODE_PARAMS kp = one_thread(k.set, params);
-  CUgraphNode set, sw;
-  OK(cuGraphAddKernelNode_v2(&set, g, NULL, 0, &kp));
+  setter sw;
+  setter_make(&sw, k.set, 0, NULL);
+  setter_add(&sw, NULL, 0);
+  CUgraphNode node;
   CUgraph *bodies;
-  OK(add_cond(&sw, g, set, h, CU_GRAPH_COND_TYPE_SWITCH, 3, &bodies));
+  OK(add_cond(&node, sw.g, sw.set, sw.h, CU_GRAPH_COND_TYPE_SWITCH, 3, &bodies));
   /* each body filled by capture: x = 10 + i */
   CUstream s;
   OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
@@ -332,60 +353,42 @@ static void test_switch(void) {
     TEST_CHECK(got == bodies[i]);
   }
   CUgraphExec e;
-  OK(cuGraphInstantiateWithFlags(&e, g, 0));
+  OK(cuGraphInstantiateWithFlags(&e, sw.g, 0));
   const uint32_t values[] = {2, 0, 5, 1, 3};
   for (unsigned i = 0; i < sizeof values / sizeof values[0]; i++) {
-    v = values[i];
-    OK(cuGraphExecKernelNodeSetParams_v2(e, set, &kp));
+    uint32_t v = values[i], want = v < 3 ? 10 + v : 1;
     OK(cuMemsetD32Async(x, 1, N, s));
-    OK(cuGraphLaunch(e, s));
-    OK(cuStreamSynchronize(s));
-    uint32_t want = v < 3 ? 10 + v : 1;
+    setter_run(&sw, e, v, s);
     TEST_CHECK_MSG(all_are(x, want), "SWITCH on %u: x %u, want %u", v, word(x), want);
   }
   /* an update takes a graph of the same shape made anew: its handle, its bodies (x = 20 + i) */
-  CUgraph *bodies2 = NULL;
-  CUgraph fresh;
-  OK(cuGraphCreate(&fresh, 0));
-  CUgraphConditionalHandle hf;
-  OK(cuGraphConditionalHandleCreate(&hf, fresh, ctx, 0, 0));
-  void *fparams[] = {&hf, &v};
-  CUDA_KERNEL_NODE_PARAMS fkp = one_thread(k.set, fparams);
-  CUgraphNode fset, fsw;
-  OK(cuGraphAddKernelNode_v2(&fset, fresh, NULL, 0, &fkp));
-  OK(add_cond(&fsw, fresh, fset, hf, CU_GRAPH_COND_TYPE_SWITCH, 3, &bodies2));
+  setter fresh;
+  setter_make(&fresh, k.set, 1, NULL);
+  setter_add(&fresh, NULL, 0);
+  OK(add_cond(&node, fresh.g, fresh.set, fresh.h, CU_GRAPH_COND_TYPE_SWITCH, 3, &bodies));
   for (unsigned i = 0; i < 3; i++) {
     CUDA_MEMSET_NODE_PARAMS mp = memset_32(x, 20 + i, N);
-    CUgraphNode m;
-    OK(cuGraphAddMemsetNode(&m, bodies2[i], NULL, 0, &mp, ctx));
+    OK(cuGraphAddMemsetNode(&node, bodies[i], NULL, 0, &mp, ctx));
   }
   CUgraphExecUpdateResultInfo info;
-  OK(cuGraphExecUpdate_v2(e, fresh, &info));
+  OK(cuGraphExecUpdate_v2(e, fresh.g, &info));
   TEST_CHECK(info.result == CU_GRAPH_EXEC_UPDATE_SUCCESS);
-  v = 1;
-  OK(cuGraphExecKernelNodeSetParams_v2(e, set, &fkp));
-  OK(cuGraphLaunch(e, s));
-  OK(cuStreamSynchronize(s));
+  fresh.set = sw.set; /* the executable graph names its nodes by the graph it was made from */
+  setter_run(&fresh, e, 1, s);
   TEST_CHECK_MSG(all_are(x, 21), "after the update: x %u, want 21", word(x));
-  /* a node of another type or count in its place is refused and changes nothing */
-  CUgraph wrong;
-  OK(cuGraphCreate(&wrong, 0));
-  CUgraphConditionalHandle hw;
-  OK(cuGraphConditionalHandleCreate(&hw, wrong, ctx, 0, 0));
-  CUgraphNode wset, wif;
-  OK(cuGraphAddKernelNode_v2(&wset, wrong, NULL, 0, &fkp));
-  OK(add_cond(&wif, wrong, wset, hw, CU_GRAPH_COND_TYPE_IF, 1, NULL));
-  TEST_CHECK(cuGraphExecUpdate_v2(e, wrong, &info) == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  /* a node of another type in its place is refused and changes nothing */
+  setter wrong;
+  setter_make(&wrong, k.set, 0, NULL);
+  setter_add(&wrong, NULL, 0);
+  OK(add_cond(&node, wrong.g, wrong.set, wrong.h, CU_GRAPH_COND_TYPE_IF, 1, NULL));
+  TEST_CHECK(cuGraphExecUpdate_v2(e, wrong.g, &info) == CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
   TEST_CHECK(info.result == CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED);
-  v = 2;
-  OK(cuGraphExecKernelNodeSetParams_v2(e, set, &fkp));
-  OK(cuGraphLaunch(e, s));
-  OK(cuStreamSynchronize(s));
+  setter_run(&fresh, e, 2, s);
   TEST_CHECK_MSG(all_are(x, 22), "after a refused update: x %u, want 22", word(x));
   OK(cuGraphExecDestroy(e));
-  OK(cuGraphDestroy(g));
-  OK(cuGraphDestroy(fresh));
-  OK(cuGraphDestroy(wrong));
+  OK(cuGraphDestroy(sw.g));
+  OK(cuGraphDestroy(fresh.g));
+  OK(cuGraphDestroy(wrong.g));
   OK(cuStreamDestroy_v2(s));
   OK(cuMemFree_v2(x));
   unload(&k);
@@ -399,17 +402,12 @@ static void test_body_fork_join(void) {
   CUdeviceptr x;
   OK(cuMemAlloc_v2(&x, 4 * 3 * N));
   OK(cuMemsetD32_v2(x, 0, 3 * N));
-  CUgraph g;
-  OK(cuGraphCreate(&g, 0));
-  CUgraphConditionalHandle h;
-  OK(cuGraphConditionalHandleCreate(&h, g, ctx, 0, 0));
-  uint32_t v = 1;
-  void *params[] = {&h, &v};
-  CUDA_KERNEL_NODE_PARAMS kp = one_thread(k.set, params);
-  CUgraphNode set, cond;
-  OK(cuGraphAddKernelNode_v2(&set, g, NULL, 0, &kp));
+  setter s;
+  setter_make(&s, k.set, 1, NULL);
+  setter_add(&s, NULL, 0);
+  CUgraphNode cond;
   CUgraph *body;
-  OK(add_cond(&cond, g, set, h, CU_GRAPH_COND_TYPE_IF, 1, &body));
+  OK(add_cond(&cond, s.g, s.set, s.h, CU_GRAPH_COND_TYPE_IF, 1, &body));
   CUstream sb, sc;
   OK(cuStreamCreate(&sb, CU_STREAM_NON_BLOCKING));
   OK(cuStreamCreate(&sc, CU_STREAM_NON_BLOCKING));
@@ -431,13 +429,12 @@ static void test_body_fork_join(void) {
   OK(cuGraphGetNodes(body[0], NULL, &count));
   TEST_CHECK_MSG(count == 3, "the body has %zu nodes, want 3", count);
   CUgraphExec e;
-  OK(cuGraphInstantiateWithFlags(&e, g, 0));
-  OK(cuGraphLaunch(e, sb));
-  OK(cuStreamSynchronize(sb));
+  OK(cuGraphInstantiateWithFlags(&e, s.g, 0));
+  setter_run(&s, e, 1, sb);
   TEST_CHECK_MSG(all_are(x, 1) && all_are(x + 4 * N, 2) && all_are(x + 8 * N, 3),
                  "the body's three memsets: %u %u %u", word(x), word(x + 4 * N), word(x + 8 * N));
   OK(cuGraphExecDestroy(e));
-  OK(cuGraphDestroy(g));
+  OK(cuGraphDestroy(s.g));
   OK(cuEventDestroy_v2(fork));
   OK(cuEventDestroy_v2(back));
   OK(cuStreamDestroy_v2(sb));
@@ -461,32 +458,24 @@ static void test_set_conditional_call(void) {
   }
   CUdeviceptr x;
   OK(cuMemAlloc_v2(&x, 4 * N));
-  CUgraph g;
-  OK(cuGraphCreate(&g, 0));
-  CUgraphConditionalHandle h;
-  OK(cuGraphConditionalHandleCreate(&h, g, ctx, 0, 0));
-  uint32_t v = 1;
-  void *params[] = {&h, &v};
-  CUDA_KERNEL_NODE_PARAMS kp = one_thread(k.set_call, params);
-  kp.blockDimX = 1;
-  CUgraphNode set, cond, m;
-  OK(cuGraphAddKernelNode_v2(&set, g, NULL, 0, &kp));
+  setter s;
+  setter_make(&s, k.set_call, 1, NULL);
+  setter_add(&s, NULL, 0);
+  CUgraphNode cond, m;
   CUgraph *bodies;
-  OK(add_cond(&cond, g, set, h, CU_GRAPH_COND_TYPE_IF, 2, &bodies));
+  OK(add_cond(&cond, s.g, s.set, s.h, CU_GRAPH_COND_TYPE_IF, 2, &bodies));
   CUDA_MEMSET_NODE_PARAMS m7 = memset_32(x, 7, N), m8 = memset_32(x, 8, N);
   OK(cuGraphAddMemsetNode(&m, bodies[0], NULL, 0, &m7, ctx));
   OK(cuGraphAddMemsetNode(&m, bodies[1], NULL, 0, &m8, ctx));
   CUgraphExec e;
-  OK(cuGraphInstantiateWithFlags(&e, g, 0));
+  OK(cuGraphInstantiateWithFlags(&e, s.g, 0));
   for (int round = 0; round < 6; round++) {
-    v = round % 3 == 1 ? 0 : (uint32_t)round + 1;
-    OK(cuGraphExecKernelNodeSetParams_v2(e, set, &kp));
-    OK(cuGraphLaunch(e, NULL));
-    OK(cuCtxSynchronize());
+    uint32_t v = round % 3 == 1 ? 0 : (uint32_t)round + 1;
+    setter_run(&s, e, v, NULL);
     TEST_CHECK_MSG(all_are(x, v ? 7 : 8), "cudaGraphSetConditional(h, %u): x %u", v, word(x));
   }
   OK(cuGraphExecDestroy(e));
-  OK(cuGraphDestroy(g));
+  OK(cuGraphDestroy(s.g));
   OK(cuMemFree_v2(x));
   unload(&k);
 }
@@ -514,34 +503,27 @@ static void test_cubin_set_conditional(void) {
   CUdeviceptr x, count;
   OK(cuMemAlloc_v2(&x, 4 * N));
   OK(cuMemAlloc_v2(&count, 4));
-  CUgraph g;
-  OK(cuGraphCreate(&g, 0));
-  CUgraphConditionalHandle h;
-  OK(cuGraphConditionalHandleCreate(&h, g, ctx, 0, 0));
-  uint32_t v = 0;
-  void *params[] = {&h, &v, &count};
-  CUDA_KERNEL_NODE_PARAMS kp = one_thread(f, params);
-  kp.gridDimX = 4, kp.blockDimX = 64;
-  CUgraphNode zero, set, cond, m;
+  setter s;
+  setter_make(&s, f, 0, &count);
+  s.kp.gridDimX = 4, s.kp.blockDimX = 64;
+  CUgraphNode zero, cond, m;
   CUDA_MEMSET_NODE_PARAMS mz = memset_32(count, 0, 1), m5 = memset_32(x, 5, N);
-  OK(cuGraphAddMemsetNode(&zero, g, NULL, 0, &mz, ctx));
-  OK(cuGraphAddKernelNode_v2(&set, g, &zero, 1, &kp));
+  OK(cuGraphAddMemsetNode(&zero, s.g, NULL, 0, &mz, ctx));
+  setter_add(&s, &zero, 1);
   CUgraph *bodies;
-  OK(add_cond(&cond, g, set, h, CU_GRAPH_COND_TYPE_IF, 1, &bodies));
+  OK(add_cond(&cond, s.g, s.set, s.h, CU_GRAPH_COND_TYPE_IF, 1, &bodies));
   OK(cuGraphAddMemsetNode(&m, bodies[0], NULL, 0, &m5, ctx));
   CUgraphExec e;
-  OK(cuGraphInstantiateWithFlags(&e, g, 0));
+  OK(cuGraphInstantiateWithFlags(&e, s.g, 0));
   for (int round = 0; round < 4; round++) {
-    v = (uint32_t)round & 1;
-    OK(cuGraphExecKernelNodeSetParams_v2(e, set, &kp));
+    uint32_t v = (uint32_t)round & 1;
     OK(cuMemsetD32_v2(x, 0, N));
-    OK(cuGraphLaunch(e, NULL));
-    OK(cuCtxSynchronize());
+    setter_run(&s, e, v, NULL);
     TEST_CHECK_MSG(all_are(x, v ? 5 : 0) && word(count) == 256,
                    "condition %u: x %u, count %u (want 256)", v, word(x), word(count));
   }
   OK(cuGraphExecDestroy(e));
-  OK(cuGraphDestroy(g));
+  OK(cuGraphDestroy(s.g));
   OK(cuMemFree_v2(x));
   OK(cuMemFree_v2(count));
   OK(cuModuleUnload(mod));
