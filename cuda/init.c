@@ -607,3 +607,13 @@ CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTable
 int nvcu_stub(const char *name) {
   return (int)nvcu_unsupported(name);
 }
+
+/* The first versions' names (CUDA 2.x and 3.x, what cuGetProcAddress gives below versions 3020 and
+ * 4000, and what a client calling the unsuffixed names through dlsym or ctypes finds): their
+ * parameters are the current ones'. */
+NVCU_ALIAS(cuCtxCreate, cuCtxCreate_v2)
+NVCU_ALIAS(cuCtxDestroy, cuCtxDestroy_v2)
+NVCU_ALIAS(cuCtxPushCurrent, cuCtxPushCurrent_v2)
+NVCU_ALIAS(cuCtxPopCurrent, cuCtxPopCurrent_v2)
+NVCU_ALIAS(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset_v2)
+NVCU_ALIAS(cuDevicePrimaryCtxSetFlags, cuDevicePrimaryCtxSetFlags_v2)

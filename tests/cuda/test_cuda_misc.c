@@ -38,8 +38,19 @@ static void test_names(void) {
       {"cuLaunch", 2000, 0, "cuLaunch"},
       {"cuLaunchGrid", 2000, 0, "cuLaunchGrid"},
       {"cuLaunchGridAsync", 2000, 2, "cuLaunchGridAsync"},
+      {"cuCtxCreate", 2000, 0, "cuCtxCreate"},
+      {"cuCtxDestroy", 3020, 0, "cuCtxDestroy"},
+      {"cuCtxPushCurrent", 2000, 0, "cuCtxPushCurrent"},
+      {"cuCtxPopCurrent", 3020, 2, "cuCtxPopCurrent"},
+      {"cuDevicePrimaryCtxReset", 7000, 0, "cuDevicePrimaryCtxReset"},
+      {"cuDevicePrimaryCtxSetFlags", 7000, 0, "cuDevicePrimaryCtxSetFlags"},
   };
   check_proc_cases(names, sizeof names / sizeof *names);
+  /* the first versions' context names are the current ones */
+  TEST_CHECK(own("cuCtxCreate") == own("cuCtxCreate_v2") &&
+             own("cuCtxDestroy") == own("cuCtxDestroy_v2") &&
+             own("cuCtxPushCurrent") == own("cuCtxPushCurrent_v2") &&
+             own("cuCtxPopCurrent") == own("cuCtxPopCurrent_v2"));
   /* implemented, not stubs: before cuInit they say so */
   TEST_CHECK(cuCtxDisablePeerAccess(NULL) == CUDA_ERROR_NOT_INITIALIZED);
   int v;
