@@ -199,6 +199,11 @@ NVHCQ_API nvhcq_status nvhcq_device_close_wait(nvhcq_device *dev);
 NVHCQ_API nvhcq_status nvhcq_device_attach_uvm(nvhcq_device *dev);
 /* Fills *info; info->struct_size must be set (see the top of this file). */
 NVHCQ_API nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_device_info *info);
+/* The TPC slots a launch's tpc_mask may name (nvhcq_launch_config), bit t of `slots` for slot t:
+ * GPC g's TPC i is slot g * tpcs_per_gpc + i. Only the TPCs that work are given, each of
+ * sms_per_tpc SMs; `count` (optional) is how many. */
+NVHCQ_API nvhcq_status nvhcq_device_query_tpcs(const nvhcq_device *dev, uint32_t slots[4],
+                                               uint32_t *count);
 /* The CPU waits until all work submitted on both channels has completed. */
 NVHCQ_API nvhcq_status nvhcq_device_cpu_wait_idle(nvhcq_device *dev);
 /* Default timeout of waits in milliseconds (NVHCQ_TIMEOUT_MS, else 10000). */
@@ -662,7 +667,10 @@ NVHCQ_API nvhcq_status nvhcq_kernel_query_param(const nvhcq_kernel *k, uint32_t 
  *   each grid dimension a multiple of the cluster's; all zero: the kernel's compiled cluster
  *   (__cluster_dims__) if it has one, else no cluster.
  * - arg_pointers: one pointer per parameter (CUDA's kernelParams), each read for that
- *   parameter's size; then `args` must be NULL. Launches any kernel without knowing its layout. */
+ *   parameter's size; then `args` must be NULL. Launches any kernel without knowing its layout.
+ * - tpc_mask: the TPCs (two SMs each) the grid's blocks may run on, 4 words, bit t for TPC slot t
+ *   (see nvhcq_device_query_tpcs); NULL: all. Hopper and later (QMD version 4 or 5); not with a
+ *   cluster. Disjoint masks keep two queues' grids on disjoint SMs (CUDA's green contexts). */
 typedef struct nvhcq_launch_config {
   uint32_t struct_size; /* set by the caller: sizeof(nvhcq_launch_config) */
   nvhcq_dim3 grid;      /* blocks, not clusters */
@@ -673,6 +681,7 @@ typedef struct nvhcq_launch_config {
   uint32_t cluster_policy;         /* NVHCQ_CLUSTER_POLICY_* */
   const void *const *arg_pointers; /* optional: one pointer per parameter, see above */
   uint32_t flags;                  /* NVHCQ_LAUNCH_*; read when struct_size covers it */
+  const uint32_t *tpc_mask;        /* optional: see above; read when struct_size covers it */
 } nvhcq_launch_config;
 
 /* A cooperative launch: every block of the grid is resident at once (the launch is refused with

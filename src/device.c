@@ -117,12 +117,29 @@ static nvhcq_status choose_classes(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
+/* TPC slot g * tpcs_per_gpc + i of a launch's TPC mask (the QMD's TPC_DISABLE_MASK) is GPC g's TPC
+ * i. Whether i counts the GPC's working TPCs (0 to n - 1) or its TPC positions (the floorswept
+ * mask's bits) is not established, so only the slots that are working TPCs either way are offered:
+ * bit i of the floorswept mask with i < n. A mask of them confines a grid under both readings. */
+static void add_usable_tpcs(nvhcq_compute_state *cs, uint32_t gpc, uint32_t per_gpc,
+                            uint32_t tpc_mask) {
+  uint32_t n = (uint32_t)__builtin_popcount(tpc_mask);
+  for (uint32_t i = 0; i < n && i < per_gpc; i++) {
+    uint32_t slot = gpc * per_gpc + i;
+    if (!(tpc_mask >> i & 1) || slot >= 128) continue;
+    cs->usable_tpcs[slot / 32] |= 1u << (slot % 32);
+    cs->usable_tpc_count++;
+  }
+}
+
 /* The litter values are the chip's maxima; the SMs that work are in the floorswept TPC masks. */
 static nvhcq_status count_sms(nvhcq_device *dev) {
   NV2080_CTRL_GR_GET_GPC_MASK_PARAMS g = {0};
   NVHCQ_TRY(
       nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GR_GET_GPC_MASK, &g, sizeof g));
   uint32_t tpcs = 0;
+  memset(dev->compute_state.usable_tpcs, 0, sizeof dev->compute_state.usable_tpcs);
+  dev->compute_state.usable_tpc_count = 0;
   for (uint32_t gpc = 0; gpc < 32; gpc++) {
     if (!(g.gpcMask & (1u << gpc))) continue;
     NV2080_CTRL_GR_GET_TPC_MASK_PARAMS t = {.gpcId = gpc};
@@ -131,8 +148,10 @@ static nvhcq_status count_sms(nvhcq_device *dev) {
     uint32_t n = (uint32_t)__builtin_popcount(t.tpcMask);
     tpcs += n;
     nvhcq_compute_state *cs = &dev->compute_state;
-    if (n && cs->gpc_count < sizeof cs->gpc_sms)
+    if (n && cs->gpc_count < sizeof cs->gpc_sms) {
+      add_usable_tpcs(cs, cs->gpc_count, dev->info.tpcs_per_gpc, t.tpcMask);
       cs->gpc_sms[cs->gpc_count++] = (uint8_t)(n * dev->info.sms_per_tpc);
+    }
   }
   dev->info.sm_count = tpcs * dev->info.sms_per_tpc;
   dev->compute_state.tpc_slots = dev->info.gpcs * dev->info.tpcs_per_gpc;
@@ -637,6 +656,15 @@ nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_device_info 
   NVHCQ_TRY(nvhcq_device_check(dev));
   return nvhcq_fill_sized(info, &dev->info, sizeof dev->info, offsetof(nvhcq_device_info, l2_bytes),
                           "nvhcq_device_query_info");
+}
+
+nvhcq_status nvhcq_device_query_tpcs(const nvhcq_device *dev, uint32_t slots[4], uint32_t *count) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!slots)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_query_tpcs: slots is NULL");
+  memcpy(slots, dev->compute_state.usable_tpcs, sizeof dev->compute_state.usable_tpcs);
+  if (count) *count = dev->compute_state.usable_tpc_count;
+  return NVHCQ_SUCCESS;
 }
 
 nvhcq_status nvhcq_device_set_timeout(nvhcq_device *dev, uint32_t timeout_ms) {

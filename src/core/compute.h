@@ -68,6 +68,8 @@ typedef struct nvhcq_compute_state {
   uint32_t gpc_count;           /* GPCs with working TPCs */
   uint8_t gpc_sms[32];          /* working SMs of each, from the floorswept TPC masks */
   uint32_t tpc_slots;           /* GPCs x TPCs per GPC of the chip (litter values) */
+  uint32_t usable_tpcs[4];      /* slots a launch's TPC mask may name (device.c's count_sms) */
+  uint32_t usable_tpc_count;
 } nvhcq_compute_state;
 
 /* From the compute class and the GPU's facts: QMD version, limits, bank-0 prefix, debug knobs. */

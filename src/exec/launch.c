@@ -84,7 +84,9 @@ typedef struct launch_req {
   const void *args;
   size_t args_size;
   const void *const *arg_pointers;
-  int cooperative; /* NVHCQ_LAUNCH_COOPERATIVE */
+  int cooperative;      /* NVHCQ_LAUNCH_COOPERATIVE */
+  int masked;           /* tpc_mask confines the grid */
+  uint32_t tpc_mask[4]; /* TPC slots its blocks may run on */
 } launch_req;
 
 /* Builds a launch's QMD: the kernel's template, then the fields that change per launch, written
@@ -110,7 +112,7 @@ static nvhcq_status build_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel 
   if (cs->debug_qmd_count) poke_qmd(cs, qmd, 'a');
   if (r->cluster[0])
     return nvhcq_qmd_set_cluster(v, qmd, r->cluster, r->load_balancing, cs->tpc_slots);
-  return NVHCQ_SUCCESS;
+  return r->masked ? nvhcq_qmd_set_tpc_mask(v, qmd, r->tpc_mask) : NVHCQ_SUCCESS;
 }
 
 /* Everything of a launch that build_qmd reads besides the kernel's template and bank 0's address
@@ -125,6 +127,8 @@ static struct nvhcq_launch_shape shape_of(const nvhcq_compute_state *cs, const n
       .local_high = cs->local_per_thread,
       .load_balancing = r->load_balancing,
       .carveout_preference = k->carveout_preference,
+      .masked = r->masked,
+      .tpc_mask = {r->tpc_mask[0], r->tpc_mask[1], r->tpc_mask[2], r->tpc_mask[3]},
   };
   return s;
 }
@@ -367,6 +371,43 @@ static nvhcq_status check_cluster_fits(const nvhcq_device *dev, const nvhcq_kern
   return NVHCQ_SUCCESS;
 }
 
+/* The SMs of the usable TPCs a mask names. */
+static uint32_t masked_sms(const nvhcq_device *dev, const uint32_t mask[4]) {
+  uint32_t tpcs = 0;
+  for (int w = 0; w < 4; w++)
+    tpcs += (uint32_t)__builtin_popcount(mask[w] & dev->compute_state.usable_tpcs[w]);
+  return tpcs * dev->info.sms_per_tpc;
+}
+
+/* A TPC mask names usable TPCs only (others might not exist: a grid kept to them would never
+ * run), at least one, on a GPU whose QMD has the mask (Hopper and later), without a cluster (whose
+ * blocks must find room in one GPC's enabled TPCs; not checked yet, so refused). */
+static nvhcq_status check_tpc_mask(const nvhcq_device *dev, const nvhcq_kernel *k,
+                                   const launch_req *r) {
+  const nvhcq_compute_state *cs = &dev->compute_state;
+  if (cs->qmd_version != NVHCQ_QMD_V04 && cs->qmd_version != NVHCQ_QMD_V05)
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
+                      "kernel %s: TPC masks need a Hopper or later GPU (QMD version 4 or 5); %s "
+                      "is %s",
+                      k->cubin->name, dev->info.name, dev->info.arch);
+  for (int w = 0; w < 4; w++)
+    if (r->tpc_mask[w] & ~cs->usable_tpcs[w])
+      return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                        "kernel %s: tpc_mask word %d is 0x%08x, which names TPC slots that are not "
+                        "among the usable ones (0x%08x, nvhcq_device_query_tpcs)",
+                        k->cubin->name, w, r->tpc_mask[w], cs->usable_tpcs[w]);
+  if (!masked_sms(dev, r->tpc_mask))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "kernel %s: tpc_mask names no TPC, so the grid could never run",
+                      k->cubin->name);
+  if (r->cluster[0])
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
+                      "kernel %s: a launch in clusters of (%u,%u,%u) with a TPC mask; nvhcq does "
+                      "not combine them yet",
+                      k->cubin->name, r->cluster[0], r->cluster[1], r->cluster[2]);
+  return NVHCQ_SUCCESS;
+}
+
 /* A cooperative grid's blocks must all be resident at once: grid.sync() waits for every one. */
 static nvhcq_status check_cooperative_fits(nvhcq_device *dev, const nvhcq_kernel *k,
                                            const launch_req *r) {
@@ -379,7 +420,8 @@ static nvhcq_status check_cooperative_fits(nvhcq_device *dev, const nvhcq_kernel
   NVHCQ_TRY(nvhcq_compute_grid_workspace(dev, &unused)); /* made now, before anything is recorded */
   uint64_t blocks = (uint64_t)r->grid.x * r->grid.y * r->grid.z;
   uint32_t per_sm = blocks_per_sm(&dev->compute_state, k, r->block, r->dynamic_shared);
-  uint64_t most = (uint64_t)per_sm * dev->info.sm_count;
+  uint32_t sms = r->masked ? masked_sms(dev, r->tpc_mask) : dev->info.sm_count;
+  uint64_t most = (uint64_t)per_sm * sms;
   if (blocks <= most) return NVHCQ_SUCCESS;
   return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
                     "kernel %s: a cooperative grid of %llu blocks must be resident at once, but "
@@ -388,7 +430,7 @@ static nvhcq_status check_cooperative_fits(nvhcq_device *dev, const nvhcq_kernel
                     k->cubin->name, (unsigned long long)blocks,
                     r->block.x * r->block.y * r->block.z,
                     nvhcq_kernel_shared_total(k, r->dynamic_shared), per_sm,
-                    (unsigned long long)most, dev->info.sm_count, dev->info.name);
+                    (unsigned long long)most, sms, dev->info.name);
 }
 
 /* Everything a launch is checked for before anything is recorded; resolves its cluster. */
@@ -413,6 +455,7 @@ static nvhcq_status check_launch(const nvhcq_queue *q, const nvhcq_kernel *k, la
   NVHCQ_TRY(nvhcq_launch_check_dims(k, r->grid, r->block));
   NVHCQ_TRY(check_shared(dev, k, r->dynamic_shared));
   NVHCQ_TRY(resolve_cluster(dev, k, cluster, r));
+  if (r->masked) NVHCQ_TRY(check_tpc_mask(dev, k, r));
   if (r->cooperative) NVHCQ_TRY(check_cooperative_fits(dev, k, r));
   return r->cluster[0] ? check_cluster_fits(dev, k, r) : NVHCQ_SUCCESS;
 }
@@ -522,13 +565,21 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r
 nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
                                 uint32_t dynamic_shared, const void *args, size_t args_size) {
   uint8_t *cbank, *qmd;
-  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL, 0};
+  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL, 0, 0, {0}};
   return record_launch(q, k, &r, NULL, &cbank, &qmd);
 }
 
 /* The configuration's flags: 0 from callers built before the field was added. */
 static uint32_t config_flags(const nvhcq_launch_config *c) {
   return c->struct_size >= offsetof(nvhcq_launch_config, flags) + sizeof c->flags ? c->flags : 0;
+}
+
+/* Its TPC mask, into the request: none from callers built before the field was added. */
+static void config_tpc_mask(const nvhcq_launch_config *c, launch_req *r) {
+  if (c->struct_size < offsetof(nvhcq_launch_config, tpc_mask) + sizeof c->tpc_mask || !c->tpc_mask)
+    return;
+  r->masked = 1;
+  memcpy(r->tpc_mask, c->tpc_mask, sizeof r->tpc_mask);
 }
 
 static nvhcq_status check_config(const nvhcq_launch_config *c) {
@@ -562,7 +613,10 @@ nvhcq_status nvhcq_queue_launch_ex(nvhcq_queue *q, nvhcq_kernel *k,
                   args,
                   args_size,
                   config->arg_pointers,
-                  (config_flags(config) & NVHCQ_LAUNCH_COOPERATIVE) != 0};
+                  (config_flags(config) & NVHCQ_LAUNCH_COOPERATIVE) != 0,
+                  0,
+                  {0}};
+  config_tpc_mask(config, &r);
   return record_launch(q, k, &r, &config->cluster, &cbank, &qmd);
 }
 
@@ -576,8 +630,17 @@ nvhcq_status nvhcq_kernel_query_max_clusters(const nvhcq_kernel *k,
                                                     "NULL");
   const nvhcq_device *dev = k->module->dev;
   const nvhcq_compute_state *cs = &dev->compute_state;
-  launch_req r = {
-      config->cluster, config->block, config->dynamic_shared, {0, 0, 0}, 0, NULL, 0, NULL, 0};
+  launch_req r = {config->cluster,
+                  config->block,
+                  config->dynamic_shared,
+                  {0, 0, 0},
+                  0,
+                  NULL,
+                  0,
+                  NULL,
+                  0,
+                  0,
+                  {0}};
   NVHCQ_TRY(nvhcq_launch_check_dims(k, (nvhcq_dim3){1, 1, 1}, config->block));
   NVHCQ_TRY(check_shared(dev, k, config->dynamic_shared));
   /* The grid is one cluster: resolve_cluster then checks the cluster alone. */
@@ -639,7 +702,7 @@ nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3
                       "kernels yet (use nvhcq_queue_launch_ex on a recorded queue)",
                       k->cubin->name);
   uint8_t *cbank, *qmd;
-  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL, 0};
+  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL, 0, 0, {0}};
   NVHCQ_TRY(record_launch(q, k, &r, NULL, &cbank, &qmd));
   static const nvhcq_qmd_field grid_f[3] = {NVHCQ_QMD_GRID_WIDTH, NVHCQ_QMD_GRID_HEIGHT,
                                             NVHCQ_QMD_GRID_DEPTH};

@@ -33,6 +33,8 @@ struct nvhcq_kernel {
     uint32_t grid[3], block[3], cluster[3];
     uint32_t shared, local_high;
     int32_t load_balancing, carveout_preference;
+    int32_t masked;
+    uint32_t tpc_mask[4];
   } shape;
   int shape_valid;
   uint32_t shape_qmd[NVHCQ_QMD_MAX_WORDS];

@@ -451,6 +451,18 @@ nvhcq_status nvhcq_qmd_set_cluster(nvhcq_qmd_version v, uint32_t *qmd, const uin
   return apply(v, qmd, w, sizeof w / sizeof w[0]);
 }
 
+nvhcq_status nvhcq_qmd_set_tpc_mask(nvhcq_qmd_version v, uint32_t *qmd, const uint32_t enabled[4]) {
+  if (v != NVHCQ_QMD_V04 && v != NVHCQ_QMD_V05)
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
+                      "TPC masks need a Hopper or later GPU (QMD version 4 or 5)");
+  qmd_write w[] = {
+      {NVHCQ_QMD_TPC_DISABLE_MASK_VALID, 1},       {NVHCQ_QMD_TPC_DISABLE_MASK_0, ~enabled[0]},
+      {NVHCQ_QMD_TPC_DISABLE_MASK_1, ~enabled[1]}, {NVHCQ_QMD_TPC_DISABLE_MASK_2, ~enabled[2]},
+      {NVHCQ_QMD_TPC_DISABLE_MASK_3, ~enabled[3]},
+  };
+  return apply(v, qmd, w, sizeof w / sizeof w[0]);
+}
+
 void nvhcq_qmd_print(FILE *out, nvhcq_qmd_version v, const uint32_t *qmd, const char *indent) {
   int on_line = 0;
   for (int f = 0; f < NVHCQ_QMD_FIELD_COUNT; f++) {

@@ -118,6 +118,10 @@ int nvhcq_qmd_prefetch_successor(nvhcq_qmd_version v, uint32_t *qmd, const uint3
                                  unsigned spare_bank);
 /* Makes `qmd` a grid of clusters of cluster[0] x [1] x [2] blocks (qmd.c says what libcuda
  * writes); `tpc_slots` is the GPU's GPCs x TPCs per GPC (its litter values). */
+/* Keeps a grid to the TPC slots set in `enabled` (128 bits): TPC_DISABLE_MASK_VALID with every
+ * other slot disabled (V04, V05). */
+NVHCQ_MUST_CHECK nvhcq_status nvhcq_qmd_set_tpc_mask(nvhcq_qmd_version v, uint32_t *qmd,
+                                                     const uint32_t enabled[4]);
 NVHCQ_MUST_CHECK nvhcq_status nvhcq_qmd_set_cluster(nvhcq_qmd_version v, uint32_t *qmd,
                                                     const uint32_t cluster[3], int load_balancing,
                                                     uint32_t tpc_slots);

@@ -297,6 +297,16 @@ static void read_cluster(nvhcq_qmd_version v, const uint32_t *q, nvhcq_mock_grid
   for (int i = 0; i < 3; i++) g->grid[i] *= g->cluster[i];
 }
 
+/* The TPCs a grid is kept to (V04, V05): what TPC_DISABLE_MASK leaves enabled, if it is valid. */
+static void read_tpc_mask(nvhcq_qmd_version v, const uint32_t *q, nvhcq_mock_grid *g) {
+  static const nvhcq_qmd_field words[4] = {
+      NVHCQ_QMD_TPC_DISABLE_MASK_0, NVHCQ_QMD_TPC_DISABLE_MASK_1, NVHCQ_QMD_TPC_DISABLE_MASK_2,
+      NVHCQ_QMD_TPC_DISABLE_MASK_3};
+  if (v == NVHCQ_QMD_V03 || !field(v, q, NVHCQ_QMD_TPC_DISABLE_MASK_VALID)) return;
+  g->tpc_masked = 1;
+  for (int w = 0; w < 4; w++) g->tpc_enabled[w] = ~(uint32_t)field(v, q, words[w]);
+}
+
 static void read_grid(nvhcq_qmd_version v, const uint32_t *q, nvhcq_mock_grid *g) {
   g->qmd_version = v;
   g->program_address =
@@ -308,6 +318,7 @@ static void read_grid(nvhcq_qmd_version v, const uint32_t *q, nvhcq_mock_grid *g
   for (int i = 0; i < 3; i++)
     g->block[i] = (uint32_t)field(v, q, (nvhcq_qmd_field)(NVHCQ_QMD_CTA_THREAD_DIMENSION0 + i));
   read_cluster(v, q, g);
+  read_tpc_mask(v, q, g);
   g->shared_bytes = (uint32_t)(field(v, q, NVHCQ_QMD_SHARED_MEMORY_SIZE) |
                                field(v, q, NVHCQ_QMD_SHARED_MEMORY_SIZE_SHIFTED7) << 7);
   g->local_low_bytes =

@@ -22,6 +22,8 @@ typedef struct nvhcq_mock_grid {
   uint64_t program_address;
   uint32_t grid[3], block[3]; /* grid: in blocks (a cluster launch's QMD counts clusters) */
   uint32_t cluster[3];        /* blocks per cluster (QMD_TYPE GRID_GPC_CGA); 0s: none */
+  int tpc_masked;             /* TPC_DISABLE_MASK_VALID: the grid is kept to some TPCs */
+  uint32_t tpc_enabled[4];    /* those TPC slots (the disable mask's complement) */
   uint32_t shared_bytes;
   uint32_t local_low_bytes, local_high_bytes;
   uint64_t cbank0_address;

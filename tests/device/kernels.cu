@@ -169,3 +169,10 @@ extern "C" __global__ void order_step(const uint32_t *in, uint32_t *out, unsigne
 extern "C" __global__ void put_value(uint32_t *out, uint32_t slot, uint32_t value) {
   if (threadIdx.x == 0) out[(size_t)slot * gridDim.x + blockIdx.x] = value;
 }
+
+// Each block writes the SM it ran on (test_compute's TPC masks: which SMs a grid was kept to).
+extern "C" __global__ void record_smid(uint32_t *out) {
+  uint32_t sm;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  if (threadIdx.x == 0) out[blockIdx.x] = sm;
+}

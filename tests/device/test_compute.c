@@ -1,5 +1,6 @@
 /* Kernel launches on a real GPU, from cubins the build makes with nvcc (tests/device/kernels.cu).
  * Skips visibly without a GPU or without the cubins. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -470,6 +471,84 @@ static void t_chain_order(void) {
       nvhcq_buffer_destroy(buf[1]), free(host);
 }
 
+/* The SMs (bit s of `seen`, 256 of them) that a grid of `blocks` ran on with the TPC mask. */
+static nvhcq_status run_masked(nvhcq_queue *q, const uint32_t mask[4], uint32_t blocks,
+                               nvhcq_buffer *out, uint32_t seen[8]) {
+  uint64_t at = nvhcq_buffer_gpu_address(out);
+  nvhcq_launch_config c = {
+      .struct_size = sizeof c, .grid = DIM(blocks, 1, 1), .block = DIM(64, 1, 1), .tpc_mask = mask};
+  nvhcq_queue_reset(q);
+  nvhcq_status s = nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, sizeof at);
+  if (!s) s = nvhcq_queue_submit(q);
+  if (!s) s = nvhcq_queue_cpu_wait_idle(q, wait_ms(5000));
+  uint32_t *sm = malloc(4 * blocks);
+  if (!s) s = nvhcq_buffer_read(sm, out, 0, 4 * blocks);
+  memset(seen, 0, 32);
+  for (uint32_t i = 0; i < blocks && !s; i++) seen[sm[i] / 32 % 8] |= 1u << (sm[i] % 32);
+  free(sm);
+  return s;
+}
+
+static uint32_t bits(const uint32_t *w, int n) {
+  uint32_t c = 0;
+  for (int i = 0; i < n; i++) c += (uint32_t)__builtin_popcount(w[i]);
+  return c;
+}
+
+/* Two grids kept to disjoint halves of the usable TPCs run on disjoint SMs, each on no more than
+ * its TPCs hold; masks naming no TPC, TPCs that are not usable, or given with a cluster are
+ * refused; a caller built before the field ignores it. */
+static void t_tpc_masks(void) {
+  NEED_GPU();
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  nvhcq_device_query_info(dev, &info);
+  uint32_t usable[4], count = 0;
+  TEST_CHECK(nvhcq_device_query_tpcs(dev, usable, &count) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(count > 1 && count * info.sms_per_tpc <= info.sm_count && bits(usable, 4) == count,
+                 "%u usable TPCs of %u SMs", count, info.sm_count);
+  printf("  %u of the %u TPC slots usable in masks (%u SMs)\n", count,
+         info.gpcs * info.tpcs_per_gpc, count * info.sms_per_tpc);
+  uint32_t half[2][4] = {{0}, {0}}, taken = 0;
+  for (uint32_t t = 0; t < 128; t++)
+    if (usable[t / 32] >> (t % 32) & 1) half[taken++ < count / 2][t / 32] |= 1u << (t % 32);
+  nvhcq_queue *q;
+  TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
+  uint32_t blocks = 8 * info.sm_count;
+  nvhcq_buffer *out = alloc(4 * blocks);
+  uint32_t seen[2][8];
+  for (int h = 0; h < 2; h++) {
+    nvhcq_status s = run_masked(q, half[h], blocks, out, seen[h]);
+    TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    uint32_t sms = bits(seen[h], 8), most = bits(half[h], 4) * info.sms_per_tpc;
+    TEST_CHECK_MSG(sms >= 1 && sms <= most, "half %d: ran on %u SMs, its TPCs hold %u", h, sms,
+                   most);
+    printf("  half %d: %u TPCs, the grid ran on %u SMs\n", h, bits(half[h], 4), sms);
+  }
+  for (int w = 0; w < 8; w++)
+    TEST_CHECK_MSG(!(seen[0][w] & seen[1][w]), "SMs 0x%08x of word %d ran both halves",
+                   seen[0][w] & seen[1][w], w);
+  uint32_t none[4] = {0}, all_bits[4] = {~0u, ~0u, ~0u, ~0u};
+  uint64_t at = nvhcq_buffer_gpu_address(out);
+  nvhcq_launch_config c = {.struct_size = sizeof c, .grid = DIM(1, 1, 1), .block = DIM(32, 1, 1)};
+  c.tpc_mask = none;
+  TEST_CHECK(nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, 8) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  c.tpc_mask = count < 128 ? all_bits : none;
+  TEST_CHECK(nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, 8) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  TEST_CHECK(strstr(nvhcq_last_error(), "usable") != NULL);
+  c.tpc_mask = half[0];
+  c.grid = DIM(2, 1, 1), c.cluster = DIM(2, 1, 1);
+  TEST_CHECK(nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, 8) ==
+             NVHCQ_ERROR_UNSUPPORTED);
+  /* a configuration as large as before the field: no mask */
+  c.cluster = DIM(0, 0, 0), c.struct_size = offsetof(nvhcq_launch_config, tpc_mask);
+  TEST_CHECK(nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, 8) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_submit(q) == NVHCQ_SUCCESS);
+  TEST_CHECK(nvhcq_queue_cpu_wait_idle(q, wait_ms(5000)) == NVHCQ_SUCCESS);
+  nvhcq_queue_destroy(q), nvhcq_buffer_destroy(out);
+}
+
 /* A long kernel on the compute channel and a copy on the copy channel run at once; the copy then
  * waits for the kernel through a signal. */
 static void t_compute_and_copy_together(void) {
@@ -720,6 +799,6 @@ TEST_MAIN(TEST(t_list_kernels), TEST(t_occupancy_and_carveout), TEST(t_vector_ad
           TEST(t_atomic_100k), TEST(t_dynamic_shared_over_48k), TEST(t_local_16k), TEST(t_3d),
           TEST(t_alternating_shapes), TEST(t_globals), TEST(t_constant_rewrite),
           TEST(t_struct_args), TEST(t_big_params), TEST(t_chain_order),
-          TEST(t_compute_and_copy_together), TEST(t_launch_checks), TEST(t_wrong_arch),
-          TEST(t_call_across_sections), TEST(t_cooperative_grid_sync), TEST(t_devrt_grid_sync),
-          TEST(t_teardown))
+          TEST(t_compute_and_copy_together), TEST(t_tpc_masks), TEST(t_launch_checks),
+          TEST(t_wrong_arch), TEST(t_call_across_sections), TEST(t_cooperative_grid_sync),
+          TEST(t_devrt_grid_sync), TEST(t_teardown))
