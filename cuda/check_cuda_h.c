@@ -36,6 +36,10 @@ _Static_assert(CU_GRAPH_NODE_TYPE_BATCH_MEM_OP == 12 && CU_GRAPH_NODE_TYPE_CONDI
                    CU_GRAPH_COND_TYPE_IF == 0 && CU_GRAPH_COND_TYPE_WHILE == 1 &&
                    CU_GRAPH_COND_TYPE_SWITCH == 2 && CU_GRAPH_COND_ASSIGN_DEFAULT == 1,
                "conditional nodes");
+_Static_assert(CU_GREEN_CTX_DEFAULT_STREAM == 1 && CU_DEV_RESOURCE_TYPE_SM == 1 &&
+                   CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING == 1 &&
+                   CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE == 2,
+               "green contexts");
 _Static_assert(CU_MEMORYTYPE_HOST == 1 && CU_MEMORYTYPE_DEVICE == 2, "memory types");
 _Static_assert(CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT == 2, "proc address status");
 _Static_assert(CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT == 1 &&

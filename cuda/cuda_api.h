@@ -455,6 +455,29 @@ typedef struct CUDA_CONDITIONAL_NODE_PARAMS {
   CUgraph *phGraph_out; /* the node's body graphs, made by the library and owned by the node */
   CUcontext ctx;
 } CUDA_CONDITIONAL_NODE_PARAMS;
+/* Green contexts (CUDA 12.4; the resource layout of CUDA 13.0's cuda.h, RESOURCE_ABI_VERSION 1). */
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
+typedef enum { CU_GREEN_CTX_DEFAULT_STREAM = 0x1 } CUgreenCtxCreate_flags;
+typedef enum {
+  CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 0x1,
+  CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE = 0x2
+} CUdevSmResourceSplit_flags;
+typedef enum { CU_DEV_RESOURCE_TYPE_INVALID = 0, CU_DEV_RESOURCE_TYPE_SM = 1 } CUdevResourceType;
+typedef struct CUdevSmResource_st {
+  unsigned int smCount, minSmPartitionSize, smCoscheduledAlignment;
+} CUdevSmResource;
+/* The padding is the library's: nvhcq keeps the resource's TPCs there. */
+typedef struct CUdevResource_st {
+  CUdevResourceType type;
+  unsigned char _internal_padding[92];
+  union {
+    CUdevSmResource sm;
+    unsigned char _oversize[48];
+  };
+} CUdevResource_v1;
+typedef CUdevResource_v1 CUdevResource;
+
 /* Defined with the stream memory operations below. */
 typedef union CUstreamBatchMemOpParams_union CUstreamBatchMemOpParams;
 typedef struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st {

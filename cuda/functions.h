@@ -487,6 +487,27 @@
     (CUgraphNode hNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams))                          \
   X(CUresult, cuGraphExecBatchMemOpNodeSetParams,                                                  \
     (CUgraphExec hGraphExec, CUgraphNode hNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams))  \
+  X(CUresult, cuDeviceGetDevResource,                                                              \
+    (CUdevice device, CUdevResource * resource, CUdevResourceType type))                           \
+  X(CUresult, cuCtxGetDevResource,                                                                 \
+    (CUcontext hCtx, CUdevResource * resource, CUdevResourceType type))                            \
+  X(CUresult, cuGreenCtxGetDevResource,                                                            \
+    (CUgreenCtx hCtx, CUdevResource * resource, CUdevResourceType type))                           \
+  X(CUresult, cuDevSmResourceSplitByCount,                                                         \
+    (CUdevResource * result, unsigned int *nbGroups, const CUdevResource *input,                   \
+     CUdevResource *remaining, unsigned int useFlags, unsigned int minCount))                      \
+  X(CUresult, cuDevResourceGenerateDesc,                                                           \
+    (CUdevResourceDesc * phDesc, CUdevResource * resources, unsigned int nbResources))             \
+  X(CUresult, cuGreenCtxCreate,                                                                    \
+    (CUgreenCtx * phCtx, CUdevResourceDesc desc, CUdevice dev, unsigned int flags))                \
+  X(CUresult, cuGreenCtxDestroy, (CUgreenCtx hCtx))                                                \
+  X(CUresult, cuCtxFromGreenCtx, (CUcontext * pContext, CUgreenCtx hCtx))                          \
+  X(CUresult, cuGreenCtxRecordEvent, (CUgreenCtx hCtx, CUevent hEvent))                            \
+  X(CUresult, cuGreenCtxWaitEvent, (CUgreenCtx hCtx, CUevent hEvent))                              \
+  X(CUresult, cuStreamGetGreenCtx, (CUstream hStream, CUgreenCtx * phCtx))                         \
+  X(CUresult, cuGreenCtxStreamCreate,                                                              \
+    (CUstream * phStream, CUgreenCtx greenCtx, unsigned int flags, int priority))                  \
+  X(CUresult, cuGreenCtxGetId, (CUgreenCtx greenCtx, unsigned long long *greenCtxId))              \
   X(CUresult, cuGraphConditionalHandleCreate,                                                      \
     (CUgraphConditionalHandle * pHandle_out, CUgraph hGraph, CUcontext ctx,                        \
      unsigned int defaultLaunchValue, unsigned int flags))                                         \

@@ -203,7 +203,9 @@ CUresult nvcu_kernel_op(const CUDA_KERNEL_NODE_PARAMS_v1 *p, CUkernel kern, nvcu
                   .func = f,
                   .grid = {p->gridDimX, p->gridDimY, p->gridDimZ},
                   .block = {p->blockDimX, p->blockDimY, p->blockDimZ},
-                  .shared = p->sharedMemBytes};
+                  .shared = p->sharedMemBytes,
+                  /* the node's context is the current one: a green context's keeps to its SMs */
+                  .sms = nvcu_current_sms(NULL)};
   return nvcu_pack_args(f, p->kernelParams, p->extra, &op->args, &op->args_size);
 }
 

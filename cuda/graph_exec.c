@@ -311,10 +311,12 @@ static CUresult add_launch_ex(CUgraphExec x, nvcu_exec_node *en) {
   nvcu_step *s = &x->steps[en->step];
   const nvcu_op *op = &en->op;
   if (!s->q) {
-    nvcu_log("cuGraphInstantiate: kernel node of %s has a cluster or cooperative attribute and "
-             "runs beside memcpy or memset nodes of the same part of the graph",
+    nvcu_log("cuGraphInstantiate: kernel node of %s has a cluster or cooperative attribute, or a "
+             "green context's SMs, and runs beside memcpy or memset nodes of the same part of the "
+             "graph",
              op->func->name);
-    return nvcu_unsupported("cluster or cooperative kernel nodes in graphs with copy nodes");
+    return nvcu_unsupported(
+        "cluster, cooperative or green-context kernel nodes in graphs with copy nodes");
   }
   for (int d = 0; d < 3; d++) en->grid[d] = en->block[d] = NVHCQ_NO_VAR;
   en->fixed = 1;

@@ -232,7 +232,7 @@ static CUresult open_device(int index, nvcu_device *d) {
     memset(d, 0, sizeof *d);
     return r;
   }
-  d->primary = (struct CUctx_st){NVCU_CTX_MAGIC, index, 1, 0, 0, 0};
+  d->primary = (struct CUctx_st){NVCU_CTX_MAGIC, index, 1, 0, 0, 0, NULL};
   return CUDA_SUCCESS;
 }
 
@@ -313,6 +313,10 @@ static CUresult ctx_check(CUcontext c) {
   return c && c->magic == NVCU_CTX_MAGIC ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT;
 }
 
+CUcontext nvcu_current_ctx(void) {
+  return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
 CUresult nvcu_current(nvcu_device **out, int *index) {
   CUresult r = nvcu_check_init();
   if (r) return r;
@@ -373,7 +377,7 @@ CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
     if (!c) {
       r_ = CUDA_ERROR_OUT_OF_MEMORY;
     } else {
-      *c = (struct CUctx_st){NVCU_CTX_MAGIC, dev, 0, flags, 0, 0};
+      *c = (struct CUctx_st){NVCU_CTX_MAGIC, dev, 0, flags, 0, 0, NULL};
       apply_sched_flags(d, flags);
       ctx_push(c);
       *pctx = c;

@@ -20,9 +20,16 @@ struct CUctx_st {
   int device;
   int primary;
   unsigned int flags;
-  unsigned long long id; /* cuCtxGetId's: given on first ask */
-  uint32_t peers;        /* bit d: cuCtxEnablePeerAccess'ed to a context of device d */
+  unsigned long long id;       /* cuCtxGetId's: given on first ask */
+  uint32_t peers;              /* bit d: cuCtxEnablePeerAccess'ed to a context of device d */
+  struct CUgreenCtx_st *green; /* the green context this one stands for (cuCtxFromGreenCtx) */
 };
+
+/* The SMs a stream's or a green context's launches are kept to: TPC slots of nvhcq's masks. */
+typedef struct nvcu_sm_set {
+  int masked; /* 0: every SM */
+  uint32_t tpcs[4];
+} nvcu_sm_set;
 
 /* One GPU: opened on first use. Every stream's work is ordered on it (stronger than CUDA promises
  * and always allowed): an operation on one engine first waits for the other engine's latest
@@ -107,6 +114,8 @@ struct CUstream_st {
   int priority;
   uint64_t need[2]; /* timeline values its last operation completes with */
   struct CUgraph_st *capture;
+  unsigned long long green_id; /* the green context it was made in (0: none) */
+  nvcu_sm_set sms;             /* that green context's SMs, for its launches */
   /* What the next captured node depends on: the last one captured, or the set that
    * cuStreamBeginCaptureToGraph / cuStreamUpdateCaptureDependencies gave */
   struct CUgraphNode_st **capture_deps;
@@ -150,6 +159,7 @@ typedef struct nvcu_op {
   nvhcq_dim3 cluster; /* zeros: no cluster given (the kernel's compiled one, if any) */
   uint32_t cluster_policy;
   uint32_t launch_flags; /* NVHCQ_LAUNCH_*: cooperative */
+  nvcu_sm_set sms;       /* a green context's SMs (its stream's), or every SM */
   uint32_t shared;
   uint8_t *args;
   uint32_t args_size;
@@ -476,6 +486,12 @@ CUresult nvcu_capture_record(struct CUstream_st *st, struct CUevent_st *ev);
 CUresult nvcu_capture_wait(struct CUstream_st *st, struct CUevent_st *ev);
 /* A stream goes: out of the capture it joined, and the streams that joined its own leave it. */
 void nvcu_capture_stream_gone(struct CUstream_st *st);
+
+/* ---- green.c ---- */
+/* The current context's SMs (a green context's, or every SM): what streams made in it take. */
+nvcu_sm_set nvcu_current_sms(unsigned long long *green_id);
+/* The context current on this thread, or NULL. */
+CUcontext nvcu_current_ctx(void);
 
 /* ---- memops.c ---- */
 /* A batch memory operation node's parameters are valid (CUDA_ERROR_INVALID_VALUE, logged). */

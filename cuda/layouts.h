@@ -32,6 +32,8 @@
   X(CUDA_CHILD_GRAPH_NODE_PARAMS, 16)                                                              \
   X(CUgraphNodeParams, 256)                                                                        \
   X(CUDA_CONDITIONAL_NODE_PARAMS, 32)                                                              \
+  X(CUdevResource, 144)                                                                            \
+  X(CUdevSmResource, 12)                                                                           \
   X(CUDA_BATCH_MEM_OP_NODE_PARAMS, 32)                                                             \
   X(CUDA_BATCH_MEM_OP_NODE_PARAMS_v2, 32)                                                          \
   X(CUgraphEdgeData, 8)                                                                            \
@@ -84,6 +86,8 @@
   X(CUDA_CONDITIONAL_NODE_PARAMS, size, 12)                                                        \
   X(CUDA_CONDITIONAL_NODE_PARAMS, phGraph_out, 16)                                                 \
   X(CUDA_CONDITIONAL_NODE_PARAMS, ctx, 24)                                                         \
+  X(CUdevResource, sm, 96)                                                                         \
+  X(CUdevResource, sm.smCoscheduledAlignment, 104)                                                 \
   X(CUDA_BATCH_MEM_OP_NODE_PARAMS, paramArray, 16)                                                 \
   X(CUDA_BATCH_MEM_OP_NODE_PARAMS, flags, 24)                                                      \
   X(CUgraphNodeParams, memOp, 16)                                                                  \

@@ -85,7 +85,8 @@ CUresult nvcu_engine_end(nvcu_device *d, int e, struct CUstream_st *st) {
 }
 
 int nvcu_op_launch_config(const nvcu_op *op, nvhcq_launch_config *out) {
-  if (!(op->cluster.x | op->cluster.y | op->cluster.z | op->cluster_policy | op->launch_flags))
+  if (!(op->cluster.x | op->cluster.y | op->cluster.z | op->cluster_policy | op->launch_flags |
+        op->sms.masked))
     return 0;
   if (out)
     *out = (nvhcq_launch_config){.struct_size = sizeof *out,
@@ -94,7 +95,8 @@ int nvcu_op_launch_config(const nvcu_op *op, nvhcq_launch_config *out) {
                                  .dynamic_shared = op->shared,
                                  .cluster = op->cluster,
                                  .cluster_policy = op->cluster_policy,
-                                 .flags = op->launch_flags};
+                                 .flags = op->launch_flags,
+                                 .tpc_mask = op->sms.masked ? op->sms.tpcs : NULL};
   return 1;
 }
 
@@ -112,12 +114,21 @@ static CUresult run_launch(nvcu_device *d, struct CUstream_st *st, const nvcu_op
   return nvcu_engine_end(d, NVCU_COMPUTE, st);
 }
 
+/* A launch in a green context's stream (or, in the NULL stream, with a green context current)
+ * keeps to its SMs, captured ones too. */
 CUresult nvcu_stream_op(CUstream s, const nvcu_op *op) {
   struct CUstream_st *st;
   nvcu_device *d;
   CUresult r = nvcu_stream_get(s, &st);
   if (!r) r = nvcu_device_get(st->device, &d);
   if (r) return r;
+  nvcu_op green;
+  nvcu_sm_set sms = nvcu_stream_is_default(st) ? nvcu_current_sms(NULL) : st->sms;
+  if (op->kind == CU_GRAPH_NODE_TYPE_KERNEL && sms.masked && !op->sms.masked) {
+    green = *op;
+    green.sms = sms;
+    op = &green;
+  }
   if (st->capture) { /* a node after the capture's dependencies, then the only one */
     CUgraphNode node;
     r = nvcu_graph_append(st->capture, op, st->capture_deps, st->capture_dep_count, &node);
@@ -157,6 +168,7 @@ CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int 
                              .priority = priority,
                              .id = ++last_stream_id,
                              .domain_map = {.remote = 1}};
+  st->sms = nvcu_current_sms(&st->green_id);
   NVCU_UNLOCK();
   *phStream = st;
   return CUDA_SUCCESS;

@@ -385,6 +385,7 @@ static int run_kernel(const nvhcq_mock_grid *g, const mock_module *m, const mock
   memcpy(c.grid, g->grid, sizeof c.grid);
   memcpy(c.block, g->block, sizeof c.block);
   memcpy(c.cluster, g->cluster, sizeof c.cluster);
+  c.sm_count = mock_profile_sms();
   c.tpc_masked = g->tpc_masked;
   memcpy(c.tpc_enabled, g->tpc_enabled, sizeof c.tpc_enabled);
   nvhcq_ptx_fault f;

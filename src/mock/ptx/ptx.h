@@ -95,8 +95,10 @@ typedef struct nvhcq_ptx_launch_config {
   /* Read every few thousand instructions when given: nonzero ends the launch with
    * NVHCQ_PTX_FAULT_TIMEOUT (the mock's channel was stopped while its kernel ran). */
   const int *cancel;
-  /* The SM each block reports as %smid: 0, or with a TPC mask one of the enabled TPC slots' two
-   * SMs (2 * slot and 2 * slot + 1), so that a kernel sees its grid confined as on a GPU. */
+  /* The SM each block reports as %smid: the grid's blocks in turn over the GPU's `sm_count` SMs
+   * (0 for all when not given), or with a TPC mask over the enabled TPC slots' two SMs each
+   * (2 * slot and 2 * slot + 1), so that a kernel sees its grid confined as on a GPU. */
+  uint32_t sm_count;
   int tpc_masked;
   uint32_t tpc_enabled[4];
 } nvhcq_ptx_launch_config;
