@@ -21,10 +21,12 @@ typedef struct res_internal {
 #define GREEN_MAGIC 0x4e455247u
 #define MAX_GREEN   256
 
+/* CUDA has no call that destroys a descriptor: nvhcq keeps one per distinct set of TPCs. */
 struct CUdevResourceDesc_st {
   uint32_t magic;
   int device;
   uint32_t tpcs[4];
+  struct CUdevResourceDesc_st *next;
 };
 
 struct CUgreenCtx_st {
@@ -37,6 +39,7 @@ struct CUgreenCtx_st {
 
 /* Green contexts that exist, for the streams that name theirs by id. */
 static struct CUgreenCtx_st *live[MAX_GREEN];
+static struct CUdevResourceDesc_st *descs;
 static unsigned long long last_green_id, last_split;
 
 static int popcount4(const uint32_t t[4]) {
@@ -207,10 +210,16 @@ CUresult cuDevResourceGenerateDesc(CUdevResourceDesc *phDesc, CUdevResource *res
     for (int w = 0; w < 4 && !r; w++) desc.tpcs[w] |= in.tpcs[w];
   }
   if (!r && !popcount4(desc.tpcs)) r = CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION;
-  struct CUdevResourceDesc_st *out = r ? NULL : malloc(sizeof *out);
-  if (!r && !out) r = CUDA_ERROR_OUT_OF_MEMORY;
-  if (!r) *out = desc, *phDesc = out;
-  return r;
+  if (r) return r;
+  NVCU_LOCK();
+  struct CUdevResourceDesc_st *out = descs;
+  while (out && (out->device != desc.device || memcmp(out->tpcs, desc.tpcs, sizeof desc.tpcs)))
+    out = out->next;
+  if (!out && (out = malloc(sizeof *out))) *out = desc, out->next = descs, descs = out;
+  NVCU_UNLOCK();
+  if (!out) return CUDA_ERROR_OUT_OF_MEMORY;
+  *phDesc = out;
+  return CUDA_SUCCESS;
 }
 
 /* ---- green contexts ---- */
