@@ -515,6 +515,17 @@ static void t_tpc_masks(void) {
   TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
   uint32_t blocks = 8 * info.sm_count;
   nvhcq_buffer *out = alloc(4 * blocks);
+  if (info.sm_version < 0x900) { /* before Hopper the QMD has no TPC mask */
+    uint64_t at = nvhcq_buffer_gpu_address(out);
+    nvhcq_launch_config c = {.struct_size = sizeof c,
+                             .grid = DIM(1, 1, 1),
+                             .block = DIM(32, 1, 1),
+                             .tpc_mask = half[0]};
+    TEST_CHECK(nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, 8) ==
+               NVHCQ_ERROR_UNSUPPORTED);
+    nvhcq_queue_destroy(q), nvhcq_buffer_destroy(out);
+    return;
+  }
   uint32_t seen[2][8];
   for (int h = 0; h < 2; h++) {
     nvhcq_status s = run_masked(q, half[h], blocks, out, seen[h]);
