@@ -1,7 +1,8 @@
 /* Executable graphs: a graph (child graphs inlined) instantiated as steps, each one nvhcq
  * recorded queue or graph whose launch values and arguments are variables, so that updates patch
  * them in place (what variables cannot carry, such as a node disabled, records the steps again),
- * with the CPU's nodes (host functions, event records) between steps. */
+ * with the CPU's nodes (host functions, event records, batch memory operations, conditional
+ * nodes with their instantiated bodies) between steps. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,9 @@ static CUresult exec_usable(CUgraphExec x) {
  * on this process's events: every operation on the device already waits for all work submitted
  * before it). A wait on an interprocess event is the CPU's: it submits a wait on the GPU for
  * another process's record between the graph's GPU parts. An exec update can give such a node
- * an interprocess event only if it had one when the graph was instantiated (set_event). */
+ * an interprocess event only if it had one when the graph was instantiated (set_event). So are a
+ * batch memory operation node (its waits and writes submitted in the graph's order) and a
+ * conditional node (the CPU evaluates it and launches the body it selects). */
 static int gpu_work(int kind) {
   return kind == CU_GRAPH_NODE_TYPE_KERNEL || kind == CU_GRAPH_NODE_TYPE_MEMCPY ||
          kind == CU_GRAPH_NODE_TYPE_MEMSET;
