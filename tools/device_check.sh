@@ -79,6 +79,7 @@ done
 cubins=build-release/tests/cubins
 step bench_compute 600 build-release/nvhcq_bench_compute "$cubins/device_kernels_sm_90.cubin"
 step bench_real 900 build-release/nvhcq_bench_real build-release/bench/real_kernels_sm_90.cubin
+step tpc_probe 300 env NVHCQ_DEBUG_TPC_ANY=1 build-release/nvhcq_tpc_probe "$cubins/device_kernels_sm_90.cubin"
 if [ -n "$bench_c" ] && [ -n "$kern_cu" ] && command -v nvcc >/dev/null; then
   nvcc -cubin -arch=sm_90 -o "$out/kern.cubin" "$kern_cu" &&
     gcc -O2 -o "$out/bench_cuda" "$bench_c" -I"${CUDA_PATH:-/usr/local/cuda}/include" -lcuda

@@ -57,6 +57,7 @@ static void read_debug_knobs(nvhcq_compute_state *cs) {
   cs->debug_one_block_carveout = c && !strcmp(c, "one-block");
   cs->debug_no_prefetch = getenv("NVHCQ_DEBUG_NO_PREFETCH") != NULL;
   cs->debug_no_bank0_prefetch = getenv("NVHCQ_DEBUG_NO_BANK0_PREFETCH") != NULL;
+  cs->debug_tpc_any = getenv("NVHCQ_DEBUG_TPC_ANY") != NULL;
   const char *ci = getenv("NVHCQ_DEBUG_CBANK_INVALIDATE");
   cs->debug_cbank_invalidate = !ci                    ? NVHCQ_DEBUG_CBANK_INVALIDATE_OFF
                                : !strcmp(ci, "grid")  ? NVHCQ_DEBUG_CBANK_INVALIDATE_GRID

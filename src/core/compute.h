@@ -51,6 +51,7 @@ typedef struct nvhcq_compute_state {
   int debug_one_block_carveout;   /* NVHCQ_DEBUG_CARVEOUT=one-block */
   int debug_no_prefetch;          /* NVHCQ_DEBUG_NO_PREFETCH: no prefetch of what comes next */
   int debug_no_bank0_prefetch;    /* NVHCQ_DEBUG_NO_BANK0_PREFETCH: bank 0 fetched on first use */
+  int debug_tpc_any;              /* NVHCQ_DEBUG_TPC_ANY: masks may name any slot (tpc_probe) */
   int debug_cbank_invalidate;     /* NVHCQ_DEBUG_CBANK_INVALIDATE_* */
   int cbank_fence_commands;       /* queues' commands invalidate the constant cache */
   int cbank_invalidate_each_grid; /* every QMD invalidates its bank 0 too */

@@ -390,13 +390,13 @@ static nvhcq_status check_tpc_mask(const nvhcq_device *dev, const nvhcq_kernel *
                       "kernel %s: TPC masks need a Hopper or later GPU (QMD version 4 or 5); %s "
                       "is %s",
                       k->cubin->name, dev->info.name, dev->info.arch);
-  for (int w = 0; w < 4; w++)
+  for (int w = 0; w < 4 && !cs->debug_tpc_any; w++)
     if (r->tpc_mask[w] & ~cs->usable_tpcs[w])
       return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                         "kernel %s: tpc_mask word %d is 0x%08x, which names TPC slots that are not "
                         "among the usable ones (0x%08x, nvhcq_device_query_tpcs)",
                         k->cubin->name, w, r->tpc_mask[w], cs->usable_tpcs[w]);
-  if (!masked_sms(dev, r->tpc_mask))
+  if (!masked_sms(dev, r->tpc_mask) && !cs->debug_tpc_any)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "kernel %s: tpc_mask names no TPC, so the grid could never run",
                       k->cubin->name);

@@ -13,6 +13,22 @@
 #include "mock/mock.h"
 #include "mock/ptx/ptx.h"
 
+/* The SMs a grid may run on: those of the TPCs its mask enables (all of them without a mask). TPC i
+ * of GPC g is TPC slot g * (the profile's TPCs per GPC, its litter value) + i of the mask, and
+ * holds SMs 2k and 2k + 1, k its place among the GPU's TPCs; a slot past a GPC's TPCs holds none.
+ */
+static uint32_t grid_sms(const nvhcq_mock_grid *g, uint16_t *out) {
+  uint32_t n = 0, k = 0, per_gpc = mock_gpu->tpcs[0];
+  for (uint32_t gpc = 0; gpc < mock_gpu->gpcs; gpc++)
+    for (uint32_t i = 0; i < mock_gpu->tpcs[gpc]; i++, k++) {
+      uint32_t slot = gpc * per_gpc + i;
+      if (g->tpc_masked && (slot >= 128 || !(g->tpc_enabled[slot / 32] >> (slot % 32) & 1)))
+        continue;
+      out[n++] = (uint16_t)(2 * k), out[n++] = (uint16_t)(2 * k + 1);
+    }
+  return n;
+}
+
 /* The library's own copy kernel (src/exec/builtin.cu): its cubin comes without PTX, and the mock
  * does what it does (dst[i] = src[i] for i < n16, 16-byte elements) on the CPU. */
 #define BUILTIN_COPY "nvhcq_copy16"
@@ -385,9 +401,9 @@ static int run_kernel(const nvhcq_mock_grid *g, const mock_module *m, const mock
   memcpy(c.grid, g->grid, sizeof c.grid);
   memcpy(c.block, g->block, sizeof c.block);
   memcpy(c.cluster, g->cluster, sizeof c.cluster);
-  c.sm_count = mock_profile_sms();
-  c.tpc_masked = g->tpc_masked;
-  memcpy(c.tpc_enabled, g->tpc_enabled, sizeof c.tpc_enabled);
+  uint16_t sms[512];
+  c.sms = sms;
+  c.sm_count = grid_sms(g, sms);
   nvhcq_ptx_fault f;
   nvhcq_ptx_status s = nvhcq_ptx_launch(k->ptx, &c, &f);
   free(moved);

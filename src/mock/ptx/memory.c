@@ -46,17 +46,12 @@ static uint64_t cluster_special(const ptx_block *b, const ptx_operand *o) {
   }
 }
 
-/* A block's SM: the enabled TPC slots taken in turn by the grid's blocks, two SMs each. */
+/* A block's SM: the grid's SMs taken in turn by its blocks. */
 static uint32_t smid(const ptx_block *b) {
   const nvhcq_ptx_launch_config *c = b->cfg;
   uint64_t linear =
       b->ctaid[0] + (uint64_t)c->grid[0] * (b->ctaid[1] + (uint64_t)c->grid[1] * b->ctaid[2]);
-  if (!c->tpc_masked) return c->sm_count ? (uint32_t)(linear % c->sm_count) : 0;
-  uint32_t slots[128], n = 0;
-  for (uint32_t s = 0; s < 128; s++)
-    if (c->tpc_enabled[s / 32] >> (s % 32) & 1) slots[n++] = s;
-  if (!n) return 0;
-  return 2 * slots[linear % n] + (uint32_t)(linear / n % 2);
+  return c->sm_count && c->sms ? c->sms[linear % c->sm_count] : 0;
 }
 
 static uint64_t special(const ptx_block *b, const ptx_thread *t, const ptx_operand *o) {

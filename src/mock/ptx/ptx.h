@@ -95,12 +95,10 @@ typedef struct nvhcq_ptx_launch_config {
   /* Read every few thousand instructions when given: nonzero ends the launch with
    * NVHCQ_PTX_FAULT_TIMEOUT (the mock's channel was stopped while its kernel ran). */
   const int *cancel;
-  /* The SM each block reports as %smid: the grid's blocks in turn over the GPU's `sm_count` SMs
-   * (0 for all when not given), or with a TPC mask over the enabled TPC slots' two SMs each
-   * (2 * slot and 2 * slot + 1), so that a kernel sees its grid confined as on a GPU. */
+  /* The SMs the grid's blocks report as %smid, taken in turn (none given: 0 for all), so that a
+   * kernel sees its grid confined to a TPC mask's SMs as on a GPU. */
+  const uint16_t *sms;
   uint32_t sm_count;
-  int tpc_masked;
-  uint32_t tpc_enabled[4];
 } nvhcq_ptx_launch_config;
 
 /* Runs the kernel to completion: clusters (or blocks) one after another, the threads of a
