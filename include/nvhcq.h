@@ -669,8 +669,9 @@ NVHCQ_API nvhcq_status nvhcq_kernel_query_param(const nvhcq_kernel *k, uint32_t 
  * - arg_pointers: one pointer per parameter (CUDA's kernelParams), each read for that
  *   parameter's size; then `args` must be NULL. Launches any kernel without knowing its layout.
  * - tpc_mask: the TPCs (two SMs each) the grid's blocks may run on, 4 words, bit t for TPC slot t
- *   (see nvhcq_device_query_tpcs); NULL: all. Hopper and later (QMD version 4 or 5); not with a
- *   cluster. Disjoint masks keep two queues' grids on disjoint SMs (CUDA's green contexts). */
+ *   (see nvhcq_device_query_tpcs); NULL: all. Hopper and later (QMD version 4 or 5); a cluster
+ *   must fit one GPC's enabled SMs. Disjoint masks keep two queues' grids on disjoint SMs (CUDA's
+ *   green contexts). */
 typedef struct nvhcq_launch_config {
   uint32_t struct_size; /* set by the caller: sizeof(nvhcq_launch_config) */
   nvhcq_dim3 grid;      /* blocks, not clusters */

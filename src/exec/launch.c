@@ -111,7 +111,9 @@ static nvhcq_status build_qmd(const nvhcq_compute_state *cs, const nvhcq_kernel 
     NVHCQ_TRY(nvhcq_qmd_set(v, qmd, NVHCQ_QMD_CONSTANT_BUFFER_INVALIDATE_0, 0));
   if (cs->debug_qmd_count) poke_qmd(cs, qmd, 'a');
   if (r->cluster[0])
-    return nvhcq_qmd_set_cluster(v, qmd, r->cluster, r->load_balancing, cs->tpc_slots);
+    NVHCQ_TRY(nvhcq_qmd_set_cluster(v, qmd, r->cluster, r->load_balancing, cs->tpc_slots));
+  /* A mask names slots below tpc_slots only: its disabled set holds the cluster's (slots from
+   * tpc_slots up), so it replaces it. */
   return r->masked ? nvhcq_qmd_set_tpc_mask(v, qmd, r->tpc_mask) : NVHCQ_SUCCESS;
 }
 
@@ -349,9 +351,21 @@ static uint32_t blocks_per_sm(const nvhcq_compute_state *cs, const nvhcq_kernel 
   return c.blocks_per_sm;
 }
 
-static uint32_t largest_gpc(const nvhcq_compute_state *cs) {
-  uint32_t most = 0;
-  for (uint32_t i = 0; i < cs->gpc_count; i++) most = cs->gpc_sms[i] > most ? cs->gpc_sms[i] : most;
+/* The most SMs one GPC offers a launch: all of its SMs, or with a TPC mask those of the GPC's
+ * usable TPCs the mask enables (GPC g holds slots g * tpcs_per_gpc and up, in device.c's order). */
+static uint32_t largest_gpc(const nvhcq_device *dev, const launch_req *r) {
+  const nvhcq_compute_state *cs = &dev->compute_state;
+  uint32_t most = 0, per_gpc = dev->info.tpcs_per_gpc;
+  for (uint32_t i = 0; i < cs->gpc_count; i++) {
+    uint32_t sms = cs->gpc_sms[i];
+    if (r->masked) {
+      sms = 0;
+      for (uint32_t t = i * per_gpc; t < (i + 1) * per_gpc && t < 128; t++)
+        sms += (r->tpc_mask[t / 32] & cs->usable_tpcs[t / 32]) >> (t % 32) & 1;
+      sms *= dev->info.sms_per_tpc;
+    }
+    most = sms > most ? sms : most;
+  }
   return most;
 }
 
@@ -360,12 +374,12 @@ static nvhcq_status check_cluster_fits(const nvhcq_device *dev, const nvhcq_kern
                                        const launch_req *r) {
   const nvhcq_compute_state *cs = &dev->compute_state;
   uint32_t size = r->cluster[0] * r->cluster[1] * r->cluster[2];
-  uint32_t per_sm = blocks_per_sm(cs, k, r->block, r->dynamic_shared), sms = largest_gpc(cs);
-  if (sms && (uint64_t)per_sm * sms < size)
+  uint32_t per_sm = blocks_per_sm(cs, k, r->block, r->dynamic_shared), sms = largest_gpc(dev, r);
+  if ((sms || r->masked) && (uint64_t)per_sm * sms < size)
     return nvhcq_fail(NVHCQ_ERROR_LAUNCH_CHECK,
                       "kernel %s: a cluster of %u blocks must fit one GPC at once, but blocks of "
                       "this shape (%u threads, %u bytes of shared memory) fit %u per SM and the "
-                      "largest GPC of %s has %u SMs",
+                      "largest GPC of %s has %u SMs (of them, those the TPC mask enables)",
                       k->cubin->name, size, r->block.x * r->block.y * r->block.z,
                       nvhcq_kernel_shared_total(k, r->dynamic_shared), per_sm, dev->info.name, sms);
   return NVHCQ_SUCCESS;
@@ -380,8 +394,8 @@ static uint32_t masked_sms(const nvhcq_device *dev, const uint32_t mask[4]) {
 }
 
 /* A TPC mask names usable TPCs only (others might not exist: a grid kept to them would never
- * run), at least one, on a GPU whose QMD has the mask (Hopper and later), without a cluster (whose
- * blocks must find room in one GPC's enabled TPCs; not checked yet, so refused). */
+ * run), at least one, on a GPU whose QMD has the mask (Hopper and later). A cluster launch must
+ * find room for a cluster in one GPC's enabled TPCs (check_cluster_fits). */
 static nvhcq_status check_tpc_mask(const nvhcq_device *dev, const nvhcq_kernel *k,
                                    const launch_req *r) {
   const nvhcq_compute_state *cs = &dev->compute_state;
@@ -400,11 +414,6 @@ static nvhcq_status check_tpc_mask(const nvhcq_device *dev, const nvhcq_kernel *
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
                       "kernel %s: tpc_mask names no TPC, so the grid could never run",
                       k->cubin->name);
-  if (r->cluster[0])
-    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
-                      "kernel %s: a launch in clusters of (%u,%u,%u) with a TPC mask; nvhcq does "
-                      "not combine them yet",
-                      k->cubin->name, r->cluster[0], r->cluster[1], r->cluster[2]);
   return NVHCQ_SUCCESS;
 }
 

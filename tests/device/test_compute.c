@@ -496,8 +496,8 @@ static uint32_t bits(const uint32_t *w, int n) {
 }
 
 /* Two grids kept to disjoint halves of the usable TPCs run on disjoint SMs, each on no more than
- * its TPCs hold; masks naming no TPC, TPCs that are not usable, or given with a cluster are
- * refused; a caller built before the field ignores it. */
+ * its TPCs hold; masks naming no TPC or TPCs that are not usable are refused, and clusters too
+ * large for one GPC's enabled SMs; a caller built before the field ignores it. */
 static void t_tpc_masks(void) {
   NEED_GPU();
   nvhcq_device_info info = {.struct_size = sizeof info};
@@ -517,10 +517,8 @@ static void t_tpc_masks(void) {
   nvhcq_buffer *out = alloc(4 * blocks);
   if (info.sm_version < 0x900) { /* before Hopper the QMD has no TPC mask */
     uint64_t at = nvhcq_buffer_gpu_address(out);
-    nvhcq_launch_config c = {.struct_size = sizeof c,
-                             .grid = DIM(1, 1, 1),
-                             .block = DIM(32, 1, 1),
-                             .tpc_mask = half[0]};
+    nvhcq_launch_config c = {
+        .struct_size = sizeof c, .grid = DIM(1, 1, 1), .block = DIM(32, 1, 1), .tpc_mask = half[0]};
     TEST_CHECK(nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, 8) ==
                NVHCQ_ERROR_UNSUPPORTED);
     nvhcq_queue_destroy(q), nvhcq_buffer_destroy(out);
@@ -548,10 +546,22 @@ static void t_tpc_masks(void) {
   TEST_CHECK(nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, 8) ==
              NVHCQ_ERROR_INVALID_ARGUMENT);
   TEST_CHECK(strstr(nvhcq_last_error(), "usable") != NULL);
+  /* clusters (sm_90: see test_cluster): they must fit one GPC's enabled SMs (one TPC: 2 SMs, one
+   * 200 KiB block each) */
   c.tpc_mask = half[0];
-  c.grid = DIM(2, 1, 1), c.cluster = DIM(2, 1, 1);
+  c.grid = DIM(64, 1, 1), c.cluster = DIM(2, 1, 1);
+  nvhcq_status want = info.sm_version >> 8 == 9 ? NVHCQ_SUCCESS : NVHCQ_ERROR_UNSUPPORTED;
+  TEST_CHECK_MSG(nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, 8) == want, "%s",
+                 nvhcq_last_error());
+  uint32_t one[4] = {0};
+  for (uint32_t t = 0; t < 128 && !(one[0] | one[1] | one[2] | one[3]); t++)
+    if (usable[t / 32] >> (t % 32) & 1) one[t / 32] = 1u << (t % 32);
+  c.tpc_mask = one, c.grid = DIM(4, 1, 1), c.cluster = DIM(4, 1, 1);
+  c.dynamic_shared = 200 << 10;
   TEST_CHECK(nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, 8) ==
-             NVHCQ_ERROR_UNSUPPORTED);
+             (want ? want : NVHCQ_ERROR_LAUNCH_CHECK));
+  TEST_CHECK(want || strstr(nvhcq_last_error(), "TPC mask") != NULL);
+  c.dynamic_shared = 0;
   /* a configuration as large as before the field: no mask */
   c.cluster = DIM(0, 0, 0), c.struct_size = offsetof(nvhcq_launch_config, tpc_mask);
   TEST_CHECK(nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, 8) == NVHCQ_SUCCESS);
