@@ -308,25 +308,21 @@ static int has_launch_config(const nvcu_op *op) {
   return nvcu_op_launch_config(op, NULL);
 }
 
-/* A kernel node with a cluster or cooperative attribute, recorded as cuLaunchKernelEx launches
- * it (nvhcq takes no variables there): its changes are made by recording the steps again. */
-static CUresult add_launch_ex(CUgraphExec x, nvcu_exec_node *en) {
+/* A kernel node with a cluster or cooperative attribute, or a green context's SMs, recorded as
+ * cuLaunchKernelEx launches it (nvhcq takes no variables there): its changes are made by recording
+ * the steps again. */
+static CUresult add_launch_ex(CUgraphExec x, nvcu_exec_node *en, const nvhcq_node *deps, uint32_t n,
+                              nvhcq_node *out) {
   nvcu_step *s = &x->steps[en->step];
   const nvcu_op *op = &en->op;
-  if (!s->q) {
-    nvcu_log("cuGraphInstantiate: kernel node of %s has a cluster or cooperative attribute, or a "
-             "green context's SMs, and runs beside memcpy or memset nodes of the same part of the "
-             "graph",
-             op->func->name);
-    return nvcu_unsupported(
-        "cluster, cooperative or green-context kernel nodes in graphs with copy nodes");
-  }
   for (int d = 0; d < 3; d++) en->grid[d] = en->block[d] = NVHCQ_NO_VAR;
   en->fixed = 1;
   s->uses[NVCU_COMPUTE] = 1;
   nvhcq_launch_config c;
   (void)nvcu_op_launch_config(op, &c);
-  nvhcq_status st = nvhcq_queue_launch_ex(s->q, op->func->k, &c, op->args, op->args_size);
+  nvhcq_status st = s->q ? nvhcq_queue_launch_ex(s->q, op->func->k, &c, op->args, op->args_size)
+                         : nvhcq_graph_add_launch_ex(s->g, op->func->k, &c, op->args, op->args_size,
+                                                     deps, n, out);
   if (st == NVHCQ_ERROR_LAUNCH_CHECK && op->launch_flags) {
     nvcu_log("cuGraphInstantiate: cooperative kernel node of %s: its grid does not fit on the GPU "
              "at once",
@@ -343,7 +339,7 @@ static CUresult add_launch(CUgraphExec x, uint32_t i, const nvhcq_node *deps, ui
   nvcu_step *s = &x->steps[en->step];
   const nvcu_op *op = &en->op;
   struct CUfunc_st *f = op->func;
-  if (has_launch_config(op)) return add_launch_ex(x, en);
+  if (has_launch_config(op)) return add_launch_ex(x, en, deps, n, out);
   nvhcq_arg_var args[64];
   nvhcq_launch_vars v = {.args = args};
   CUresult r = CUDA_SUCCESS;

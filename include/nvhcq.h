@@ -853,6 +853,13 @@ NVHCQ_API nvhcq_status nvhcq_graph_add_launch(nvhcq_graph *g, nvhcq_kernel *k, n
                                               const void *args, size_t args_size,
                                               const nvhcq_launch_vars *vars, const nvhcq_node *deps,
                                               uint32_t dep_count, nvhcq_node *out);
+/* A launch with a configuration (clusters, cooperative, a TPC mask: see nvhcq_launch_config),
+ * recorded as given: without variables, its arguments one block (not arg_pointers). */
+NVHCQ_API nvhcq_status nvhcq_graph_add_launch_ex(nvhcq_graph *g, nvhcq_kernel *k,
+                                                 const nvhcq_launch_config *config,
+                                                 const void *args, size_t args_size,
+                                                 const nvhcq_node *deps, uint32_t dep_count,
+                                                 nvhcq_node *out);
 NVHCQ_API nvhcq_status nvhcq_graph_add_copy(nvhcq_graph *g, uint64_t dst, uint64_t src,
                                             uint64_t size, nvhcq_var dst_var, nvhcq_var src_var,
                                             nvhcq_var size_var, const nvhcq_node *deps,

@@ -25,6 +25,11 @@ typedef struct graph_node {
   nvhcq_node *deps;
   uint32_t dep_count;
   nvhcq_signal *done; /* released when another channel depends on this node */
+  /* A launch with a configuration (nvhcq_graph_add_launch_ex): recorded as given, no variables;
+   * its tpc_mask points at `tpcs` when it is recorded (the node array moves as it grows). */
+  int has_config, masked;
+  nvhcq_launch_config config;
+  uint32_t tpcs[4];
 } graph_node;
 
 struct nvhcq_graph {
@@ -167,6 +172,36 @@ nvhcq_status nvhcq_graph_add_launch(nvhcq_graph *g, nvhcq_kernel *k, nvhcq_dim3 
   return NVHCQ_SUCCESS;
 }
 
+nvhcq_status nvhcq_graph_add_launch_ex(nvhcq_graph *g, nvhcq_kernel *k,
+                                       const nvhcq_launch_config *config, const void *args,
+                                       size_t args_size, const nvhcq_node *deps, uint32_t dep_count,
+                                       nvhcq_node *out) {
+  NVHCQ_TRY(check_graph(g, 0));
+  if (!config || config->struct_size < offsetof(nvhcq_launch_config, flags))
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_graph_add_launch_ex: config is NULL or its struct_size is too small "
+                      "(set it to sizeof(nvhcq_launch_config))");
+  if (config->arg_pointers)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_graph_add_launch_ex: give the arguments as one block (args), not "
+                      "config->arg_pointers");
+  nvhcq_node id;
+  NVHCQ_TRY(nvhcq_graph_add_launch(g, k, config->grid, config->block, config->dynamic_shared, args,
+                                   args_size, NULL, deps, dep_count, &id));
+  graph_node *n = &g->nodes[id];
+  n->has_config = 1;
+  /* the fields a caller built before them leaves out stay zero (flags, tpc_mask) */
+  memset(&n->config, 0, sizeof n->config);
+  memcpy(&n->config, config,
+         config->struct_size < sizeof n->config ? config->struct_size : sizeof n->config);
+  n->config.struct_size = sizeof n->config;
+  n->masked = n->config.tpc_mask != NULL;
+  if (n->masked) memcpy(n->tpcs, n->config.tpc_mask, sizeof n->tpcs);
+  n->config.tpc_mask = NULL;
+  if (out) *out = id;
+  return NVHCQ_SUCCESS;
+}
+
 nvhcq_status nvhcq_graph_add_copy(nvhcq_graph *g, uint64_t dst, uint64_t src, uint64_t size,
                                   nvhcq_var dst_var, nvhcq_var src_var, nvhcq_var size_var,
                                   const nvhcq_node *deps, uint32_t dep_count, nvhcq_node *out) {
@@ -205,6 +240,10 @@ static nvhcq_status record_node(nvhcq_graph *g, graph_node *n) {
   if (c) {
     NVHCQ_TRY(nvhcq_queue_copy_vars(q, n->dst, n->src, n->size, map_var(g, 1, n->dst_var),
                                     map_var(g, 1, n->src_var), map_var(g, 1, n->size_var)));
+  } else if (n->has_config) {
+    nvhcq_launch_config cfg = n->config;
+    cfg.tpc_mask = n->masked ? n->tpcs : NULL;
+    NVHCQ_TRY(nvhcq_queue_launch_ex(q, n->kernel, &cfg, n->args, n->args_size));
   } else {
     nvhcq_launch_vars v = n->vars;
     for (int d = 0; d < 3; d++)

@@ -576,7 +576,8 @@ static void test_kernel_attributes(void) {
 }
 
 /* On a GPU: a cooperative kernel node runs (recorded as cuLaunchKernelEx would launch it), takes
- * new parameters, and a kernel node disabled and enabled again. */
+ * new parameters, and a kernel node disabled and enabled again; a cooperative node beside copy
+ * nodes. */
 static void test_kernel_nodes_run(void) {
   NEED_KERNELS();
   CUmodule mod;
@@ -614,6 +615,28 @@ static void test_kernel_nodes_run(void) {
   TEST_CHECK_MSG(all_are(d, N, 122), "d[0] = %u, want 12 + 10 + 100", first(d));
   OK(cuGraphExecDestroy(x));
   OK(cuGraphDestroy(g));
+  /* beside memset and memcpy nodes (a graph across both channels): memset d = 5, the cooperative
+   * node adds 1, a copy takes d to e */
+  CUdeviceptr e;
+  OK(cuMemAlloc_v2(&e, 4 * N));
+  OK(cuGraphCreate(&g, 0));
+  CUgraphNode set, cp;
+  CUDA_MEMSET_NODE_PARAMS ms = memset_32(d, 5, N);
+  OK(cuGraphAddMemsetNode(&set, g, NULL, 0, &ms, NULL));
+  OK(cuGraphAddKernelNode_v2(&coop, g, &set, 1, &p));
+  OK(cuGraphKernelNodeSetAttribute(coop, CU_LAUNCH_ATTRIBUTE_COOPERATIVE, &val));
+  CUDA_MEMCPY3D c = copy_1d(e, d, 4 * N);
+  OK(cuGraphAddMemcpyNode(&cp, g, &coop, 1, &c, NULL));
+  OK(cuGraphInstantiateWithFlags(&x, g, 0));
+  for (int round = 0; round < 2; round++) {
+    OK(cuMemsetD32_v2(e, 0, N));
+    OK(cuGraphLaunch(x, NULL));
+    OK(cuCtxSynchronize());
+    TEST_CHECK_MSG(all_are(e, N, 6), "round %d: e[0] = %u, want 5 + 1", round, first(e));
+  }
+  OK(cuGraphExecDestroy(x));
+  OK(cuGraphDestroy(g));
+  OK(cuMemFree_v2(e));
   OK(cuMemFree_v2(d));
   OK(cuModuleUnload(mod));
 }

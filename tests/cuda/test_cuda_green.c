@@ -203,8 +203,10 @@ static void test_green_launches(void) {
   OK(cuStreamGetGreenCtx(made, &which));
   TEST_CHECK(which == a.g);
   OK(cuCtxSetCurrent(primary));
-  /* captured from b's stream, the kernel node keeps to b's SMs */
+  /* captured from b's stream (after a memset: a graph part across both channels), the kernel
+   * node keeps to b's SMs */
   OK(cuStreamBeginCapture_v2(b.s, CU_STREAM_CAPTURE_MODE_RELAXED));
+  OK(cuMemsetD32Async(out, 0xffffffff, BLOCKS, b.s));
   void *params[] = {&out};
   OK(cuLaunchKernel(f, BLOCKS, 1, 1, 32, 1, 1, 0, b.s, params, NULL));
   CUgraph g;

@@ -211,10 +211,59 @@ static void t_diamond_graph(void) {
       nvhcq_buffer_destroy(out);
 }
 
+/* A launch with a configuration (a TPC mask on Hopper and later) behind a copy on the other
+ * channel: recorded as given, and run on every replay. */
+static void t_graph_launch_ex(void) {
+  NEED_GPU();
+  enum { N = 4096 };
+  nvhcq_buffer *x, *y, *out;
+  nvhcq_buffer_create(dev, N * 4, NVHCQ_MEMORY_HOST, &x);
+  nvhcq_buffer_create(dev, N * 4, NVHCQ_MEMORY_DEVICE, &y);
+  nvhcq_buffer_create(dev, N * 4, NVHCQ_MEMORY_HOST, &out);
+  nvhcq_device_info info = {.struct_size = sizeof info};
+  nvhcq_device_query_info(dev, &info);
+  uint32_t tpcs[4];
+  nvhcq_device_query_tpcs(dev, tpcs, NULL);
+  nvhcq_graph *g;
+  TEST_CHECK(nvhcq_graph_create(dev, &g) == NVHCQ_SUCCESS);
+  nvhcq_node copy, step;
+  TEST_CHECK(nvhcq_graph_add_copy(g, nvhcq_buffer_gpu_address(y), nvhcq_buffer_gpu_address(x),
+                                  N * 4, NVHCQ_NO_VAR, NVHCQ_NO_VAR, NVHCQ_NO_VAR, NULL, 0,
+                                  &copy) == NVHCQ_SUCCESS);
+  struct {
+    uint64_t in, out;
+    int n;
+  } args = {nvhcq_buffer_gpu_address(y), nvhcq_buffer_gpu_address(out), N};
+  nvhcq_launch_config c = {.struct_size = sizeof c,
+                           .grid = {N / 256, 1, 1},
+                           .block = {256, 1, 1},
+                           .tpc_mask = info.sm_version >= 0x900 ? tpcs : NULL};
+  const void *ptrs[3] = {&args.in, &args.out, &args.n};
+  c.arg_pointers = ptrs;
+  TEST_CHECK(nvhcq_graph_add_launch_ex(g, kernel("step"), &c, NULL, 0, &copy, 1, &step) ==
+             NVHCQ_ERROR_INVALID_ARGUMENT);
+  c.arg_pointers = NULL;
+  TEST_CHECK(nvhcq_graph_add_launch_ex(g, kernel("step"), &c, &args, 20, &copy, 1, &step) ==
+             NVHCQ_SUCCESS);
+  nvhcq_status s = nvhcq_graph_instantiate(g);
+  TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+  for (int it = 0; it < 3 && !s; it++) {
+    int *xs = nvhcq_buffer_host_pointer(x), *os = nvhcq_buffer_host_pointer(out), wrong = 0;
+    for (int j = 0; j < N; j++) xs[j] = j + it, os[j] = -1;
+    s = nvhcq_graph_launch(g);
+    if (!s) s = nvhcq_graph_cpu_wait(g, wait_ms(5000));
+    TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    for (int j = 0; j < N && !s; j++) wrong += os[j] != 2 * (j + it) + 1;
+    TEST_CHECK_MSG(wrong == 0, "replay %d: %d wrong (out[1] = %d)", it, wrong, os[1]);
+  }
+  nvhcq_graph_destroy(g);
+  nvhcq_buffer_destroy(x), nvhcq_buffer_destroy(y), nvhcq_buffer_destroy(out);
+}
+
 static void t_teardown(void) {
   NEED_GPU();
   teardown();
 }
 
 TEST_MAIN(TEST(t_replay_1000_with_variables), TEST(t_replay_while_running), TEST(t_diamond_graph),
-          TEST(t_teardown))
+          TEST(t_graph_launch_ex), TEST(t_teardown))
