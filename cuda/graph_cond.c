@@ -40,14 +40,22 @@ static CUresult grow(int device) {
   return CUDA_SUCCESS;
 }
 
+/* Graphs go without the library's lock held (cuGraphDestroy): the counts take it themselves. */
 void nvcu_cond_ref(nvcu_cond *c) {
-  if (c) c->refs++;
+  if (!c) return;
+  NVCU_LOCK();
+  c->refs++;
+  NVCU_UNLOCK();
 }
 
 void nvcu_cond_unref(nvcu_cond *c) {
-  if (!c || --c->refs) return;
-  c->next_free = free_conds[c->device];
-  free_conds[c->device] = c;
+  if (!c) return;
+  NVCU_LOCK();
+  if (!--c->refs) {
+    c->next_free = free_conds[c->device];
+    free_conds[c->device] = c;
+  }
+  NVCU_UNLOCK();
 }
 
 static CUresult graph_add_cond(struct CUgraph_st *g, nvcu_cond *c) {

@@ -503,8 +503,8 @@ CUresult nvcu_memops_run(nvcu_device *d, struct CUstream_st *st, const nvcu_op *
 /* ---- graph_cond.c: conditional nodes ---- */
 /* A conditional handle's condition: 4 bytes of pinned host memory whose GPU address is the handle
  * (cudaGraphSetConditional stores there, nvhcq's device syscall), shared by the graph it was made
- * for, the graph's copies, their nodes and executable graphs: counted references, under the lock.
- */
+ * for, the graph's copies, their nodes and executable graphs: counted references (the count
+ * functions take the lock). */
 typedef struct nvcu_cond {
   struct nvcu_cond *next_free;
   uint32_t refs;
