@@ -1,9 +1,9 @@
-/* Which SMs each TPC slot of the QMD's TPC disable mask stands for, read off the GPU: for every slot
- * a grid that may use all the others records the SMs its blocks ran on (%smid); the SMs missing
- * from it are that slot's (none: no TPC there). Disabling one slot never leaves a grid without
- * TPCs, so no probe can hang. Prints one line per slot and which slots nvhcq offers to masks
- * (nvhcq_device_query_tpcs), so the two can be compared.
- * usage: NVHCQ_DEBUG_TPC_ANY=1 nvhcq_tpc_probe DEVICE_KERNELS.cubin   (tests/device/kernels.cu) */
+/* Which SMs each TPC slot of the QMD's TPC disable mask stands for, read off the GPU: for every
+ * slot a grid that may use all the others records the SMs its blocks ran on (%smid); the SMs
+ * missing from it are that slot's (none: no TPC there). Disabling one slot never leaves a grid
+ * without TPCs, so no probe can hang. Prints one line per slot and which slots nvhcq offers to
+ * masks (nvhcq_device_query_tpcs), so the two can be compared. usage: NVHCQ_DEBUG_TPC_ANY=1
+ * nvhcq_tpc_probe DEVICE_KERNELS.cubin   (tests/device/kernels.cu) */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,10 +22,8 @@ static int fail(const char *what) {
 static nvhcq_status run(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_buffer *out, uint32_t blocks,
                         const uint32_t enabled[4], uint32_t seen[8]) {
   uint64_t at = nvhcq_buffer_gpu_address(out);
-  nvhcq_launch_config c = {.struct_size = sizeof c,
-                           .grid = {blocks, 1, 1},
-                           .block = {32, 1, 1},
-                           .tpc_mask = enabled};
+  nvhcq_launch_config c = {
+      .struct_size = sizeof c, .grid = {blocks, 1, 1}, .block = {32, 1, 1}, .tpc_mask = enabled};
   nvhcq_status s = nvhcq_queue_reset(q);
   if (!s) s = nvhcq_queue_launch_ex(q, k, &c, &at, sizeof at);
   if (!s) s = nvhcq_queue_submit(q);
