@@ -300,26 +300,23 @@ CUresult cuGreenCtxGetId(CUgreenCtx greenCtx, unsigned long long *greenCtxId) {
 
 /* Every stream's work is ordered on the device: a record stands behind all of it, a wait is met
  * already (an interprocess event's other process aside). */
-CUresult cuGreenCtxRecordEvent(CUgreenCtx hCtx, CUevent hEvent) {
+static CUresult green_event(CUgreenCtx hCtx, CUevent hEvent, int wait) {
   if (green_check(hCtx)) return CUDA_ERROR_INVALID_HANDLE;
   if (!hEvent || hEvent->magic != NVCU_EVENT_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
   NVCU_LOCK();
   nvcu_device *d;
   CUresult r = nvcu_device_get(hCtx->device, &d);
-  if (!r) r = nvcu_event_record(d, hEvent);
+  if (!r) r = wait ? nvcu_event_wait(d, hEvent, NULL) : nvcu_event_record(d, hEvent);
   NVCU_UNLOCK();
   return r;
 }
 
+CUresult cuGreenCtxRecordEvent(CUgreenCtx hCtx, CUevent hEvent) {
+  return green_event(hCtx, hEvent, 0);
+}
+
 CUresult cuGreenCtxWaitEvent(CUgreenCtx hCtx, CUevent hEvent) {
-  if (green_check(hCtx)) return CUDA_ERROR_INVALID_HANDLE;
-  if (!hEvent || hEvent->magic != NVCU_EVENT_MAGIC) return CUDA_ERROR_INVALID_HANDLE;
-  NVCU_LOCK();
-  nvcu_device *d;
-  CUresult r = nvcu_device_get(hCtx->device, &d);
-  if (!r) r = nvcu_event_wait(d, hEvent, NULL);
-  NVCU_UNLOCK();
-  return r;
+  return green_event(hCtx, hEvent, 1);
 }
 
 CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigned int flags,
