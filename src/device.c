@@ -117,10 +117,14 @@ static nvhcq_status choose_classes(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
-/* TPC slot g * tpcs_per_gpc + i of a launch's TPC mask (the QMD's TPC_DISABLE_MASK) is GPC g's TPC
- * i. Whether i counts the GPC's working TPCs (0 to n - 1) or its TPC positions (the floorswept
- * mask's bits) is not established, so only the slots that are working TPCs either way are offered:
- * bit i of the floorswept mask with i < n. A mask of them confines a grid under both readings. */
+/* Which TPC bit t of a launch's TPC mask (the QMD's TPC_DISABLE_MASK) stands for is not
+ * established. nvhcq numbers slots g * tpcs_per_gpc + i for GPC g's TPC i, where i may count the
+ * GPC's working TPCs (0 to n - 1) or its TPC positions (the floorswept mask's bits); a third
+ * reading numbers the GPU's working TPCs 0 to N - 1 across GPCs (libcuda's cluster launches disable
+ * bits from 72 on, which all three readings allow). Only slots that are a working TPC under every
+ * reading are offered: bit i of the GPC's floorswept mask, i < n, and the slot below N (count_sms
+ * drops the rest once N is known). A mask of them names real TPCs only, whichever reading holds;
+ * bench/tpc_probe.c reads the truth off a GPU. */
 static void add_usable_tpcs(nvhcq_compute_state *cs, uint32_t gpc, uint32_t per_gpc,
                             uint32_t tpc_mask) {
   uint32_t n = (uint32_t)__builtin_popcount(tpc_mask);
@@ -154,6 +158,12 @@ static nvhcq_status count_sms(nvhcq_device *dev) {
     }
   }
   dev->info.sm_count = tpcs * dev->info.sms_per_tpc;
+  nvhcq_compute_state *cs = &dev->compute_state;
+  for (uint32_t slot = tpcs; slot < 128; slot++)
+    if (cs->usable_tpcs[slot / 32] >> (slot % 32) & 1) {
+      cs->usable_tpcs[slot / 32] &= ~(1u << (slot % 32));
+      cs->usable_tpc_count--;
+    }
   dev->compute_state.tpc_slots = dev->info.gpcs * dev->info.tpcs_per_gpc;
   return NVHCQ_SUCCESS;
 }
