@@ -676,6 +676,9 @@ static CUresult run_conditional(nvcu_device *d, const nvcu_exec_node *en, struct
     if (r || !body) return r;
     r = run(body, d, st);
     if (r || en->op.cond_type != CU_GRAPH_COND_TYPE_WHILE) return r;
+    /* A loop runs as long as its kernels say: other threads' calls go on between its rounds */
+    NVCU_UNLOCK();
+    NVCU_LOCK();
   }
 }
 
