@@ -58,11 +58,48 @@ static void capture_leave(struct CUstream_st *st) {
   st->capture_origin = NULL;
 }
 
-/* Marks n and every node it depends on, transitively. */
-static void mark_ancestors(struct CUgraphNode_st *n, char *seen) {
-  if (seen[n->index]) return;
-  seen[n->index] = 1;
-  for (uint32_t k = 0; k < n->dep_count; k++) mark_ancestors(n->deps[k], seen);
+/* The streams captures began on, while they capture: how a wait finds an event's capture. */
+static struct CUstream_st **origins;
+static uint32_t origin_count, origin_cap;
+
+static CUresult origin_add(struct CUstream_st *st) {
+  if (origin_count == origin_cap) {
+    uint32_t cap = origin_cap ? 2 * origin_cap : 8;
+    struct CUstream_st **v = realloc(origins, cap * sizeof *v);
+    if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
+    origins = v, origin_cap = cap;
+  }
+  origins[origin_count++] = st;
+  return CUDA_SUCCESS;
+}
+
+static void origin_remove(struct CUstream_st *st) {
+  for (uint32_t i = 0; i < origin_count; i++)
+    if (origins[i] == st) origins[i] = origins[--origin_count];
+}
+
+static struct CUstream_st *origin_of(unsigned long long capture_id) {
+  for (uint32_t i = 0; i < origin_count; i++)
+    if (origins[i]->capture_id == capture_id) return origins[i];
+  return NULL;
+}
+
+/* Marks the nodes `from` holds and every node they depend on, transitively (a stack, not
+ * recursion: a chain may be as long as the graph). */
+static CUresult mark_ancestors(CUgraph g, struct CUgraphNode_st *const *from, uint32_t n,
+                               char *seen) {
+  struct CUgraphNode_st **stack = malloc((g->node_count + 1) * sizeof *stack);
+  if (!stack) return CUDA_ERROR_OUT_OF_MEMORY;
+  uint32_t top = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (!seen[from[i]->index]) seen[from[i]->index] = 1, stack[top++] = from[i];
+  while (top) {
+    struct CUgraphNode_st *x = stack[--top];
+    for (uint32_t k = 0; k < x->dep_count; k++)
+      if (!seen[x->deps[k]->index]) seen[x->deps[k]->index] = 1, stack[top++] = x->deps[k];
+  }
+  free(stack);
+  return CUDA_SUCCESS;
 }
 
 /* Whether every stream that joined origin's capture was joined back. */
@@ -70,10 +107,8 @@ static CUresult joined_back(struct CUstream_st *origin) {
   if (!origin->joined_count) return CUDA_SUCCESS;
   CUgraph g = origin->capture;
   char *seen = calloc(g->node_count + 1, 1);
-  if (!seen) return CUDA_ERROR_OUT_OF_MEMORY;
-  for (uint32_t i = 0; i < origin->capture_dep_count; i++)
-    mark_ancestors(origin->capture_deps[i], seen);
-  CUresult r = CUDA_SUCCESS;
+  CUresult r = seen ? mark_ancestors(g, origin->capture_deps, origin->capture_dep_count, seen)
+                    : CUDA_ERROR_OUT_OF_MEMORY;
   for (uint32_t j = 0; j < origin->joined_count && !r; j++) {
     struct CUstream_st *s = origin->joined[j];
     for (uint32_t i = 0; i < s->capture_dep_count && !r; i++)
@@ -99,7 +134,6 @@ CUresult nvcu_capture_record(struct CUstream_st *st, struct CUevent_st *ev) {
   free(ev->capture_deps);
   ev->capture_deps = deps;
   ev->capture_dep_count = (uint32_t)n;
-  ev->capture_origin = st->capture_origin ? st->capture_origin : st;
   ev->capture_id = st->capture_id;
   return CUDA_SUCCESS;
 }
@@ -122,9 +156,8 @@ static CUresult join(struct CUstream_st *origin, struct CUstream_st *st) {
 /* A wait for an event recorded in a capture: a stream outside any capture joins it (its next
  * nodes depend on what the event stands for), one in the same capture adds those dependencies. */
 CUresult nvcu_capture_wait(struct CUstream_st *st, struct CUevent_st *ev) {
-  struct CUstream_st *origin = ev->capture_origin;
-  if (origin->magic != NVCU_STREAM_MAGIC || !origin->capture ||
-      origin->capture_id != ev->capture_id) {
+  struct CUstream_st *origin = origin_of(ev->capture_id);
+  if (!origin) {
     nvcu_log("cuStreamWaitEvent: event %p was recorded in a capture that has ended", (void *)ev);
     return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
   }
@@ -142,6 +175,7 @@ CUresult nvcu_capture_wait(struct CUstream_st *st, struct CUevent_st *ev) {
 
 /* A stream that joined a capture is destroyed: the capture forgets it. */
 void nvcu_capture_stream_gone(struct CUstream_st *st) {
+  if (st->capture && !st->capture_origin) origin_remove(st);
   struct CUstream_st *origin = st->capture ? st->capture_origin : NULL;
   for (uint32_t i = 0; origin && i < origin->joined_count; i++)
     if (origin->joined[i] == st) origin->joined[i] = origin->joined[--origin->joined_count];
@@ -166,12 +200,18 @@ static CUresult begin_capture(CUstream hStream, CUgraph g, const CUgraphNode *de
   int made = !g;
   if (!r && !g) r = cuGraphCreate(&g, 0);
   if (r) return r;
-  st->capture = g;
-  st->capture_id = ++last_capture_id;
-  st->capture_origin = NULL;
-  st->capture_made = made;
-  st->joined_count = 0;
-  return CUDA_SUCCESS;
+  NVCU_LOCK();
+  r = origin_add(st);
+  if (!r) {
+    st->capture = g;
+    st->capture_id = ++last_capture_id;
+    st->capture_origin = NULL;
+    st->capture_made = made;
+    st->joined_count = 0;
+  }
+  NVCU_UNLOCK();
+  if (r && made) cuGraphDestroy(g);
+  return r;
 }
 
 CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
@@ -212,6 +252,7 @@ CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
   for (uint32_t i = 0; i < st->joined_count; i++) capture_leave(st->joined[i]);
   st->joined_count = 0;
   capture_leave(st);
+  origin_remove(st);
   if (r && st->capture_made) cuGraphDestroy(g);
   NVCU_UNLOCK();
   if (!r) *phGraph = g;

@@ -143,10 +143,8 @@ struct CUevent_st {
   nvhcq_signal *sig;
   uint64_t value;             /* the last record's release of this process */
   struct nvcu_ipc_event *ipc; /* CU_EVENT_INTERPROCESS: the semaphore's shared page (ipc.c) */
-  /* Recorded in a capture: the capture (its id and the stream it began on) and the nodes the
-   * record stands for (capture.c). */
+  /* Recorded in a capture: the capture's id and the nodes the record stands for (capture.c). */
   unsigned long long capture_id;
-  struct CUstream_st *capture_origin;
   struct CUgraphNode_st **capture_deps;
   uint32_t capture_dep_count;
 };
