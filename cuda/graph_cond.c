@@ -222,11 +222,14 @@ void nvcu_conds_free(nvcu_cond **v, uint32_t n) {
 }
 
 /* Work submitted earlier may still set these conditions (an earlier launch of the same graph):
- * the defaults are written once it has completed. */
+ * the GPU writes the defaults in the device's order, after that work and before this launch's,
+ * so the CPU does not wait here. */
 CUresult nvcu_cond_begin(nvcu_device *d, const struct CUgraphExec_st *x) {
   if (!x->default_count) return CUDA_SUCCESS;
-  CUresult r = nvcu_wait_all(d);
-  for (uint32_t i = 0; i < x->default_count && !r; i++)
-    *x->defaults[i]->host = x->defaults[i]->default_value;
-  return r;
+  nvhcq_queue *q = nvcu_engine_begin(d, NVCU_COMPUTE);
+  nvhcq_status s = NVHCQ_SUCCESS;
+  for (uint32_t i = 0; i < x->default_count && !s; i++)
+    s = nvhcq_queue_write_value(q, x->defaults[i]->gpu, x->defaults[i]->default_value, 0);
+  if (s) return nvcu_status(s, "cuGraphLaunch");
+  return nvcu_engine_end(d, NVCU_COMPUTE, NULL);
 }

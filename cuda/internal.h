@@ -528,7 +528,8 @@ void nvcu_cond_graph_free(struct CUgraph_st *g);
 CUresult nvcu_cond_defaults(const struct CUgraph_st *g, nvcu_cond ***out, uint32_t *count);
 /* Drops a list's references and the list. */
 void nvcu_conds_free(nvcu_cond **v, uint32_t n);
-/* As a launch of x begins: once the device is idle, its conditions take their default values. */
+/* As a launch of x begins: its conditions take their default values, written by the GPU after all
+ * work submitted before. */
 CUresult nvcu_cond_begin(nvcu_device *d, const struct CUgraphExec_st *x);
 
 /* ---- user_object.c ---- */
