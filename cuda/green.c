@@ -87,8 +87,11 @@ static CUresult device_resource(int device, CUdevResource *out, CUdevResourceTyp
   if (r) return r;
   if (!out) return CUDA_ERROR_INVALID_VALUE;
   if (type != CU_DEV_RESOURCE_TYPE_SM) return CUDA_ERROR_INVALID_RESOURCE_TYPE;
-  uint32_t tpcs[4];
-  r = nvcu_status(nvhcq_device_query_tpcs(d->dev, tpcs, NULL), "cuDeviceGetDevResource");
+  uint32_t tpcs[4], count = 0;
+  r = nvcu_status(nvhcq_device_query_tpcs(d->dev, tpcs, &count), "cuDeviceGetDevResource");
+  if (!r && !count)
+    return nvcu_unsupported("green contexts on this GPU (nvhcq does not know which TPC each bit of "
+                            "the launch's TPC mask names here)");
   if (!r) make_resource(d, device, tpcs, 0, out);
   return r;
 }

@@ -117,14 +117,14 @@ static nvhcq_status choose_classes(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
-/* Which TPC bit t of a launch's TPC mask (the QMD's TPC_DISABLE_MASK) stands for is not
- * established. nvhcq numbers slots g * tpcs_per_gpc + i for GPC g's TPC i, where i may count the
- * GPC's working TPCs (0 to n - 1) or its TPC positions (the floorswept mask's bits); a third
- * reading numbers the GPU's working TPCs 0 to N - 1 across GPCs (libcuda's cluster launches disable
- * bits from 72 on, which all three readings allow). Only slots that are a working TPC under every
- * reading are offered: bit i of the GPC's floorswept mask, i < n, and the slot below N (count_sms
- * drops the rest once N is known). A mask of them names real TPCs only, whichever reading holds;
- * bench/tpc_probe.c reads the truth off a GPU. */
+/* Which TPC bit t of a launch's TPC mask (the QMD's TPC_DISABLE_MASK) stands for, on the mock:
+ * slot g * tpcs_per_gpc + i is GPC g's TPC i (src/mock/kernels.c), offered where that TPC works
+ * under every simple reading (bit i of the GPC's floorswept mask with i < n, and the slot below the
+ * GPU's TPC count N; count_sms drops the rest once N is known). On a GPU, nvhcq offers no slots:
+ * bench/tpc_probe.c on the H200 (driver 580.159.04) found the mask's GPCs to be virtual ones that
+ * RM's per-GPC masks do not describe (slot GPC 0 held 4 TPCs where RM reports 9, and 4 of the 66
+ * TPCs answered to no slot below 72), so no slot can be known to hold a TPC without measuring it,
+ * and a grid kept to TPCs that do not exist would never run. */
 static void add_usable_tpcs(nvhcq_compute_state *cs, uint32_t gpc, uint32_t per_gpc,
                             uint32_t tpc_mask) {
   uint32_t n = (uint32_t)__builtin_popcount(tpc_mask);
@@ -159,8 +159,8 @@ static nvhcq_status count_sms(nvhcq_device *dev) {
   }
   dev->info.sm_count = tpcs * dev->info.sms_per_tpc;
   nvhcq_compute_state *cs = &dev->compute_state;
-  for (uint32_t slot = tpcs; slot < 128; slot++)
-    if (cs->usable_tpcs[slot / 32] >> (slot % 32) & 1) {
+  for (uint32_t slot = 0; slot < 128; slot++)
+    if (cs->usable_tpcs[slot / 32] >> (slot % 32) & 1 && (slot >= tpcs || nvhcq_door_is_real())) {
       cs->usable_tpcs[slot / 32] &= ~(1u << (slot % 32));
       cs->usable_tpc_count--;
     }

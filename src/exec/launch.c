@@ -404,6 +404,11 @@ static nvhcq_status check_tpc_mask(const nvhcq_device *dev, const nvhcq_kernel *
                       "kernel %s: TPC masks need a Hopper or later GPU (QMD version 4 or 5); %s "
                       "is %s",
                       k->cubin->name, dev->info.name, dev->info.arch);
+  if (!cs->usable_tpc_count && !cs->debug_tpc_any)
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
+                      "kernel %s: TPC masks are not offered on %s: which TPC each bit of the QMD's "
+                      "mask names is not known here (nvhcq_device_query_tpcs gives no slots)",
+                      k->cubin->name, dev->info.name);
   for (int w = 0; w < 4 && !cs->debug_tpc_any; w++)
     if (r->tpc_mask[w] & ~cs->usable_tpcs[w])
       return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,

@@ -296,7 +296,8 @@ extern "C" __global__ void add_one_u(unsigned int *c) { atomicAdd(c, 1u); }
 
 
 def case_conditional_builder():
-    """GraphBuilder's if_else and while_loop, the loop's body split in two and joined: for each
+    """GraphBuilder's create_condition, if_else and while_loop (cuda.core 1.2), the loop's body split
+    in two and joined: for each
     condition the IF or the ELSE branch runs once, the body 5 times per launch, both halves."""
     names = ("set_handle", "count_down", "add_one_u")
     opts = ProgramOptions(std="c++17", arch=f"sm_{dev.arch}")
@@ -309,8 +310,8 @@ def case_conditional_builder():
         c[:] = 0
         c[2] = 5
         gb = stream.create_graph_builder().begin_building()
-        h = gb.create_conditional_handle()
-        launch(gb, one, k["set_handle"], np.uint64(h), np.uint32(value))
+        h = gb.create_condition()
+        launch(gb, one, k["set_handle"], h, np.uint32(value))
         if_b, else_b = gb.if_else(h)
         if_b.begin_building()
         launch(if_b, one, k["add_one_u"], at[0])
@@ -318,10 +319,10 @@ def case_conditional_builder():
         else_b.begin_building()
         launch(else_b, one, k["add_one_u"], at[1])
         else_b.end_building()
-        h2 = gb.create_conditional_handle(default_value=1)
+        h2 = gb.create_condition(default_value=1)
         body = gb.while_loop(h2)
         body.begin_building()
-        launch(body, one, k["count_down"], np.uint64(h2), at[2])
+        launch(body, one, k["count_down"], h2, at[2])
         left, right = body.split(2)
         launch(left, one, k["add_one_u"], at[3])
         launch(right, one, k["add_one_u"], at[4])
