@@ -211,7 +211,7 @@ static void t_diamond_graph(void) {
       nvhcq_buffer_destroy(out);
 }
 
-/* A launch with a configuration (a TPC mask on Hopper and later) behind a copy on the other
+/* A launch with a configuration (a TPC mask where one is offered) behind a copy on the other
  * channel: recorded as given, and run on every replay. */
 static void t_graph_launch_ex(void) {
   NEED_GPU();
@@ -222,8 +222,8 @@ static void t_graph_launch_ex(void) {
   nvhcq_buffer_create(dev, N * 4, NVHCQ_MEMORY_HOST, &out);
   nvhcq_device_info info = {.struct_size = sizeof info};
   nvhcq_device_query_info(dev, &info);
-  uint32_t tpcs[4];
-  nvhcq_device_query_tpcs(dev, tpcs, NULL);
+  uint32_t tpcs[4], count = 0; /* a GPU offers none yet (src/device.c): then no mask */
+  nvhcq_device_query_tpcs(dev, tpcs, &count);
   nvhcq_graph *g;
   TEST_CHECK(nvhcq_graph_create(dev, &g) == NVHCQ_SUCCESS);
   nvhcq_node copy, step;
@@ -237,7 +237,7 @@ static void t_graph_launch_ex(void) {
   nvhcq_launch_config c = {.struct_size = sizeof c,
                            .grid = {N / 256, 1, 1},
                            .block = {256, 1, 1},
-                           .tpc_mask = info.sm_version >= 0x900 ? tpcs : NULL};
+                           .tpc_mask = info.sm_version >= 0x900 && count ? tpcs : NULL};
   const void *ptrs[3] = {&args.in, &args.out, &args.n};
   c.arg_pointers = ptrs;
   TEST_CHECK(nvhcq_graph_add_launch_ex(g, kernel("step"), &c, NULL, 0, &copy, 1, &step) ==
