@@ -90,8 +90,8 @@ static CUresult device_resource(int device, CUdevResource *out, CUdevResourceTyp
   uint32_t tpcs[4], count = 0;
   r = nvcu_status(nvhcq_device_query_tpcs(d->dev, tpcs, &count), "cuDeviceGetDevResource");
   if (!r && !count)
-    return nvcu_unsupported("green contexts on this GPU (nvhcq does not know which TPC each bit of "
-                            "the launch's TPC mask names here)");
+    return nvcu_unsupported("green contexts on this GPU (no TPC of the launch's TPC mask is "
+                            "offered: see nvhcq_device_query_tpcs)");
   if (!r) make_resource(d, device, tpcs, 0, out);
   return r;
 }

@@ -199,11 +199,23 @@ NVHCQ_API nvhcq_status nvhcq_device_close_wait(nvhcq_device *dev);
 NVHCQ_API nvhcq_status nvhcq_device_attach_uvm(nvhcq_device *dev);
 /* Fills *info; info->struct_size must be set (see the top of this file). */
 NVHCQ_API nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_device_info *info);
-/* The TPC slots a launch's tpc_mask may name (nvhcq_launch_config), bit t of `slots` for slot t:
- * GPC g's TPC i is slot g * tpcs_per_gpc + i. Only the TPCs that work are given, each of
- * sms_per_tpc SMs; `count` (optional) is how many. */
-NVHCQ_API nvhcq_status nvhcq_device_query_tpcs(const nvhcq_device *dev, uint32_t slots[4],
+/* The TPC slots a launch's tpc_mask may name (nvhcq_launch_config), bit t of `slots` for slot t,
+ * each holding one TPC (sms_per_tpc SMs); `count` (optional) is how many. Slot t of the mask is
+ * not simply some GPC's TPC by RM's numbering, so the first call measures which SMs each slot
+ * holds (129 short grids, one submission; well under a millisecond on the H200) and the answer is
+ * kept. None (count 0) before Hopper, on a build without nvcc (the measurement needs a built-in
+ * kernel), or where the measurement did not add up: masked launches are refused there with the
+ * reason. Slots g * tpcs_per_gpc to (g + 1) * tpcs_per_gpc - 1 are counted as one GPC when a
+ * masked cluster launch must fit one. */
+NVHCQ_API nvhcq_status nvhcq_device_query_tpcs(nvhcq_device *dev, uint32_t slots[4],
                                                uint32_t *count);
+/* nvhcq_device_query_tpc_sms's slot for the SMs that no bit of the mask confines: a masked grid
+ * may run on those too (all zero where every SM answers to a slot). */
+#define NVHCQ_TPC_SLOT_NONE 128u
+/* The SMs (%smid: bit s of `sms` for SM s) TPC slot `slot` holds, as measured (see
+ * nvhcq_device_query_tpcs); all zero for a slot that holds none, or where no slot is offered. */
+NVHCQ_API nvhcq_status nvhcq_device_query_tpc_sms(nvhcq_device *dev, uint32_t slot,
+                                                  uint32_t sms[8]);
 /* The CPU waits until all work submitted on both channels has completed. */
 NVHCQ_API nvhcq_status nvhcq_device_cpu_wait_idle(nvhcq_device *dev);
 /* Default timeout of waits in milliseconds (NVHCQ_TIMEOUT_MS, else 10000). */

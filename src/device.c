@@ -22,6 +22,7 @@
 #include "exec/profile.h"
 #include "exec/queue.h"
 #include "exec/syscalls.h"
+#include "exec/tpc.h"
 #include "mock/mock.h"
 #include "util/clock.h"
 #include "util/abi.h"
@@ -117,33 +118,12 @@ static nvhcq_status choose_classes(nvhcq_device *dev) {
   return NVHCQ_SUCCESS;
 }
 
-/* Which TPC bit t of a launch's TPC mask (the QMD's TPC_DISABLE_MASK) stands for, on the mock:
- * slot g * tpcs_per_gpc + i is GPC g's TPC i (src/mock/kernels.c), offered where that TPC works
- * under every simple reading (bit i of the GPC's floorswept mask with i < n, and the slot below the
- * GPU's TPC count N; count_sms drops the rest once N is known). On a GPU, nvhcq offers no slots:
- * bench/tpc_probe.c on the H200 (driver 580.159.04) found the mask's GPCs to be virtual ones that
- * RM's per-GPC masks do not describe (slot GPC 0 held 4 TPCs where RM reports 9, and 4 of the 66
- * TPCs answered to no slot below 72), so no slot can be known to hold a TPC without measuring it,
- * and a grid kept to TPCs that do not exist would never run. */
-static void add_usable_tpcs(nvhcq_compute_state *cs, uint32_t gpc, uint32_t per_gpc,
-                            uint32_t tpc_mask) {
-  uint32_t n = (uint32_t)__builtin_popcount(tpc_mask);
-  for (uint32_t i = 0; i < n && i < per_gpc; i++) {
-    uint32_t slot = gpc * per_gpc + i;
-    if (!(tpc_mask >> i & 1) || slot >= 128) continue;
-    cs->usable_tpcs[slot / 32] |= 1u << (slot % 32);
-    cs->usable_tpc_count++;
-  }
-}
-
 /* The litter values are the chip's maxima; the SMs that work are in the floorswept TPC masks. */
 static nvhcq_status count_sms(nvhcq_device *dev) {
   NV2080_CTRL_GR_GET_GPC_MASK_PARAMS g = {0};
   NVHCQ_TRY(
       nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_GR_GET_GPC_MASK, &g, sizeof g));
   uint32_t tpcs = 0;
-  memset(dev->compute_state.usable_tpcs, 0, sizeof dev->compute_state.usable_tpcs);
-  dev->compute_state.usable_tpc_count = 0;
   for (uint32_t gpc = 0; gpc < 32; gpc++) {
     if (!(g.gpcMask & (1u << gpc))) continue;
     NV2080_CTRL_GR_GET_TPC_MASK_PARAMS t = {.gpcId = gpc};
@@ -152,18 +132,10 @@ static nvhcq_status count_sms(nvhcq_device *dev) {
     uint32_t n = (uint32_t)__builtin_popcount(t.tpcMask);
     tpcs += n;
     nvhcq_compute_state *cs = &dev->compute_state;
-    if (n && cs->gpc_count < sizeof cs->gpc_sms) {
-      add_usable_tpcs(cs, cs->gpc_count, dev->info.tpcs_per_gpc, t.tpcMask);
+    if (n && cs->gpc_count < sizeof cs->gpc_sms)
       cs->gpc_sms[cs->gpc_count++] = (uint8_t)(n * dev->info.sms_per_tpc);
-    }
   }
   dev->info.sm_count = tpcs * dev->info.sms_per_tpc;
-  nvhcq_compute_state *cs = &dev->compute_state;
-  for (uint32_t slot = 0; slot < 128; slot++)
-    if (cs->usable_tpcs[slot / 32] >> (slot % 32) & 1 && (slot >= tpcs || nvhcq_door_is_real())) {
-      cs->usable_tpcs[slot / 32] &= ~(1u << (slot % 32));
-      cs->usable_tpc_count--;
-    }
   dev->compute_state.tpc_slots = dev->info.gpcs * dev->info.tpcs_per_gpc;
   return NVHCQ_SUCCESS;
 }
@@ -473,6 +445,7 @@ nvhcq_status nvhcq_device_open_with(int index, const nvhcq_open_options *options
   nvhcq_fault_init(dev);
   nvhcq_slab_init(dev);
   pthread_mutex_init(&dev->alloc_lock, NULL);
+  pthread_mutex_init(&dev->tpc_lock, NULL);
   dev->no_slabs = getenv("NVHCQ_DEBUG_NO_SLABS") != NULL; /* each buffer its own allocation */
   dev->fault.name_pc = nvhcq_module_name_pc;
   dev->fault.explain = nvhcq_syscalls_explain;
@@ -614,6 +587,7 @@ static nvhcq_status close_device(nvhcq_device *dev, int wait) {
   nvhcq_fault_fini(dev);
   close_driver(dev, wait);
   pthread_mutex_destroy(&dev->alloc_lock);
+  pthread_mutex_destroy(&dev->tpc_lock);
   nvhcq_retire(dev);
   if (s) return nvhcq_fail(s, "%s", saved);
   return NVHCQ_SUCCESS;
@@ -668,12 +642,32 @@ nvhcq_status nvhcq_device_query_info(const nvhcq_device *dev, nvhcq_device_info 
                           "nvhcq_device_query_info");
 }
 
-nvhcq_status nvhcq_device_query_tpcs(const nvhcq_device *dev, uint32_t slots[4], uint32_t *count) {
+nvhcq_status nvhcq_device_query_tpcs(nvhcq_device *dev, uint32_t slots[4], uint32_t *count) {
   NVHCQ_TRY(nvhcq_device_check(dev));
   if (!slots)
     return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_query_tpcs: slots is NULL");
+  NVHCQ_TRY(nvhcq_tpc_map(dev));
   memcpy(slots, dev->compute_state.usable_tpcs, sizeof dev->compute_state.usable_tpcs);
   if (count) *count = dev->compute_state.usable_tpc_count;
+  return NVHCQ_SUCCESS;
+}
+
+nvhcq_status nvhcq_device_query_tpc_sms(nvhcq_device *dev, uint32_t slot, uint32_t sms[8]) {
+  NVHCQ_TRY(nvhcq_device_check(dev));
+  if (!sms)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "nvhcq_device_query_tpc_sms: sms is NULL");
+  if (slot > NVHCQ_TPC_SLOT_NONE)
+    return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
+                      "nvhcq_device_query_tpc_sms: slot %u is past the mask's 128 (give 0-127, or "
+                      "NVHCQ_TPC_SLOT_NONE for the SMs no slot confines)",
+                      slot);
+  NVHCQ_TRY(nvhcq_tpc_map(dev));
+  const nvhcq_compute_state *cs = &dev->compute_state;
+  memset(sms, 0, 8 * sizeof *sms);
+  if (!cs->usable_tpc_count) return NVHCQ_SUCCESS;
+  uint8_t want = slot == NVHCQ_TPC_SLOT_NONE ? NVHCQ_TPC_NO_SLOT : (uint8_t)slot;
+  for (uint32_t sm = 0; sm < dev->info.sm_count && sm < 256; sm++)
+    if (cs->slot_of_sm[sm] == want) sms[sm / 32] |= 1u << (sm % 32);
   return NVHCQ_SUCCESS;
 }
 

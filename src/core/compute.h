@@ -16,6 +16,8 @@
 #define NVHCQ_LOCAL_WINDOW  0x729300000000ull
 #define NVHCQ_WINDOW_BYTES  (4ull << 30)
 
+#define NVHCQ_TPC_NO_SLOT 0xffu
+
 /* NVHCQ_DEBUG_FENCE values (read_debug_knobs in compute.c says what each does). */
 enum {
   NVHCQ_DEBUG_FENCE_OFF,
@@ -69,8 +71,14 @@ typedef struct nvhcq_compute_state {
   uint32_t gpc_count;           /* GPCs with working TPCs */
   uint8_t gpc_sms[32];          /* working SMs of each, from the floorswept TPC masks */
   uint32_t tpc_slots;           /* GPCs x TPCs per GPC of the chip (litter values) */
-  uint32_t usable_tpcs[4];      /* slots a launch's TPC mask may name (device.c's count_sms) */
+  /* The TPC map, measured on first need (exec/tpc.c): the slots a launch's TPC mask may name,
+   * the slot each SM answers to (NVHCQ_TPC_NO_SLOT for none), and why no slot is offered when
+   * none is. */
+  int tpc_mapped;
+  uint32_t usable_tpcs[4];
   uint32_t usable_tpc_count;
+  uint8_t slot_of_sm[256];
+  char tpc_unmapped_why[200];
 } nvhcq_compute_state;
 
 /* From the compute class and the GPU's facts: QMD version, limits, bank-0 prefix, debug knobs. */

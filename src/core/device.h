@@ -59,6 +59,7 @@ struct nvhcq_device {
   /* Every allocation of its own (not slab blocks), so the move can map each into the new space
    * (memory.c, under alloc_lock: buffers are destroyed on whichever thread drops the last use). */
   pthread_mutex_t alloc_lock;
+  pthread_mutex_t tpc_lock; /* held while the TPC map is measured (exec/tpc.c) */
   nvhcq_buffer *allocations;
   uint32_t timeout_ms;
   uint32_t wait_mode; /* NVHCQ_WAIT_*: how CPU waits poll (signal.c) */

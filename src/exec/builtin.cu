@@ -52,3 +52,17 @@ extern "C" __global__ void nvhcq_image_copy(nvhcq_bl_copy_args a) {
     }
   }
 }
+
+// Which SMs a grid ran on (tpc.c): every block sets its SM's bit in `sms` (256 bits), then stays
+// until spin_ns have passed on the global timer, so that a grid of many short blocks is spread
+// over every SM it may use rather than finished by the first few.
+extern "C" __global__ void nvhcq_sm_set(uint32_t *sms, uint32_t spin_ns) {
+  if (threadIdx.x != 0) return;
+  uint32_t sm;
+  uint64_t start, now;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+  atomicOr(&sms[sm / 32 % 8], 1u << (sm % 32));
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  while (now - start < spin_ns);
+}

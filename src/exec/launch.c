@@ -9,6 +9,7 @@
 #include "exec/module.h"
 #include "exec/profile.h"
 #include "exec/queue.h"
+#include "exec/tpc.h"
 #include "hw/occupancy.h"
 #include "util/align.h"
 #include "util/abi.h"
@@ -87,6 +88,7 @@ typedef struct launch_req {
   int cooperative;      /* NVHCQ_LAUNCH_COOPERATIVE */
   int masked;           /* tpc_mask confines the grid */
   uint32_t tpc_mask[4]; /* TPC slots its blocks may run on */
+  int census;           /* the TPC map's own launch: the mask may name any slot (tpc.c) */
 } launch_req;
 
 /* Builds a launch's QMD: the kernel's template, then the fields that change per launch, written
@@ -396,19 +398,17 @@ static uint32_t masked_sms(const nvhcq_device *dev, const uint32_t mask[4]) {
 /* A TPC mask names usable TPCs only (others might not exist: a grid kept to them would never
  * run), at least one, on a GPU whose QMD has the mask (Hopper and later). A cluster launch must
  * find room for a cluster in one GPC's enabled TPCs (check_cluster_fits). */
-static nvhcq_status check_tpc_mask(const nvhcq_device *dev, const nvhcq_kernel *k,
-                                   const launch_req *r) {
+static nvhcq_status check_tpc_mask(nvhcq_device *dev, const nvhcq_kernel *k, const launch_req *r) {
   const nvhcq_compute_state *cs = &dev->compute_state;
   if (cs->qmd_version != NVHCQ_QMD_V04 && cs->qmd_version != NVHCQ_QMD_V05)
     return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
                       "kernel %s: TPC masks need a Hopper or later GPU (QMD version 4 or 5); %s "
                       "is %s",
                       k->cubin->name, dev->info.name, dev->info.arch);
+  if (!cs->debug_tpc_any) NVHCQ_TRY(nvhcq_tpc_map(dev));
   if (!cs->usable_tpc_count && !cs->debug_tpc_any)
-    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED,
-                      "kernel %s: TPC masks are not offered on %s: which TPC each bit of the QMD's "
-                      "mask names is not known here (nvhcq_device_query_tpcs gives no slots)",
-                      k->cubin->name, dev->info.name);
+    return nvhcq_fail(NVHCQ_ERROR_UNSUPPORTED, "kernel %s: TPC masks are not offered on %s: %s",
+                      k->cubin->name, dev->info.name, cs->tpc_unmapped_why);
   for (int w = 0; w < 4 && !cs->debug_tpc_any; w++)
     if (r->tpc_mask[w] & ~cs->usable_tpcs[w])
       return nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT,
@@ -469,7 +469,7 @@ static nvhcq_status check_launch(const nvhcq_queue *q, const nvhcq_kernel *k, la
   NVHCQ_TRY(nvhcq_launch_check_dims(k, r->grid, r->block));
   NVHCQ_TRY(check_shared(dev, k, r->dynamic_shared));
   NVHCQ_TRY(resolve_cluster(dev, k, cluster, r));
-  if (r->masked) NVHCQ_TRY(check_tpc_mask(dev, k, r));
+  if (r->masked && !r->census) NVHCQ_TRY(check_tpc_mask(dev, k, r));
   if (r->cooperative) NVHCQ_TRY(check_cooperative_fits(dev, k, r));
   return r->cluster[0] ? check_cluster_fits(dev, k, r) : NVHCQ_SUCCESS;
 }
@@ -579,7 +579,16 @@ static nvhcq_status record_launch(nvhcq_queue *q, nvhcq_kernel *k, launch_req *r
 nvhcq_status nvhcq_queue_launch(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block,
                                 uint32_t dynamic_shared, const void *args, size_t args_size) {
   uint8_t *cbank, *qmd;
-  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL, 0, 0, {0}};
+  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL, 0, 0, {0}, 0};
+  return record_launch(q, k, &r, NULL, &cbank, &qmd);
+}
+
+nvhcq_status nvhcq_queue_launch_census(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
+                                       nvhcq_dim3 block, const void *args, size_t args_size,
+                                       const uint32_t enabled[4]) {
+  uint8_t *cbank, *qmd;
+  launch_req r = {grid, block, 0, {0, 0, 0}, 0, args, args_size, NULL, 0, 1, {0}, 1};
+  memcpy(r.tpc_mask, enabled, sizeof r.tpc_mask);
   return record_launch(q, k, &r, NULL, &cbank, &qmd);
 }
 
@@ -629,7 +638,8 @@ nvhcq_status nvhcq_queue_launch_ex(nvhcq_queue *q, nvhcq_kernel *k,
                   config->arg_pointers,
                   (config_flags(config) & NVHCQ_LAUNCH_COOPERATIVE) != 0,
                   0,
-                  {0}};
+                  {0},
+                  0};
   config_tpc_mask(config, &r);
   return record_launch(q, k, &r, &config->cluster, &cbank, &qmd);
 }
@@ -654,7 +664,8 @@ nvhcq_status nvhcq_kernel_query_max_clusters(const nvhcq_kernel *k,
                   NULL,
                   0,
                   0,
-                  {0}};
+                  {0},
+                  0};
   NVHCQ_TRY(nvhcq_launch_check_dims(k, (nvhcq_dim3){1, 1, 1}, config->block));
   NVHCQ_TRY(check_shared(dev, k, config->dynamic_shared));
   /* The grid is one cluster: resolve_cluster then checks the cluster alone. */
@@ -716,7 +727,7 @@ nvhcq_status nvhcq_queue_launch_vars(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3
                       "kernels yet (use nvhcq_queue_launch_ex on a recorded queue)",
                       k->cubin->name);
   uint8_t *cbank, *qmd;
-  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL, 0, 0, {0}};
+  launch_req r = {grid, block, dynamic_shared, {0, 0, 0}, 0, args, args_size, NULL, 0, 0, {0}, 0};
   NVHCQ_TRY(record_launch(q, k, &r, NULL, &cbank, &qmd));
   static const nvhcq_qmd_field grid_f[3] = {NVHCQ_QMD_GRID_WIDTH, NVHCQ_QMD_GRID_HEIGHT,
                                             NVHCQ_QMD_GRID_DEPTH};

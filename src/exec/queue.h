@@ -87,6 +87,11 @@ nvhcq_status nvhcq_queue_add_var_launch(nvhcq_queue *q, const nvhcq_kernel *k, n
                                         nvhcq_dim3 block, const nvhcq_launch_vars *vars);
 /* The grid and block limits of kernel `k` (NVHCQ_ERROR_LAUNCH_CHECK and why). */
 nvhcq_status nvhcq_launch_check_dims(const nvhcq_kernel *k, nvhcq_dim3 grid, nvhcq_dim3 block);
+/* A launch kept to the TPC slots `enabled` names, whichever they are (the TPC map's census,
+ * tpc.c, which finds out what they hold): the mask is not checked against the map. */
+nvhcq_status nvhcq_queue_launch_census(nvhcq_queue *q, nvhcq_kernel *k, nvhcq_dim3 grid,
+                                       nvhcq_dim3 block, const void *args, size_t args_size,
+                                       const uint32_t enabled[4]) NVHCQ_MUST_CHECK;
 /* What differs between the two kinds of queue. An eager queue's launches take their arguments
  * and QMDs from the device's ring and its commands go to the channel as recorded; a recorded
  * queue keeps arguments, QMDs and commands in memory of its own and replays them. */

@@ -34,6 +34,8 @@ static uint32_t grid_sms(const nvhcq_mock_grid *g, uint16_t *out) {
 #define BUILTIN_COPY "nvhcq_copy16"
 /* The image copy kernel, done on the CPU with the same layout formula (hw/block_linear.h). */
 #define BUILTIN_IMAGE_COPY "nvhcq_image_copy"
+/* The SM census kernel (nvhcq_sm_set, the TPC map): the grid's SMs set in a 256-bit set. */
+#define BUILTIN_SM_SET "nvhcq_sm_set"
 
 typedef struct mock_kernel {
   char *name;
@@ -41,7 +43,7 @@ typedef struct mock_kernel {
   uint32_t param_offset;       /* parameters in constant bank 0 */
   uint32_t static_shared;      /* what nvhcq counts into the QMD's shared size before dynamic */
   const nvhcq_ptx_kernel *ptx; /* NULL: no PTX (why in the module's missing) */
-  int builtin_copy;            /* 1: BUILTIN_COPY, 2: BUILTIN_IMAGE_COPY */
+  int builtin_copy;            /* 1: BUILTIN_COPY, 2: BUILTIN_IMAGE_COPY, 3: BUILTIN_SM_SET */
   /* The cubin's parameter offsets by ordinal (from param_offset): ptxas aligns a parameter to
    * its address in bank 0, the PTX's layout to the parameter block's start. */
   uint32_t *param_at, param_count;
@@ -83,12 +85,13 @@ static char *read_file(const char *path, size_t *size) {
   return text;
 }
 
-/* Whether the PTX module has every kernel of the cubin (the built-in copy aside). */
+/* Whether the PTX module has every kernel of the cubin (the built-in kernels aside). */
 static int has_all(const nvhcq_ptx_module *p, const nvhcq_cubin *c) {
   for (uint32_t i = 0; i < c->kernel_count; i++) {
     const nvhcq_ptx_kernel *k;
     if (strcmp(c->kernels[i].name, BUILTIN_COPY) &&
         strcmp(c->kernels[i].name, BUILTIN_IMAGE_COPY) &&
+        strcmp(c->kernels[i].name, BUILTIN_SM_SET) &&
         nvhcq_ptx_kernel_find(p, c->kernels[i].name, &k))
       return 0;
   }
@@ -160,6 +163,7 @@ static int fill_kernels(mock_module *m, const nvhcq_cubin *c) {
     k->static_shared = ck->shared_size ? ck->shared_size : NVHCQ_RESERVED_SHARED;
     k->builtin_copy = !strcmp(ck->name, BUILTIN_COPY)         ? 1
                       : !strcmp(ck->name, BUILTIN_IMAGE_COPY) ? 2
+                      : !strcmp(ck->name, BUILTIN_SM_SET)     ? 3
                                                               : 0;
     if (copy_param_table(k, ck)) return -1;
     if (m->ptx && !k->builtin_copy && nvhcq_ptx_kernel_find(m->ptx, ck->name, &k->ptx))
@@ -293,6 +297,21 @@ static int builtin_copy(const nvhcq_mock_grid *g, const uint8_t *params) {
   return 0;
 }
 
+/* nvhcq_sm_set(sms, spin_ns) on the CPU: the mock hands a grid's blocks to its SMs in turn, so a
+ * grid of n blocks runs on the first n of them. */
+static int builtin_sm_set(const nvhcq_mock_grid *g, const uint8_t *params) {
+  uint64_t at;
+  memcpy(&at, params, 8);
+  uint32_t *set = nvhcq_mock_gpu_pointer(at, 32);
+  if (!set) return fail(g, MOCK_XID_MMU, at, "%s: %s outside any mapping", BUILTIN_SM_SET, "set");
+  uint16_t sms[512];
+  uint32_t n = grid_sms(g, sms);
+  uint64_t blocks = (uint64_t)g->grid[0] * g->grid[1] * g->grid[2];
+  for (uint32_t i = 0; i < n && i < blocks; i++)
+    __atomic_fetch_or(&set[sms[i] / 32 % 8], 1u << (sms[i] % 32), __ATOMIC_RELAXED);
+  return 0;
+}
+
 /* nvhcq_image_copy(args) on the CPU, unit by unit. */
 static int builtin_image_copy(const nvhcq_mock_grid *g, const uint8_t *params) {
   nvhcq_bl_copy_args a;
@@ -375,12 +394,14 @@ static int relayout_params(const nvhcq_mock_grid *g, const mock_kernel *k, size_
 static int run_kernel(const nvhcq_mock_grid *g, const mock_module *m, const mock_kernel *k) {
   size_t params_size = k->ptx                 ? nvhcq_ptx_kernel_params_size(k->ptx)
                        : k->builtin_copy == 2 ? sizeof(nvhcq_bl_copy_args)
+                       : k->builtin_copy == 3 ? 12
                                               : 24;
   const uint8_t *params =
       nvhcq_mock_gpu_pointer(g->cbank0_address + k->param_offset, params_size ? params_size : 1);
   if (!params)
     return fail(g, MOCK_XID_MMU, g->cbank0_address, "kernel %s: constant bank 0 is unmapped%s",
                 k->name, "");
+  if (k->builtin_copy == 3) return builtin_sm_set(g, params);
   if (k->builtin_copy == 2) return builtin_image_copy(g, params);
   if (k->builtin_copy) return builtin_copy(g, params);
   if (!k->ptx) return fail(g, MOCK_XID_GR, k->code, "kernel %s: %s", k->name, m->missing);

@@ -495,16 +495,56 @@ static uint32_t bits(const uint32_t *w, int n) {
   return c;
 }
 
-/* Two grids kept to disjoint halves of the usable TPCs run on disjoint SMs, each on no more than
- * its TPCs hold; masks naming no TPC or TPCs that are not usable are refused, and clusters too
- * large for one GPC's enabled SMs; a caller built before the field ignores it. */
+/* The measured TPC map: each usable slot holds one TPC's SMs, no SM two slots, and the slots with
+ * the SMs no slot confines make up the GPU's SMs. Fills `of` with the SMs of each slot's TPC and
+ * `free_sms` with the unconfined ones. */
+static void check_tpc_map(const nvhcq_device_info *info, const uint32_t usable[4],
+                          uint32_t of[128][8], uint32_t free_sms[8]) {
+  uint32_t all[8] = {0};
+  TEST_CHECK(nvhcq_device_query_tpc_sms(dev, NVHCQ_TPC_SLOT_NONE, free_sms) == NVHCQ_SUCCESS);
+  memcpy(all, free_sms, sizeof all);
+  for (uint32_t t = 0; t < 128; t++) {
+    TEST_CHECK(nvhcq_device_query_tpc_sms(dev, t, of[t]) == NVHCQ_SUCCESS);
+    uint32_t want = (usable[t / 32] >> (t % 32) & 1) ? info->sms_per_tpc : 0;
+    TEST_CHECK_MSG(bits(of[t], 8) == want, "slot %u holds %u SMs, expected %u", t, bits(of[t], 8),
+                   want);
+    for (int w = 0; w < 8; w++) {
+      TEST_CHECK_MSG(!(all[w] & of[t][w]), "slot %u shares SMs 0x%08x (word %d)", t,
+                     all[w] & of[t][w], w);
+      all[w] |= of[t][w];
+    }
+  }
+  TEST_CHECK_MSG(bits(all, 8) == info->sm_count, "the map holds %u SMs of %u", bits(all, 8),
+                 info->sm_count);
+  uint32_t unused[8];
+  TEST_CHECK(nvhcq_device_query_tpc_sms(dev, 129, unused) == NVHCQ_ERROR_INVALID_ARGUMENT);
+  printf("  %u SMs answer to no slot\n", bits(free_sms, 8));
+}
+
+/* Whether every SM in `seen` is one of the slots' in `mask` or an unconfined one. */
+static int within(const uint32_t seen[8], const uint32_t mask[4], uint32_t of[128][8],
+                  const uint32_t free_sms[8]) {
+  uint32_t may[8];
+  memcpy(may, free_sms, sizeof may);
+  for (uint32_t t = 0; t < 128; t++)
+    if (mask[t / 32] >> (t % 32) & 1)
+      for (int w = 0; w < 8; w++) may[w] |= of[t][w];
+  for (int w = 0; w < 8; w++)
+    if (seen[w] & ~may[w]) return 0;
+  return 1;
+}
+
+/* Two grids kept to disjoint halves of the usable TPCs run on disjoint SMs, each on the SMs the
+ * map gives its TPCs (and those no slot confines); a grid kept to one TPC runs on its SMs; masks
+ * naming no TPC or TPCs that are not usable are refused, and clusters too large for one GPC's
+ * enabled SMs; a caller built before the field ignores it. */
 static void t_tpc_masks(void) {
   NEED_GPU();
   nvhcq_device_info info = {.struct_size = sizeof info};
   nvhcq_device_query_info(dev, &info);
   uint32_t usable[4], count = 0;
   TEST_CHECK(nvhcq_device_query_tpcs(dev, usable, &count) == NVHCQ_SUCCESS);
-  if (count == 0) { /* a GPU: which TPC each mask bit names is not known (device.c) */
+  if (count == 0) { /* before Hopper, or a build without nvcc (no census kernel) */
     nvhcq_queue *q;
     TEST_CHECK(nvhcq_queue_create(dev, NVHCQ_QUEUE_COMPUTE, &q) == NVHCQ_SUCCESS);
     uint32_t any[4] = {1, 0, 0, 0};
@@ -513,13 +553,18 @@ static void t_tpc_masks(void) {
         .struct_size = sizeof c, .grid = DIM(1, 1, 1), .block = DIM(32, 1, 1), .tpc_mask = any};
     TEST_CHECK(nvhcq_queue_launch_ex(q, kernel("record_smid"), &c, &at, 8) ==
                NVHCQ_ERROR_UNSUPPORTED);
+    TEST_CHECK_MSG(info.sm_version < 0x900 || strstr(nvhcq_last_error(), "without nvcc"),
+                   "a Hopper GPU offers no TPC slots: %s", nvhcq_last_error());
     nvhcq_queue_destroy(q);
-    TEST_SKIP("no TPC slots are offered on this GPU (masked launches refused, as checked)");
+    TEST_SKIP("no TPC slots are offered (before Hopper, or built without nvcc; refusal checked)");
   }
   TEST_CHECK_MSG(count > 1 && count * info.sms_per_tpc <= info.sm_count && bits(usable, 4) == count,
                  "%u usable TPCs of %u SMs", count, info.sm_count);
   printf("  %u of the %u TPC slots usable in masks (%u SMs)\n", count,
          info.gpcs * info.tpcs_per_gpc, count * info.sms_per_tpc);
+  static uint32_t of[128][8];
+  uint32_t free_sms[8];
+  check_tpc_map(&info, usable, of, free_sms);
   uint32_t half[2][4] = {{0}, {0}}, taken = 0;
   for (uint32_t t = 0; t < 128; t++)
     if (usable[t / 32] >> (t % 32) & 1) half[taken++ < count / 2][t / 32] |= 1u << (t % 32);
@@ -541,13 +586,26 @@ static void t_tpc_masks(void) {
     nvhcq_status s = run_masked(q, half[h], blocks, out, seen[h]);
     TEST_CHECK_MSG(s == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
     uint32_t sms = bits(seen[h], 8), most = bits(half[h], 4) * info.sms_per_tpc;
-    TEST_CHECK_MSG(sms >= 1 && sms <= most, "half %d: ran on %u SMs, its TPCs hold %u", h, sms,
-                   most);
+    TEST_CHECK_MSG(sms >= 1 && sms <= most + bits(free_sms, 8),
+                   "half %d: ran on %u SMs, its TPCs hold %u", h, sms, most);
+    TEST_CHECK_MSG(within(seen[h], half[h], of, free_sms),
+                   "half %d ran on SMs its TPCs do not hold", h);
     printf("  half %d: %u TPCs, the grid ran on %u SMs\n", h, bits(half[h], 4), sms);
   }
   for (int w = 0; w < 8; w++)
-    TEST_CHECK_MSG(!(seen[0][w] & seen[1][w]), "SMs 0x%08x of word %d ran both halves",
-                   seen[0][w] & seen[1][w], w);
+    TEST_CHECK_MSG(!(seen[0][w] & seen[1][w] & ~free_sms[w]),
+                   "SMs 0x%08x of word %d ran both halves", seen[0][w] & seen[1][w], w);
+  for (uint32_t t = 0, tried = 0; t < 128 && tried < 4; t++) { /* a few single TPCs */
+    uint32_t one[4] = {0}, got[8];
+    if (!(usable[t / 32] >> (t % 32) & 1) || (t % 7 && tried)) continue;
+    one[t / 32] = 1u << (t % 32), tried++;
+    TEST_CHECK_MSG(run_masked(q, one, blocks, out, got) == NVHCQ_SUCCESS, "%s", nvhcq_last_error());
+    TEST_CHECK_MSG(within(got, one, of, free_sms), "the grid kept to slot %u ran elsewhere", t);
+    for (int w = 0; w < 8; w++)
+      TEST_CHECK_MSG((got[w] & of[t][w]) == of[t][w] || bits(free_sms, 8),
+                     "the grid kept to slot %u missed SMs 0x%08x of word %d", t, of[t][w] & ~got[w],
+                     w);
+  }
   uint32_t none[4] = {0}, all_bits[4] = {~0u, ~0u, ~0u, ~0u};
   uint64_t at = nvhcq_buffer_gpu_address(out);
   nvhcq_launch_config c = {.struct_size = sizeof c, .grid = DIM(1, 1, 1), .block = DIM(32, 1, 1)};

@@ -222,7 +222,7 @@ static void t_graph_launch_ex(void) {
   nvhcq_buffer_create(dev, N * 4, NVHCQ_MEMORY_HOST, &out);
   nvhcq_device_info info = {.struct_size = sizeof info};
   nvhcq_device_query_info(dev, &info);
-  uint32_t tpcs[4], count = 0; /* a GPU offers none yet (src/device.c): then no mask */
+  uint32_t tpcs[4], count = 0; /* none before Hopper: then no mask */
   nvhcq_device_query_tpcs(dev, tpcs, &count);
   nvhcq_graph *g;
   TEST_CHECK(nvhcq_graph_create(dev, &g) == NVHCQ_SUCCESS);
