@@ -92,6 +92,15 @@ static CUresult device_resource(int device, CUdevResource *out, CUdevResourceTyp
   if (!r && !count)
     return nvcu_unsupported("green contexts on this GPU (no TPC of the launch's TPC mask is "
                             "offered: see nvhcq_device_query_tpcs)");
+  /* A green context promises its grids stay on its SMs: not so where some SMs answer to no
+   * bit of the mask, as every masked grid may run there too. */
+  uint32_t loose[4 * 2] = {0};
+  if (!r)
+    r = nvcu_status(nvhcq_device_query_tpc_sms(d->dev, NVHCQ_TPC_SLOT_NONE, loose),
+                    "cuDeviceGetDevResource");
+  if (!r && (loose[0] | loose[1] | loose[2] | loose[3] | loose[4] | loose[5] | loose[6] | loose[7]))
+    return nvcu_unsupported("green contexts on this GPU (some of its SMs answer to no bit of the "
+                            "launch's TPC mask, so no grid can be kept off them)");
   if (!r) make_resource(d, device, tpcs, 0, out);
   return r;
 }

@@ -47,7 +47,7 @@ static void test_proc_address(void) {
 
 /* ---- resources ---- */
 
-/* Green contexts need TPC slots nvhcq knows: the mock's (on a GPU none yet, see src/device.c). */
+/* Green contexts need the measured TPC map (src/exec/tpc.c) with every SM under a slot. */
 #define NEED_GREEN(res)                                                                            \
   do {                                                                                             \
     CUresult r_ = cuDeviceGetDevResource(0, (res), CU_DEV_RESOURCE_TYPE_SM);                       \
