@@ -18,7 +18,8 @@ static int fail(const char *what, nvhcq_status s) {
   return 1;
 }
 
-static void print_info(int index, const nvhcq_device_info *i, uint32_t mask_tpcs) {
+static void print_info(int index, const nvhcq_device_info *i, uint32_t mask_tpcs,
+                       uint32_t loose_sms) {
   printf("GPU %d: %s\n", index, i->name);
   printf("  uuid            %s\n", i->uuid_string);
   printf("  pci             %04x:%02x:%02x.%x\n", i->pci_domain, i->pci_bus, i->pci_device,
@@ -26,8 +27,9 @@ static void print_info(int index, const nvhcq_device_info *i, uint32_t mask_tpcs
   printf("  architecture    %s (SM version 0x%x)\n", i->arch, i->sm_version);
   printf("  multiprocessors %u (chip: %u GPCs x %u TPCs x %u SMs), %u warps each\n", i->sm_count,
          i->gpcs, i->tpcs_per_gpc, i->sms_per_tpc, i->warps_per_sm);
-  printf("  TPC masks       %u TPCs (%u SMs) can be named%s\n", mask_tpcs,
-         mask_tpcs * i->sms_per_tpc, i->sm_version >= 0x900 ? "" : "; masks need Hopper or later");
+  printf("  TPC masks       %u TPCs (%u SMs) can be named, %u SMs answer to no slot%s\n", mask_tpcs,
+         mask_tpcs * i->sms_per_tpc, loose_sms,
+         i->sm_version >= 0x900 ? "" : "; masks need Hopper or later");
   printf("  memory          %.1f GiB\n", i->memory_bytes / (double)(1ull << 30));
   printf("  driver          %s (%s kernel module)\n", i->driver_version,
          i->open_kernel_module ? "open" : "proprietary");
@@ -60,9 +62,11 @@ static int cmd_info(void) {
     nvhcq_device_info info = {.struct_size = sizeof info};
     if ((s = nvhcq_device_open(i, &dev))) return fail(NULL, s);
     nvhcq_device_query_info(dev, &info);
-    uint32_t slots[4], tpcs = 0;
+    uint32_t slots[4], tpcs = 0, loose[8] = {0}, loose_sms = 0;
     nvhcq_device_query_tpcs(dev, slots, &tpcs);
-    print_info(i, &info, tpcs);
+    nvhcq_device_query_tpc_sms(dev, NVHCQ_TPC_SLOT_NONE, loose);
+    for (int w = 0; w < 8; w++) loose_sms += (uint32_t)__builtin_popcount(loose[w]);
+    print_info(i, &info, tpcs, loose_sms);
     if ((s = nvhcq_device_close(dev))) return fail("closing GPU", s);
   }
   return 0;
