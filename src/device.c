@@ -664,9 +664,8 @@ nvhcq_status nvhcq_device_query_tpc_sms(nvhcq_device *dev, uint32_t slot, uint32
   NVHCQ_TRY(nvhcq_tpc_map(dev));
   const nvhcq_compute_state *cs = &dev->compute_state;
   memset(sms, 0, 8 * sizeof *sms);
-  if (!cs->usable_tpc_count) return NVHCQ_SUCCESS;
   uint8_t want = slot == NVHCQ_TPC_SLOT_NONE ? NVHCQ_TPC_NO_SLOT : (uint8_t)slot;
-  for (uint32_t sm = 0; sm < dev->info.sm_count && sm < 256; sm++)
+  for (uint32_t sm = 0; sm < 256; sm++)
     if (cs->slot_of_sm[sm] == want) sms[sm / 32] |= 1u << (sm % 32);
   return NVHCQ_SUCCESS;
 }

@@ -16,7 +16,9 @@
 #define NVHCQ_LOCAL_WINDOW  0x729300000000ull
 #define NVHCQ_WINDOW_BYTES  (4ull << 30)
 
-#define NVHCQ_TPC_NO_SLOT 0xffu
+/* slot_of_sm's values besides a slot: an SM no slot holds, and a number no SM has. */
+#define NVHCQ_TPC_NO_SLOT   0xffu
+#define NVHCQ_TPC_NOT_AN_SM 0xfeu
 
 /* NVHCQ_DEBUG_FENCE values (read_debug_knobs in compute.c says what each does). */
 enum {
@@ -72,8 +74,8 @@ typedef struct nvhcq_compute_state {
   uint8_t gpc_sms[32];          /* working SMs of each, from the floorswept TPC masks */
   uint32_t tpc_slots;           /* GPCs x TPCs per GPC of the chip (litter values) */
   /* The TPC map, measured on first need (exec/tpc.c): the slots a launch's TPC mask may name,
-   * the slot each SM answers to (NVHCQ_TPC_NO_SLOT for none), and why no slot is offered when
-   * none is. */
+   * the slot each SM answers to (or NVHCQ_TPC_NO_SLOT, NVHCQ_TPC_NOT_AN_SM), and why no slot is
+   * offered when none is. */
   int tpc_mapped;
   uint32_t usable_tpcs[4];
   uint32_t usable_tpc_count;

@@ -18,9 +18,10 @@
  * at a time never leaves a grid without SMs, so the census cannot hang either. */
 #define CENSUS_SLOTS 128 /* the mask's bits */
 #define CENSUS_GRIDS (1 + CENSUS_SLOTS)
-#define BLOCKS_PER_SM                                                                              \
-  16 /* 32-thread blocks: all resident at once, so every SM it may use gets some */
-#define SPIN_NS        2000u /* and each stays long enough for the rest to be handed out */
+/* 32-thread blocks, all resident at once, so that every SM a grid may use gets some, each staying
+ * long enough for the rest to be handed out. */
+#define BLOCKS_PER_SM  16
+#define SPIN_NS        2000u
 #define CENSUS_WAIT_MS 5000
 
 /* The SMs each census grid ran on: grid 0 unmasked, grid 1 + t with slot t disabled. */
@@ -65,7 +66,8 @@ static int read_census(const nvhcq_device *dev, const uint32_t sets[CENSUS_GRIDS
     return snprintf(why, why_size, "the census's unmasked grid ran on %u of the %u SMs",
                     count8(all), dev->info.sm_count),
            -1;
-  memset(cs->slot_of_sm, NVHCQ_TPC_NO_SLOT, sizeof cs->slot_of_sm);
+  for (uint32_t sm = 0; sm < 256; sm++)
+    cs->slot_of_sm[sm] = all[sm / 32] >> (sm % 32) & 1 ? NVHCQ_TPC_NO_SLOT : NVHCQ_TPC_NOT_AN_SM;
   for (uint32_t t = 0; t < CENSUS_SLOTS; t++) {
     uint32_t gone[8], extra = 0;
     for (int w = 0; w < 8; w++)
@@ -93,7 +95,7 @@ static int read_census(const nvhcq_device *dev, const uint32_t sets[CENSUS_GRIDS
 static void unmapped(nvhcq_compute_state *cs, const char *why) {
   memset(cs->usable_tpcs, 0, sizeof cs->usable_tpcs);
   cs->usable_tpc_count = 0;
-  memset(cs->slot_of_sm, NVHCQ_TPC_NO_SLOT, sizeof cs->slot_of_sm);
+  memset(cs->slot_of_sm, NVHCQ_TPC_NOT_AN_SM, sizeof cs->slot_of_sm);
   snprintf(cs->tpc_unmapped_why, sizeof cs->tpc_unmapped_why, "%s", why);
 }
 
