@@ -16,7 +16,8 @@
 #include <string.h>
 
 /* Instruction prefetch reads past the last instruction: keep a page of slack behind the code. */
-#define CODE_GUARD_BYTES 4096u
+#define CODE_GUARD_BYTES     4096u
+#define PREFETCH_AHEAD_BYTES 2048u
 
 static nvhcq_status check_module(const nvhcq_module *m) {
   return nvhcq_handle_check(m, NVHCQ_MODULE_MAGIC, "module", "was unloaded already");
@@ -57,6 +58,17 @@ static uint32_t args_max(const nvhcq_cubin_kernel *k) {
   return NVHCQ_ALIGN_UP(k->param_size, align);
 }
 
+/* The program prefetch covers the whole kernel and the 2 KiB the instruction fetcher runs ahead
+ * of it, in 256-byte units from the unit the code starts in (CODE_GUARD_BYTES keeps that inside
+ * the image). libcuda asks for
+ * exactly this: ceil((code + 2048) / 256) for ew_add, softmax_rows and matmul_f16, read from its
+ * QMDs on an H100 with qmd_probe --real. The floor of code / 256 used before left softmax_rows's
+ * last 128 bytes, its exit path, out of the prefetch. */
+static uint32_t prefetch_units(uint64_t code, uint64_t code_size) {
+  uint64_t units = ((code & 0xff) + code_size + PREFETCH_AHEAD_BYTES + 255) >> 8;
+  return units > 0x1ff ? 0x1ff : (uint32_t)units;
+}
+
 static nvhcq_status build_template(nvhcq_kernel *kn) {
   nvhcq_device *dev = kn->module->dev;
   const nvhcq_cubin_kernel *k = kn->cubin;
@@ -81,7 +93,7 @@ static nvhcq_status build_template(nvhcq_kernel *kn) {
   SET(CONSTANT_BUFFER_INVALIDATE_0, 1);
   SET(PROGRAM_PREFETCH_ADDR_LOWER_SHIFTED, (uint32_t)(code >> 8));
   SET(PROGRAM_PREFETCH_ADDR_UPPER_SHIFTED, code >> 40);
-  SET(PROGRAM_PREFETCH_SIZE, k->code_size >> 8 > 0x1ff ? 0x1ff : k->code_size >> 8);
+  SET(PROGRAM_PREFETCH_SIZE, prefetch_units(code, k->code_size));
   if (v >= NVHCQ_QMD_V04) SET(QMD_TYPE, NVHCQ_QMD_TYPE_GRID_CTA);
   if (v == NVHCQ_QMD_V04 && !dev->compute_state.debug_no_bank0_prefetch) {
     /* Bank 0 (arguments and driver words) is fetched as the grid is scheduled, not on first

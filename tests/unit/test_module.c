@@ -174,6 +174,12 @@ static void t_template_on_first_lookup(void) {
   /* the field counts 256-byte units: the kernel's code (128-byte aligned) from the unit it is in */
   TEST_CHECK_MSG(k && shifted << 8 == ((m->image.gpu_address + k->cubin->code_offset) & ~0xffull),
                  "the QMD prefetches code from 0x%llx", (unsigned long long)shifted << 8);
+  /* ... through the kernel's last byte and the 2 KiB the fetcher reads ahead, as libcuda asks */
+  uint64_t end = k ? m->image.gpu_address + k->cubin->code_offset + k->cubin->code_size + 2048 : 0;
+  uint64_t units = k ? nvhcq_qmd_get(v, k->qmd, NVHCQ_QMD_PROGRAM_PREFETCH_SIZE) : 0;
+  TEST_CHECK_MSG(k && (shifted + units) << 8 >= end && (shifted + units - 1) << 8 < end,
+                 "the QMD prefetches %llu units for code ending at 0x%llx",
+                 (unsigned long long)units, (unsigned long long)end - 2048);
   TEST_CHECK(nvhcq_module_get_kernel(m, "no_such_kernel", &k) == NVHCQ_ERROR_NOT_FOUND);
   TEST_CHECK(nvhcq_module_unload(m) == NVHCQ_SUCCESS);
   close_mock(dev);
