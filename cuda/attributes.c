@@ -208,11 +208,17 @@ static int common_value(CUdevice_attribute a, int *v) {
   case CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED:
+  /* Events shared between processes (cuIpcGetEventHandle, ipc.c). */
+  case CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED:
     *v = 1;
     return 1;
+  /* Pools export to and import from file descriptors (pool.c); no other handle type. */
+  case CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES:
+    *v = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    return 1;
   default:
-    /* Everything else is a feature nvhcq's library does not offer (pageable memory access, IPC,
-     * shareable VMM handles, multi-device cooperative launches, ...): 0, so
+    /* Everything else is a feature nvhcq's library does not offer (pageable memory access,
+     * fabric and dma-buf handles, multicast, multi-device cooperative launches, ...): 0, so
      * clients don't use it. */
     *v = 0;
     return 0;
@@ -254,6 +260,13 @@ static int device_value(const nvhcq_device_info *info, CUdevice_attribute a, int
     return 1;
   case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID:
     *v = (int)info->pci_domain;
+    return 1;
+  /* (device ID << 16) | vendor ID, and the subsystem's the same way, as nvidia-smi prints them */
+  case CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID:
+    *v = (int)info->pci_id;
+    return 1;
+  case CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID:
+    *v = (int)info->pci_subsystem_id;
     return 1;
   case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR:
     *v = info->warps_per_sm ? (int)info->warps_per_sm * 32 : arch->threads_per_sm;

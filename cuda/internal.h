@@ -55,6 +55,7 @@ struct CUmemPoolHandle_st;
  * pinned host memory, managed memory (pinned host memory too) or the caller's registered memory. */
 typedef struct nvcu_alloc {
   uint64_t base, size;
+  uint64_t id; /* CU_POINTER_ATTRIBUTE_BUFFER_ID: set when the table takes it, never reused */
   nvhcq_buffer *buf;
   uint64_t buf_offset; /* of base in buf: a registration's buffer starts at its first page */
   int host;            /* host memory: cuMemHostAlloc, registered or managed */
@@ -328,6 +329,14 @@ CUresult nvcu_handle_type_check(CUmemAllocationHandleType type);
 /* ---- ipc.c ---- */
 /* Whether cuIpcGetMemHandle shares the allocation: cuMemAlloc's device memory. */
 int nvcu_ipc_capable(const nvcu_alloc *a);
+/* The handle types the cuMemCreate memory mapped at `address` was made exportable to (vmm.c); 0
+ * where nothing of cuMemMap's is. Under the library's lock. */
+unsigned nvcu_vmm_handle_types(uint64_t address);
+/* The id of the cuMemCreate memory mapped at `address` (vmm.c); 0 where none is mapped. */
+uint64_t nvcu_vmm_block_id(uint64_t address);
+/* A number no earlier call returned in this process (memory.c), for the ids CUDA promises are
+ * never reused (buffer and memory block ids). Under the library's lock. */
+uint64_t nvcu_next_id(void);
 /* The 64 bytes of an IPC handle of the allocation's memory (cuIpcGetMemHandle's and
  * cuMemPoolExportPointer's), into `out`. */
 CUresult nvcu_ipc_export(const nvcu_alloc *a, void *out, const char *what);
@@ -393,6 +402,8 @@ CUresult nvcu_run_memset(nvcu_device *d, struct CUstream_st *st, const nvcu_op *
 void nvcu_pool_freed(struct CUmemPoolHandle_st *pool, uint64_t size, int device);
 /* Whether the pool hands out pinned host memory (a host or managed pool). */
 int nvcu_pool_is_host(const struct CUmemPoolHandle_st *pool);
+/* The handle types the pool's memory may be exported as (its props.handleTypes). */
+unsigned nvcu_pool_handle_types(const struct CUmemPoolHandle_st *pool);
 
 /* ---- peer.c ---- */
 /* Maps device owner's buffers, those made so far and later, into device dev's address space at

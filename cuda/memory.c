@@ -40,6 +40,11 @@ static int alloc_overlaps(uint64_t base, uint64_t size) {
   return i > 0 && allocs[i - 1].base + allocs[i - 1].size > base;
 }
 
+uint64_t nvcu_next_id(void) {
+  static uint64_t last;
+  return ++last;
+}
+
 static CUresult alloc_insert(const nvcu_alloc *a) {
   nvcu_alloc *grown = nvcu_room(allocs, &alloc_cap, alloc_count, sizeof *allocs, 64);
   if (!grown) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -47,6 +52,7 @@ static CUresult alloc_insert(const nvcu_alloc *a) {
   size_t i = upper(a->base);
   memmove(&allocs[i + 1], &allocs[i], (alloc_count - i) * sizeof *allocs);
   allocs[i] = *a;
+  allocs[i].id = nvcu_next_id();
   alloc_count++;
   return CUDA_SUCCESS;
 }
@@ -341,8 +347,8 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
   case CU_POINTER_ATTRIBUTE_MAPPED:
     *(int *)data = 1;
     break;
-  case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-    *(unsigned long long *)data = a->base;
+  case CU_POINTER_ATTRIBUTE_BUFFER_ID: /* CUDA: never an earlier allocation's, freed or not */
+    *(unsigned long long *)data = a->id;
     break;
   case CU_POINTER_ATTRIBUTE_IS_MANAGED:
     *(int *)data = a->managed;
@@ -370,6 +376,18 @@ static CUresult pointer_attribute(void *data, CUpointer_attribute attribute, CUd
     break;
   case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
     *(unsigned int *)data = 3; /* CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE */
+    break;
+  /* What the memory may be exported as: cuMemCreate's requested types, a pool's, else none. */
+  case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    *(unsigned long long *)data = a->vmm    ? nvcu_vmm_handle_types(ptr)
+                                  : a->pool ? nvcu_pool_handle_types(a->pool)
+                                            : 0;
+    break;
+  case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: /* the physical allocation's */
+    *(unsigned long long *)data = a->vmm ? nvcu_vmm_block_id(ptr) : a->id;
+    break;
+  case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: /* no decompression engine is driven */
+    *(int *)data = 0;
     break;
   default:
     return nvcu_unsupported("cuPointerGetAttribute of this attribute");

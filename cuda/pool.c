@@ -85,6 +85,10 @@ int nvcu_pool_is_host(const struct CUmemPoolHandle_st *pool) {
   return serves_any_device(pool);
 }
 
+unsigned nvcu_pool_handle_types(const struct CUmemPoolHandle_st *pool) {
+  return (unsigned)pool->props.handleTypes;
+}
+
 /* Bytes freed whose release the GPU has not passed yet; drops those it has. */
 static uint64_t pending_bytes(CUmemoryPool pool) {
   uint64_t bytes = 0;

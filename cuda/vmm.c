@@ -14,6 +14,7 @@ typedef struct nvcu_phys {
   nvhcq_physical *p;
   CUmemAllocationProp prop;
   uint64_t size;
+  uint64_t id;  /* CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: never another's in this process */
   int refs;     /* cuMemCreate and cuMemRetainAllocationHandle, less cuMemRelease */
   int mappings; /* cuMemMap, less cuMemUnmap */
   struct nvcu_phys *next;
@@ -62,6 +63,16 @@ static nvcu_mapping *map_at(uint64_t address) {
   for (size_t i = 0; i < map_count; i++)
     if (address - maps[i].base < maps[i].size) return &maps[i];
   return NULL;
+}
+
+unsigned nvcu_vmm_handle_types(uint64_t address) {
+  nvcu_mapping *m = map_at(address);
+  return m ? (unsigned)m->phys->prop.requestedHandleTypes : 0;
+}
+
+uint64_t nvcu_vmm_block_id(uint64_t address) {
+  nvcu_mapping *m = map_at(address);
+  return m ? m->phys->id : 0;
 }
 
 static nvcu_vrange *range_holding(uint64_t base, uint64_t size) {
@@ -122,6 +133,7 @@ static CUresult phys_adopt(CUresult r, nvcu_phys *p, const CUmemAllocationProp *
   }
   p->prop = *prop;
   p->size = nvhcq_physical_size(p->p);
+  p->id = nvcu_next_id();
   p->refs = 1;
   p->next = physicals;
   physicals = p;

@@ -128,6 +128,9 @@ typedef struct nvhcq_device_info {
                            device's grids out for another process's work (see the open options) */
   double uvm_attach_ms; /* how long registering with UVM took (behind the open, or during it) */
   double uvm_move_ms;   /* how long the move onto UVM's address space held up a submission */
+  /* Added with the PCI IDs: */
+  uint32_t pci_id;           /* (device ID << 16) | vendor ID, 0x233510de for an H200 SXM */
+  uint32_t pci_subsystem_id; /* (subsystem ID << 16) | subsystem vendor ID; 0 if RM gives none */
 } nvhcq_device_info;
 
 /* Number of GPUs visible to this process, after CUDA_VISIBLE_DEVICES and NVHCQ_VISIBLE_DEVICES.

@@ -199,6 +199,18 @@ static void read_memory_system(nvhcq_device *dev) {
   dev->info.blocks_per_sm = l.blocks;
 }
 
+/* The PCI device, vendor and subsystem IDs (RM's bus info: asked apart, so that a driver which
+ * does not answer keeps the card list's device and vendor IDs and a subsystem ID of 0). */
+static void read_pci_ids(nvhcq_device *dev) {
+  NV2080_CTRL_BUS_GET_PCI_INFO_PARAMS p;
+  memset(&p, 0, sizeof p);
+  if (nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_BUS_GET_PCI_INFO, &p,
+                       sizeof p) != NVHCQ_SUCCESS)
+    return;
+  if (p.pciDeviceId) dev->info.pci_id = p.pciDeviceId;
+  dev->info.pci_subsystem_id = p.pciSubSystemId;
+}
+
 static void format_uuid(char *out, size_t n, const uint8_t *u) {
   snprintf(out, n, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
            u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
@@ -224,6 +236,7 @@ static nvhcq_status read_identity(nvhcq_device *dev) {
   dev->info.memory_bytes = total_kib << 10;
   NVHCQ_TRY(read_gr_info(dev));
   read_memory_system(dev);
+  read_pci_ids(dev);
   return NVHCQ_SUCCESS;
 }
 
@@ -380,6 +393,7 @@ static nvhcq_status open_steps(nvhcq_device *dev, int index, const nvhcq_open_op
   dev->info.pci_bus = card->bus;
   dev->info.pci_device = card->slot;
   dev->info.pci_function = card->function;
+  dev->info.pci_id = (uint32_t)card->device_id << 16 | card->vendor_id;
   NVHCQ_TRY(nvhcq_rm_alloc(&dev->rm, 0, NV01_ROOT_CLIENT, NULL, 0, &dev->rm.root));
   NVHCQ_TRY(detect_driver(dev));
   NVHCQ_TRY(read_uvm_mode(dev, o->uvm));

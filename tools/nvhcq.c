@@ -22,8 +22,9 @@ static void print_info(int index, const nvhcq_device_info *i, uint32_t mask_tpcs
                        uint32_t loose_sms) {
   printf("GPU %d: %s\n", index, i->name);
   printf("  uuid            %s\n", i->uuid_string);
-  printf("  pci             %04x:%02x:%02x.%x\n", i->pci_domain, i->pci_bus, i->pci_device,
-         i->pci_function);
+  printf("  pci             %04x:%02x:%02x.%x, device 0x%04x, subsystem 0x%04x of vendor 0x%04x\n",
+         i->pci_domain, i->pci_bus, i->pci_device, i->pci_function, i->pci_id >> 16,
+         i->pci_subsystem_id >> 16, i->pci_subsystem_id & 0xffff);
   printf("  architecture    %s (SM version 0x%x)\n", i->arch, i->sm_version);
   printf("  multiprocessors %u (chip: %u GPCs x %u TPCs x %u SMs), %u warps each\n", i->sm_count,
          i->gpcs, i->tpcs_per_gpc, i->sms_per_tpc, i->warps_per_sm);

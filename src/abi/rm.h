@@ -97,6 +97,7 @@ enum {
   NV0000_CTRL_CMD_OS_UNIX_EXPORT_OBJECT_TO_FD = 0x3d05,
   NV0000_CTRL_CMD_OS_UNIX_IMPORT_OBJECT_FROM_FD = 0x3d06,
   NV0041_CTRL_CMD_GET_SURFACE_INFO = 0x410110,
+  NV2080_CTRL_CMD_BUS_GET_PCI_INFO = 0x20801801,
 };
 
 /* GR info indexes. */
@@ -608,6 +609,13 @@ typedef struct {
   uint32_t flags, duration;
 } NV2080_CTRL_PERF_BOOST_PARAMS;
 NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_PERF_BOOST_PARAMS, 8);
+
+/* The IDs as PCI configuration space holds them: device ID in the upper 16 bits, vendor ID in the
+ * lower (0x233510de), and the subsystem ID and subsystem vendor the same way. */
+typedef struct {
+  uint32_t pciDeviceId, pciSubSystemId, pciRevisionId, pciExtDeviceId;
+} NV2080_CTRL_BUS_GET_PCI_INFO_PARAMS;
+NVHCQ_ASSERT_LAYOUT(NV2080_CTRL_BUS_GET_PCI_INFO_PARAMS, 16);
 /* Boost to the maximum clocks for a CUDA-style client with high priority, as libcuda asks. */
 #define NV2080_PERF_BOOST_FLAGS_CUDA_MAX    0x52u
 #define NV2080_PERF_BOOST_DURATION_INFINITE 0xffffffffu

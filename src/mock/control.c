@@ -202,6 +202,8 @@ static uint32_t params_size(uint32_t cmd) {
     return sizeof(NV0000_CTRL_OS_UNIX_IMPORT_OBJECT_FROM_FD_PARAMS);
   case NV0041_CTRL_CMD_GET_SURFACE_INFO:
     return sizeof(NV0041_CTRL_GET_SURFACE_INFO_PARAMS);
+  case NV2080_CTRL_CMD_BUS_GET_PCI_INFO:
+    return sizeof(NV2080_CTRL_BUS_GET_PCI_INFO_PARAMS);
   default:
     return 0;
   }
@@ -229,6 +231,16 @@ static uint32_t p2p_matrix(NV0000_CTRL_SYSTEM_GET_P2P_CAPS_MATRIX_PARAMS *p) {
       p->a2bOptimalReadCes[i][j] = p->a2bOptimalWriteCes[i][j] = caps ? 0x4 : 0;
       p->b2aOptimalReadCes[i][j] = p->b2aOptimalWriteCes[i][j] = caps ? 0x4 : 0;
     }
+  return MOCK_NV_OK;
+}
+
+/* The profile's device ID; every mock board is subsystem 0x1000 of NVIDIA's (a made-up board). */
+static uint32_t pci_info(NV2080_CTRL_BUS_GET_PCI_INFO_PARAMS *p) {
+  *p = (NV2080_CTRL_BUS_GET_PCI_INFO_PARAMS){.pciDeviceId =
+                                                 (uint32_t)mock_gpu->device_id << 16 | 0x10de,
+                                             .pciSubSystemId = 0x1000u << 16 | 0x10de,
+                                             .pciRevisionId = 0xa1,
+                                             .pciExtDeviceId = mock_gpu->device_id};
   return MOCK_NV_OK;
 }
 
@@ -272,6 +284,8 @@ static uint32_t gpu_control(uint32_t gpu, uint32_t cmd, void *params) {
     return p2p_matrix(params);
   case NV2080_CTRL_CMD_CE_GET_CE_PCE_MASK:
     return ce_pce_mask(params);
+  case NV2080_CTRL_CMD_BUS_GET_PCI_INFO:
+    return pci_info(params);
   default:
     return MOCK_NV_OK; /* perf boost; the debugger's controls: nothing recorded */
   }

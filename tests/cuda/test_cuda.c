@@ -135,6 +135,12 @@ static void test_device(void) {
   TEST_CHECK(v == -1);
   OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, 0));
   TEST_CHECK(v >= -1);
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED, 0));
+  TEST_CHECK(v == 1);
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, 0));
+  TEST_CHECK(v == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID, 0));
+  TEST_CHECK_MSG((v & 0xffff) == 0x10de && (unsigned)v >> 16, "PCI ID 0x%08x", (unsigned)v);
   for (int a = 1; a < CU_DEVICE_ATTRIBUTE_MAX; a++)
     TEST_CHECK_MSG(cuDeviceGetAttribute(&v, (CUdevice_attribute)a, 0) == CUDA_SUCCESS,
                    "attribute %d", a);
@@ -261,8 +267,20 @@ static void test_memory(void) {
   TEST_CHECK(type == 0);
   TEST_CHECK(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
                                    (CUdeviceptr)(uintptr_t)h) == CUDA_ERROR_INVALID_VALUE);
+  /* buffer ids are never reused, even where a new allocation takes a freed one's address (NCCL's
+   * registration cache tells reallocations apart by them) */
+  unsigned long long id = 0, id_again = 0, handle_types = 1;
+  OK(cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, d + 100));
+  OK(cuPointerGetAttribute(&handle_types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, d));
+  TEST_CHECK(id != 0 && handle_types == 0);
   OK(cuMemFreeHost(pinned));
   OK(cuMemFree_v2(d));
+  CUdeviceptr d2 = 0;
+  OK(cuMemAlloc_v2(&d2, N));
+  OK(cuPointerGetAttribute(&id_again, CU_POINTER_ATTRIBUTE_BUFFER_ID, d2));
+  TEST_CHECK_MSG(id_again != id, "buffer id %llu at 0x%llx, then %llu at 0x%llx", id,
+                 (unsigned long long)d, id_again, (unsigned long long)d2);
+  OK(cuMemFree_v2(d2));
   OK(cuMemFree_v2(e));
   TEST_CHECK(cuMemFree_v2(d) == CUDA_ERROR_INVALID_VALUE);
   free(h);

@@ -404,6 +404,14 @@ static void test_shareable(void) {
   OK(cuMemMap(va, 2 * G, 0, h, 0));
   OK(cuMemMap(va + 2 * G, 2 * G, 0, h2, 0));
   set_rw(va, 4 * G, CUDA_SUCCESS);
+  /* each mapping names its memory's handle types and physical allocation, whatever the address */
+  unsigned long long types = 0, block[3] = {0};
+  OK(cuPointerGetAttribute(&types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, va + G));
+  TEST_CHECK(types == POSIX);
+  OK(cuPointerGetAttribute(&block[0], CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, va));
+  OK(cuPointerGetAttribute(&block[1], CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, va + G));
+  OK(cuPointerGetAttribute(&block[2], CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID, va + 2 * G));
+  TEST_CHECK(block[0] && block[0] == block[1] && block[2] && block[2] != block[0]);
   uint8_t *in = malloc(2 * G), *out = malloc(2 * G);
   fill(in, 2 * G, 17);
   OK(cuMemcpyHtoD_v2(va, in, 2 * G));
@@ -629,6 +637,9 @@ static void test_pool_ipc(void) {
     size_t n = sizes[k];
     CUdeviceptr d;
     OK(cuMemAllocFromPoolAsync(&d, n, pool, NULL));
+    unsigned long long types = 0;
+    OK(cuPointerGetAttribute(&types, CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES, d));
+    TEST_CHECK(types == CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     CUmemPoolPtrExportData data;
     OK(cuMemPoolExportPointer(&data, d));
     uint8_t *buf = malloc(n);

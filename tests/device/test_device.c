@@ -46,6 +46,10 @@ static void t_info(void) {
   TEST_CHECK(info.shared_per_sm >= 100u << 10 && info.shared_per_block >= 99u << 10 &&
              info.shared_per_block < info.shared_per_sm);
   TEST_CHECK(info.blocks_per_sm >= 16 && info.reserved2 == 0);
+  /* NVIDIA's vendor ID under the device ID, as the PCI configuration space reads */
+  printf("  PCI ID 0x%08x, subsystem 0x%08x\n", info.pci_id, info.pci_subsystem_id);
+  TEST_CHECK((info.pci_id & 0xffff) == 0x10de && info.pci_id >> 16 != 0);
+  TEST_CHECK(info.pci_subsystem_id == 0 || (info.pci_subsystem_id & 0xffff) != 0);
   /* a caller built against the first 0.2 layout gets what it knows, and nothing written past it */
   nvhcq_device_info old;
   memset(&old, 0xab, sizeof old);

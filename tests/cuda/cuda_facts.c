@@ -1,0 +1,218 @@
+/* Prints what a CUDA driver library answers about GPU 0, one "key value" line each, so that two
+ * libraries' answers can be diffed: run once with NVIDIA's libcuda.so.1 and once with nvhcq's
+ * (tests/cuda/compare_facts.sh does both). Only answers that do not change between runs are
+ * printed: no addresses, no free memory, no times.
+ * usage: nvhcq_cuda_facts [CUBIN]   (with a cubin: its kernels' attributes and occupancy too) */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* dladdr */
+#endif
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cuda_api.h"
+#include "enums.h"
+
+/* A call's result, or its error name, as the value of `key`. */
+static int failed(const char *key, CUresult r) {
+  if (r == CUDA_SUCCESS) return 0;
+  const char *name = NULL;
+  printf("%s error %d %s\n", key, (int)r, cuGetErrorName(r, &name) ? "?" : name);
+  return 1;
+}
+
+static void device_facts(CUdevice d) {
+  char name[256];
+  size_t total = 0;
+  int v;
+  if (!failed("name", cuDeviceGetName(name, sizeof name, d))) printf("name %s\n", name);
+  if (!failed("total_memory", cuDeviceTotalMem_v2(&total, d))) printf("total_memory %zu\n", total);
+#define PRINT_ATTRIBUTE_(n, value)                                                                 \
+  if (value > 0 && value < CU_DEVICE_ATTRIBUTE_MAX &&                                              \
+      !failed(#n, cuDeviceGetAttribute(&v, (CUdevice_attribute)value, d)))                         \
+    printf("%s %d\n", #n, v);
+  CU_DEVICE_ATTRIBUTE_LIST(PRINT_ATTRIBUTE_)
+#undef PRINT_ATTRIBUTE_
+  size_t width = 0;
+  for (int channels = 1; channels <= 4; channels *= 2)
+    if (!failed("tex1d_linear_max_width", cuDeviceGetTexture1DLinearMaxWidth(
+                                              &width, CU_AD_FORMAT_FLOAT, (unsigned)channels, d)))
+      printf("tex1d_linear_max_width float%d %zu\n", channels, width);
+}
+
+static void context_facts(CUdevice d) {
+  unsigned flags = 0, api = 0;
+  int active = 0, least = 0, greatest = 0;
+  if (!failed("primary_state", cuDevicePrimaryCtxGetState(d, &flags, &active)))
+    printf("primary_state flags 0x%x active %d\n", flags, active);
+  CUcontext ctx;
+  if (failed("primary_retain", cuDevicePrimaryCtxRetain(&ctx, d)) ||
+      failed("set_current", cuCtxSetCurrent(ctx)))
+    return;
+  if (!failed("api_version", cuCtxGetApiVersion(ctx, &api))) printf("api_version %u\n", api);
+  if (!failed("ctx_flags", cuCtxGetFlags(&flags))) printf("ctx_flags 0x%x\n", flags);
+  for (int l = 0; l <= 6; l++) {
+    size_t value = 0;
+    char key[32];
+    snprintf(key, sizeof key, "limit %d", l);
+    if (!failed(key, cuCtxGetLimit(&value, (CUlimit)l))) printf("%s %zu\n", key, value);
+  }
+  CUfunc_cache cache;
+  if (!failed("cache_config", cuCtxGetCacheConfig(&cache))) printf("cache_config %d\n", cache);
+  if (!failed("priorities", cuCtxGetStreamPriorityRange(&least, &greatest)))
+    printf("priorities %d %d\n", least, greatest);
+  CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                              .location = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d}};
+  for (int o = 0; o <= 1; o++) {
+    size_t g = 0;
+    if (!failed("granularity",
+                cuMemGetAllocationGranularity(&g, &prop, (CUmemAllocationGranularity_flags)o)))
+      printf("granularity %d %zu\n", o, g);
+  }
+  CUmemoryPool pool;
+  if (!failed("default_pool", cuDeviceGetDefaultMemPool(&pool, d)))
+    for (int a = CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES;
+         a <= CU_MEMPOOL_ATTR_RELEASE_THRESHOLD; a++) {
+      unsigned long long value = 0; /* the reuse flags are ints: the upper half stays 0 */
+      char key[32];
+      snprintf(key, sizeof key, "pool_attribute %d", a);
+      if (!failed(key, cuMemPoolGetAttribute(pool, (CUmemPool_attribute)a, &value)))
+        printf("%s %llu\n", key, value);
+    }
+}
+
+/* The pointer attributes that describe the memory, not where it lies. */
+static void pointer_facts(const char *kind, CUdeviceptr p) {
+  static const int attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                              CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                              CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                              CU_POINTER_ATTRIBUTE_MAPPED,
+                              CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
+                              CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES,
+                              CU_POINTER_ATTRIBUTE_ACCESS_FLAGS,
+                              CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+  for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++) {
+    unsigned long long value = 0; /* 4- and 8-byte answers alike */
+    char key[48];
+    snprintf(key, sizeof key, "pointer %s %d", kind, attrs[i]);
+    if (!failed(key, cuPointerGetAttribute(&value, (CUpointer_attribute)attrs[i], p)))
+      printf("%s %llu\n", key, value);
+  }
+}
+
+static void memory_facts(void) {
+  CUdeviceptr dev = 0, managed = 0;
+  void *host = NULL;
+  if (!failed("mem_alloc", cuMemAlloc_v2(&dev, 1 << 20))) {
+    pointer_facts("device", dev);
+    cuMemFree_v2(dev);
+  }
+  if (!failed("mem_alloc_host", cuMemAllocHost_v2(&host, 1 << 20))) {
+    pointer_facts("host", (CUdeviceptr)(uintptr_t)host);
+    cuMemFreeHost(host);
+  }
+  if (!failed("mem_alloc_managed", cuMemAllocManaged(&managed, 1 << 20, CU_MEM_ATTACH_GLOBAL))) {
+    pointer_facts("managed", managed);
+    cuMemFree_v2(managed);
+  }
+}
+
+static void occupancy_facts(const char *name, CUfunction f) {
+  static const int blocks[] = {32, 64, 128, 256, 512, 1024};
+  static const size_t shared[] = {0, 4096, 16384, 49152};
+  for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++)
+    for (size_t s = 0; s < sizeof shared / sizeof *shared; s++) {
+      int n = 0;
+      char key[160];
+      snprintf(key, sizeof key, "occupancy %s %d %zu", name, blocks[b], shared[s]);
+      if (!failed(key, cuOccupancyMaxActiveBlocksPerMultiprocessor(&n, f, blocks[b], shared[s])))
+        printf("%s %d\n", key, n);
+    }
+  int grid = 0, block = 0;
+  char key[160];
+  snprintf(key, sizeof key, "potential_block %s", name);
+  if (!failed(key, cuOccupancyMaxPotentialBlockSize(&grid, &block, f, NULL, 0, 0)))
+    printf("%s %d %d\n", key, grid, block);
+  for (int n = 1; n <= 4; n *= 2) {
+    size_t bytes = 0;
+    snprintf(key, sizeof key, "available_shared %s %d", name, n);
+    if (!failed(key, cuOccupancyAvailableDynamicSMemPerBlock(&bytes, f, n, 128)))
+      printf("%s %zu\n", key, bytes);
+  }
+}
+
+static void function_facts(CUfunction f) {
+  const char *name = "?";
+  if (failed("function_name", cuFuncGetName(&name, f))) return;
+  int v;
+#define PRINT_FUNC_ATTRIBUTE_(n, value)                                                            \
+  if (value < CU_FUNC_ATTRIBUTE_MAX) {                                                             \
+    char key_[160];                                                                                \
+    snprintf(key_, sizeof key_, "%s %s", #n, name);                                                \
+    if (!failed(key_, cuFuncGetAttribute(&v, (CUfunction_attribute)value, f)))                     \
+      printf("%s %d\n", key_, v);                                                                  \
+  }
+  CU_FUNCTION_ATTRIBUTE_LIST(PRINT_FUNC_ATTRIBUTE_)
+#undef PRINT_FUNC_ATTRIBUTE_
+  for (size_t i = 0;; i++) {
+    size_t offset = 0, size = 0;
+    if (cuFuncGetParamInfo(f, i, &offset, &size) != CUDA_SUCCESS) break;
+    printf("param %s %zu offset %zu size %zu\n", name, i, offset, size);
+  }
+  occupancy_facts(name, f);
+}
+
+static void module_facts(const char *path) {
+  FILE *file = fopen(path, "rb");
+  if (!file) {
+    printf("cubin %s unreadable\n", path);
+    return;
+  }
+  fseek(file, 0, SEEK_END);
+  long n = ftell(file);
+  fseek(file, 0, SEEK_SET);
+  char *image = n > 0 ? malloc((size_t)n) : NULL;
+  size_t got = image ? fread(image, 1, (size_t)n, file) : 0;
+  fclose(file);
+  CUmodule mod;
+  unsigned count = 0;
+  if (got == (size_t)n && n > 0 && !failed("module_load", cuModuleLoadData(&mod, image)) &&
+      !failed("function_count", cuModuleGetFunctionCount(&count, mod))) {
+    printf("function_count %u\n", count);
+    CUfunction *fs = calloc(count ? count : 1, sizeof *fs);
+    if (fs && !failed("functions", cuModuleEnumerateFunctions(fs, count, mod)))
+      for (unsigned i = 0; i < count; i++) function_facts(fs[i]);
+    free(fs);
+    cuModuleUnload(mod);
+  }
+  free(image);
+}
+
+/* Every code's name and text where either library knows it. */
+static void error_facts(void) {
+  for (int code = 0; code < 1000; code++) {
+    const char *name = NULL, *text = NULL;
+    CUresult a = cuGetErrorName((CUresult)code, &name), b = cuGetErrorString((CUresult)code, &text);
+    if (a == CUDA_SUCCESS || b == CUDA_SUCCESS)
+      printf("error_code %d %s: %s\n", code, a ? "?" : name, b ? "?" : text);
+  }
+}
+
+int main(int argc, char **argv) {
+  Dl_info where;
+  if (dladdr((void *)cuInit, &where) && where.dli_fname)
+    fprintf(stderr, "nvhcq_cuda_facts: the library is %s\n", where.dli_fname);
+  error_facts();
+  int version = 0, count = 0;
+  if (!failed("driver_version", cuDriverGetVersion(&version)))
+    printf("driver_version %d\n", version);
+  if (failed("init", cuInit(0)) || failed("device_count", cuDeviceGetCount(&count))) return 0;
+  printf("device_count %d\n", count);
+  CUdevice d;
+  if (count < 1 || failed("device_get", cuDeviceGet(&d, 0))) return 0;
+  device_facts(d);
+  context_facts(d);
+  memory_facts();
+  if (argc > 1) module_facts(argv[1]);
+  return 0;
+}
