@@ -185,11 +185,14 @@ static void read_memory_system(nvhcq_device *dev) {
   p.fbInfoListSize = 2;
   p.fbInfoList[0].index = NV2080_CTRL_FB_INFO_INDEX_L2CACHE_SIZE;
   p.fbInfoList[1].index = NV2080_CTRL_FB_INFO_INDEX_BUS_WIDTH;
+  nvhcq_error_saved saved;
+  nvhcq_error_save(&saved);
   if (nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_FB_GET_INFO_V2, &p,
                        dev->rm.branch->fb_info_params_size) == NVHCQ_SUCCESS) {
     dev->info.l2_bytes = p.fbInfoList[0].data;
     dev->info.memory_bus_width = p.fbInfoList[1].data;
   }
+  nvhcq_error_restore(&saved);
   nvhcq_sm_limits l;
   nvhcq_sm_limits_for(dev->info.sm_version, dev->info.warps_per_sm, &l);
   uint32_t largest = 0;
@@ -204,9 +207,13 @@ static void read_memory_system(nvhcq_device *dev) {
 static void read_pci_ids(nvhcq_device *dev) {
   NV2080_CTRL_BUS_GET_PCI_INFO_PARAMS p;
   memset(&p, 0, sizeof p);
+  nvhcq_error_saved saved;
+  nvhcq_error_save(&saved);
   if (nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_BUS_GET_PCI_INFO, &p,
-                       sizeof p) != NVHCQ_SUCCESS)
+                       sizeof p) != NVHCQ_SUCCESS) {
+    nvhcq_error_restore(&saved);
     return;
+  }
   if (p.pciDeviceId) dev->info.pci_id = p.pciDeviceId;
   dev->info.pci_subsystem_id = p.pciSubSystemId;
 }

@@ -136,7 +136,8 @@ static nvhcq_status download_staged(nvhcq_device *dev, char *dst, uint64_t src, 
 }
 
 /* The built-in kernels' module for this GPU, or NULL: an exact match, else the newest cubin of
- * the same major version that is not newer than the GPU. Loaded once. */
+ * the same major version that is not newer than the GPU. Loaded once; a module that does not
+ * load leaves the caller's last error as it was (callers say what they lack, or do without). */
 nvhcq_module *nvhcq_builtin_module(nvhcq_device *dev) {
   if (dev->builtin_tried) return dev->builtin;
   dev->builtin_tried = 1;
@@ -144,9 +145,12 @@ nvhcq_module *nvhcq_builtin_module(nvhcq_device *dev) {
   const nvhcq_builtin_cubin *best = NULL;
   for (const nvhcq_builtin_cubin *b = nvhcq_builtin_cubins; b->sm; b++)
     if (b->sm / 10 == sm / 10 && b->sm <= sm && (!best || b->sm > best->sm)) best = b;
+  nvhcq_error_saved saved;
+  nvhcq_error_save(&saved);
   if (best && nvhcq_module_load(dev, best->data, best->size, &dev->builtin)) dev->builtin = NULL;
   if (dev->builtin && nvhcq_module_get_kernel(dev->builtin, "nvhcq_copy16", &dev->copy_kernel))
     dev->copy_kernel = NULL;
+  nvhcq_error_restore(&saved);
   return dev->builtin;
 }
 

@@ -60,10 +60,9 @@ static uint32_t args_max(const nvhcq_cubin_kernel *k) {
 
 /* The program prefetch covers the whole kernel and the 2 KiB the instruction fetcher runs ahead
  * of it, in 256-byte units from the unit the code starts in (CODE_GUARD_BYTES keeps that inside
- * the image). libcuda asks for
- * exactly this: ceil((code + 2048) / 256) for ew_add, softmax_rows and matmul_f16, read from its
- * QMDs on an H100 with qmd_probe --real. The floor of code / 256 used before left softmax_rows's
- * last 128 bytes, its exit path, out of the prefetch. */
+ * the image). libcuda asks for exactly this: ceil((code + 2048) / 256) for ew_add, softmax_rows
+ * and matmul_f16, read from its QMDs on an H100 with qmd_probe --real. The floor of code / 256
+ * used before left softmax_rows's last 128 bytes, its exit path, out of the prefetch. */
 static uint32_t prefetch_units(uint64_t code, uint64_t code_size) {
   uint64_t units = ((code & 0xff) + code_size + PREFETCH_AHEAD_BYTES + 255) >> 8;
   return units > 0x1ff ? 0x1ff : (uint32_t)units;

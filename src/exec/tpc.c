@@ -105,10 +105,14 @@ static nvhcq_status measure(nvhcq_device *dev) {
   nvhcq_compute_state *cs = &dev->compute_state;
   nvhcq_module *m = nvhcq_builtin_module(dev);
   nvhcq_kernel *k = NULL;
-  if (!m || nvhcq_module_get_kernel(m, "nvhcq_sm_set", &k))
+  nvhcq_error_saved saved;
+  nvhcq_error_save(&saved);
+  if (!m || nvhcq_module_get_kernel(m, "nvhcq_sm_set", &k)) {
+    nvhcq_error_restore(&saved); /* the map's reason says it; the caller did not fail */
     return unmapped(cs, "this build of nvhcq has no built-in kernels for the GPU (it was built "
                         "without nvcc), and the TPC map is measured with one"),
            NVHCQ_SUCCESS;
+  }
   uint32_t sets[CENSUS_GRIDS][8];
   char why[160] = "";
   for (uint32_t spin = SPIN_NS; spin <= 10 * SPIN_NS; spin *= 10) {

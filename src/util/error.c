@@ -37,6 +37,15 @@ void nvhcq_clear_error(void) {
   last_message[0] = '\0';
 }
 
+void nvhcq_error_save(nvhcq_error_saved *saved) {
+  _Static_assert(sizeof saved->text == sizeof last_message, "the whole message is kept");
+  memcpy(saved->text, last_message, sizeof last_message);
+}
+
+void nvhcq_error_restore(const nvhcq_error_saved *saved) {
+  memcpy(last_message, saved->text, sizeof last_message);
+}
+
 const char *nvhcq_last_error(void) {
   return last_message[0] ? last_message : "no error";
 }

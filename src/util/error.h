@@ -21,6 +21,14 @@ nvhcq_status nvhcq_fail_context(nvhcq_status status, const char *fmt, ...) NVHCQ
 
 void nvhcq_clear_error(void);
 
+/* The message as it stands, kept across a step whose failure is expected and handled (a probe,
+ * an optional query): restored afterwards, the caller's last error stays the last failed call's. */
+typedef struct nvhcq_error_saved {
+  char text[2048];
+} nvhcq_error_saved;
+void nvhcq_error_save(nvhcq_error_saved *saved);
+void nvhcq_error_restore(const nvhcq_error_saved *saved);
+
 #define NVHCQ_TRY(expr)                                                                            \
   do {                                                                                             \
     nvhcq_status try_status_ = (expr);                                                             \

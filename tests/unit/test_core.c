@@ -395,7 +395,22 @@ static void t_wait_value(void) {
       nvhcq_last_error());
 }
 
-TEST_MAIN(TEST(t_stale_handles), TEST(t_wait_value), TEST(t_uvm_fault_events),
+/* A handled failure inside a call (a probe) leaves the last failed call's message in place. */
+static void t_error_saved(void) {
+  nvhcq_fail(NVHCQ_ERROR_INVALID_ARGUMENT, "the caller's own failure");
+  nvhcq_error_saved saved;
+  nvhcq_error_save(&saved);
+  nvhcq_fail(NVHCQ_ERROR_DRIVER, "an optional query the driver did not answer");
+  nvhcq_error_restore(&saved);
+  TEST_CHECK_MSG(!strcmp(nvhcq_last_error(), "the caller's own failure"), "%s", nvhcq_last_error());
+  nvhcq_clear_error();
+  nvhcq_error_save(&saved);
+  nvhcq_fail(NVHCQ_ERROR_DRIVER, "probe");
+  nvhcq_error_restore(&saved);
+  TEST_CHECK(!strcmp(nvhcq_last_error(), "no error"));
+}
+
+TEST_MAIN(TEST(t_error_saved), TEST(t_stale_handles), TEST(t_wait_value), TEST(t_uvm_fault_events),
           TEST(t_method_header), TEST(t_push_encoding_and_print), TEST(t_push_decode),
           TEST(t_va_allocator), TEST(t_visible_devices), TEST(t_branches),
           TEST(t_trace_format_and_status), TEST(t_ring_arithmetic), TEST(t_mock_no_driver),
