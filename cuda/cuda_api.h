@@ -40,7 +40,19 @@ typedef struct CUuserObject_st *CUuserObject;
 typedef struct CUarray_st *CUarray;
 typedef struct CUgreenCtx_st *CUgreenCtx;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
-typedef struct CUexecAffinityParam_st CUexecAffinityParam;
+typedef enum CUexecAffinityType_enum {
+  CU_EXEC_AFFINITY_TYPE_SM_COUNT = 0,
+  CU_EXEC_AFFINITY_TYPE_MAX
+} CUexecAffinityType;
+typedef struct CUexecAffinitySmCount_st {
+  unsigned int val;
+} CUexecAffinitySmCount;
+typedef struct CUexecAffinityParam_st {
+  CUexecAffinityType type;
+  union {
+    CUexecAffinitySmCount smCount;
+  } param;
+} CUexecAffinityParam;
 typedef enum CUcigDataType_enum {
   CIG_DATA_TYPE_D3D12_COMMAND_QUEUE = 0x1,
   CIG_DATA_TYPE_NV_BLOB = 0x2

@@ -619,6 +619,13 @@
   X(CUresult, cuProfilerStop, (void))                                                              \
   X(CUresult, cuGetProcAddress, (const char *symbol, void **pfn, int cudaVersion, uint64_t flags)) \
   X(CUresult, cuDevicePrimaryCtxRelease, (CUdevice dev))                                           \
+  X(CUresult, cuCtxAttach, (CUcontext * pctx, unsigned int flags))                                 \
+  X(CUresult, cuCtxDetach, (CUcontext ctx))                                                        \
+  X(CUresult, cuCtxGetExecAffinity,                                                                \
+    (CUexecAffinityParam * pExecAffinity, CUexecAffinityType type))                                \
+  X(CUresult, cuDeviceGetExecAffinitySupport, (int *pi, CUexecAffinityType type, CUdevice dev))    \
+  X(CUresult, cuIpcOpenMemHandle,                                                                  \
+    (CUdeviceptr * pdptr, CUipcMemHandle handle, unsigned int Flags))                              \
   X(CUresult, cuCtxCreate_v3,                                                                      \
     (CUcontext * pctx, CUexecAffinityParam * paramsArray, int numParams, unsigned int flags,       \
      CUdevice dev))                                                                                \

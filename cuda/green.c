@@ -344,14 +344,18 @@ CUresult cuGreenCtxStreamCreate(CUstream *phStream, CUgreenCtx greenCtx, unsigne
   return r;
 }
 
+struct CUgreenCtx_st *nvcu_green_of_id(unsigned long long id) {
+  for (int i = 0; id && i < MAX_GREEN; i++)
+    if (live[i] && live[i]->id == id) return live[i];
+  return NULL;
+}
+
 CUresult cuStreamGetGreenCtx(CUstream hStream, CUgreenCtx *phCtx) {
   if (!phCtx) return CUDA_ERROR_INVALID_VALUE;
   NVCU_LOCK();
   struct CUstream_st *st;
   CUresult r = nvcu_stream_get(hStream, &st);
-  *phCtx = NULL;
-  for (int i = 0; !r && st->green_id && i < MAX_GREEN; i++)
-    if (live[i] && live[i]->id == st->green_id) *phCtx = live[i];
+  *phCtx = r ? NULL : nvcu_green_of_id(st->green_id);
   NVCU_UNLOCK();
   return r;
 }
@@ -360,5 +364,71 @@ nvcu_sm_set nvcu_current_sms(unsigned long long *green_id) {
   CUcontext c = nvcu_current_ctx();
   nvcu_sm_set none = {0};
   if (green_id) *green_id = c && c->green ? c->green->id : 0;
-  return c && c->green ? c->green->sms : none;
+  if (c && c->green) return c->green->sms;
+  return c ? c->affinity : none;
+}
+
+/* ---- execution affinity ---- */
+
+/* Hopper and later, with every SM under a bit of the TPC mask: what green contexts need too. */
+static int affinity_supported(int device, uint32_t tpcs[4]) {
+  nvcu_device *d;
+  CUdevResource all;
+  if (nvcu_device_get(device, &d) || (d->info.sm_version >> 8) < 9) return 0;
+  if (device_resource(device, &all, CU_DEV_RESOURCE_TYPE_SM)) return 0;
+  res_internal in;
+  memcpy(&in, all._internal_padding, sizeof in);
+  memcpy(tpcs, in.tpcs, sizeof in.tpcs);
+  return 1;
+}
+
+CUresult nvcu_affinity_sms(int device, unsigned want, nvcu_sm_set *out, unsigned *count) {
+  uint32_t all[4], mine[4];
+  nvcu_device *d;
+  CUresult r = nvcu_device_get(device, &d);
+  if (r) return r;
+  if (!affinity_supported(device, all)) {
+    nvcu_log("execution affinity: GPU %d cannot keep grids to some of its SMs (Hopper or later "
+             "with every SM under the launch's TPC mask)",
+             device);
+    return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
+  }
+  unsigned total = (unsigned)popcount4(all) * d->info.sms_per_tpc, sms = group_sms(d, 0, want);
+  if (sms > total) sms = total;
+  take_tpcs(all, mine, sms / d->info.sms_per_tpc);
+  out->masked = sms < total;
+  memcpy(out->tpcs, mine, sizeof out->tpcs);
+  *count = sms;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetExecAffinitySupport(int *pi, CUexecAffinityType type, CUdevice dev) {
+  if (!pi || type != CU_EXEC_AFFINITY_TYPE_SM_COUNT) return CUDA_ERROR_INVALID_VALUE;
+  uint32_t tpcs[4];
+  NVCU_LOCK();
+  nvcu_device *d;
+  CUresult r = nvcu_check_init();
+  if (!r) r = nvcu_device_get(dev, &d);
+  if (!r) *pi = affinity_supported(dev, tpcs);
+  NVCU_UNLOCK();
+  return r;
+}
+
+/* The SMs the current context's grids may use: its affinity's, its green context's, or all. */
+CUresult cuCtxGetExecAffinity(CUexecAffinityParam *pExecAffinity, CUexecAffinityType type) {
+  if (!pExecAffinity) return CUDA_ERROR_INVALID_VALUE;
+  if (type != CU_EXEC_AFFINITY_TYPE_SM_COUNT) return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
+  NVCU_LOCK();
+  nvcu_device *d;
+  CUresult r = nvcu_current(&d, NULL);
+  CUcontext c = nvcu_current_ctx();
+  if (!r) {
+    unsigned sms = c->green          ? (unsigned)popcount4(c->green->sms.tpcs) * d->info.sms_per_tpc
+                   : c->affinity_sms ? c->affinity_sms
+                                     : d->info.sm_count;
+    pExecAffinity->type = CU_EXEC_AFFINITY_TYPE_SM_COUNT;
+    pExecAffinity->param.smCount.val = sms;
+  }
+  NVCU_UNLOCK();
+  return r;
 }

@@ -232,7 +232,7 @@ static CUresult open_device(int index, nvcu_device *d) {
     memset(d, 0, sizeof *d);
     return r;
   }
-  d->primary = (struct CUctx_st){NVCU_CTX_MAGIC, index, 1, 0, 0, 0, NULL};
+  d->primary = (struct CUctx_st){.magic = NVCU_CTX_MAGIC, .device = index, .primary = 1};
   return CUDA_SUCCESS;
 }
 
@@ -370,19 +370,39 @@ static void ctx_push(CUcontext c) {
   if (ctx_depth < CTX_STACK) ctx_stack[ctx_depth++] = c;
 }
 
-CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
-  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
+/* A created context, made current. With execution affinity (an SM count, the one type CUDA has)
+ * its grids are kept to that many SMs, rounded up as a green context's are (green.c); the count
+ * given last wins. */
+static CUresult ctx_create(CUcontext *pctx, unsigned flags, CUdevice dev,
+                           const CUexecAffinityParam *affinity, int n) {
+  if (!pctx || n < 0) return CUDA_ERROR_INVALID_VALUE;
+  unsigned want = 0;
+  for (int i = 0; i < n; i++) {
+    if (affinity[i].type != CU_EXEC_AFFINITY_TYPE_SM_COUNT)
+      return CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY;
+    if (!affinity[i].param.smCount.val) return CUDA_ERROR_INVALID_VALUE;
+    want = affinity[i].param.smCount.val;
+  }
   WITH_DEVICE(dev, {
     CUcontext c = calloc(1, sizeof *c);
-    if (!c) {
-      r_ = CUDA_ERROR_OUT_OF_MEMORY;
+    nvcu_sm_set sms = {0};
+    unsigned count = 0;
+    r_ = !c ? CUDA_ERROR_OUT_OF_MEMORY : want ? nvcu_affinity_sms(dev, want, &sms, &count) : 0;
+    if (r_) {
+      free(c);
     } else {
-      *c = (struct CUctx_st){NVCU_CTX_MAGIC, dev, 0, flags, 0, 0, NULL};
+      *c = (struct CUctx_st){.magic = NVCU_CTX_MAGIC, .device = dev, .flags = flags};
+      c->affinity = sms;
+      c->affinity_sms = count;
       apply_sched_flags(d, flags);
       ctx_push(c);
       *pctx = c;
     }
   });
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev) {
+  return ctx_create(pctx, flags, dev, NULL, 0);
 }
 
 /* cuda.h's cuCtxCreate since CUDA 13. Parameters that ask for nothing (both lists empty, as the
@@ -392,17 +412,15 @@ CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, uns
   const CUctxCreateParams *p = ctxCreateParams;
   if (p && p->cigParams)
     return nvcu_unsupported("cuCtxCreate with CIG (graphics-shared) parameters");
-  if (p && p->numExecAffinityParams > 0 && p->execAffinityParams)
-    return nvcu_unsupported("cuCtxCreate with execution affinity");
   if (p && p->numExecAffinityParams < 0) return CUDA_ERROR_INVALID_VALUE;
-  return cuCtxCreate_v2(pctx, flags, dev);
+  int n = p && p->execAffinityParams ? p->numExecAffinityParams : 0;
+  return ctx_create(pctx, flags, dev, n ? p->execAffinityParams : NULL, n);
 }
 
 CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
                         unsigned int flags, CUdevice dev) {
-  (void)paramsArray;
-  if (numParams > 0) return nvcu_unsupported("cuCtxCreate_v3 with execution affinity");
-  return cuCtxCreate_v2(pctx, flags, dev);
+  if (numParams > 0 && !paramsArray) return CUDA_ERROR_INVALID_VALUE;
+  return ctx_create(pctx, flags, dev, paramsArray, numParams);
 }
 
 CUresult cuCtxDestroy_v2(CUcontext ctx) {
@@ -420,6 +438,31 @@ CUresult cuCtxDestroy_v2(CUcontext ctx) {
   ctx->magic = 0;
   free(ctx);
   return CUDA_SUCCESS;
+}
+
+/* CUDA 2's usage counts, still exported (and called by old ctypes scripts): an attach counts once
+ * more on the current context; a detach of the current context takes one back, and destroys a
+ * created context that has none left (a primary context stays). */
+CUresult cuCtxAttach(CUcontext *pctx, unsigned int flags) {
+  if (!pctx || flags) return CUDA_ERROR_INVALID_VALUE;
+  CUresult r = nvcu_current(NULL, NULL);
+  if (r) return r;
+  CUcontext c = ctx_stack[ctx_depth - 1];
+  c->attached++;
+  *pctx = c;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDetach(CUcontext ctx) {
+  CUresult r = nvcu_check_init();
+  if (r) return r;
+  if (ctx_check(ctx) || !ctx_depth || ctx_stack[ctx_depth - 1] != ctx)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx->attached > 0) {
+    ctx->attached--;
+    return CUDA_SUCCESS;
+  }
+  return ctx->primary ? CUDA_SUCCESS : cuCtxDestroy_v2(ctx);
 }
 
 CUresult cuCtxGetCurrent(CUcontext *pctx) {

@@ -15,6 +15,12 @@
 /* Engines a stream's work runs on: both channels of the device. */
 enum { NVCU_COMPUTE = 0, NVCU_COPY = 1 };
 
+/* The SMs a stream's or a green context's launches are kept to: TPC slots of nvhcq's masks. */
+typedef struct nvcu_sm_set {
+  int masked; /* 0: every SM */
+  uint32_t tpcs[4];
+} nvcu_sm_set;
+
 struct CUctx_st {
   uint32_t magic;
   int device;
@@ -23,13 +29,10 @@ struct CUctx_st {
   unsigned long long id;       /* cuCtxGetId's: given on first ask */
   uint32_t peers;              /* bit d: cuCtxEnablePeerAccess'ed to a context of device d */
   struct CUgreenCtx_st *green; /* the green context this one stands for (cuCtxFromGreenCtx) */
+  int attached;                /* cuCtxAttach's, less cuCtxDetach's */
+  unsigned affinity_sms;       /* execution affinity's SM count (0: none), on these SMs: */
+  nvcu_sm_set affinity;
 };
-
-/* The SMs a stream's or a green context's launches are kept to: TPC slots of nvhcq's masks. */
-typedef struct nvcu_sm_set {
-  int masked; /* 0: every SM */
-  uint32_t tpcs[4];
-} nvcu_sm_set;
 
 /* One GPU: opened on first use. Every stream's work is ordered on it (stronger than CUDA promises
  * and always allowed): an operation on one engine first waits for the other engine's latest
@@ -117,6 +120,7 @@ struct CUstream_st {
   struct CUgraph_st *capture;
   unsigned long long green_id; /* the green context it was made in (0: none) */
   nvcu_sm_set sms;             /* that green context's SMs, for its launches */
+  CUcontext ctx;               /* the context current when it was made (cuStreamGetCtx) */
   /* What the next captured node depends on: the last one captured, or the set that
    * cuStreamBeginCaptureToGraph / cuStreamUpdateCaptureDependencies gave */
   struct CUgraphNode_st **capture_deps;
@@ -499,6 +503,12 @@ void nvcu_capture_stream_gone(struct CUstream_st *st);
 /* ---- green.c ---- */
 /* The current context's SMs (a green context's, or every SM): what streams made in it take. */
 nvcu_sm_set nvcu_current_sms(unsigned long long *green_id);
+/* The SMs an execution-affinity context of `want` SMs gets on `device`: rounded up as a green
+ * context's group is, the lowest TPC slots, at most all; CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY
+ * where grids cannot be kept to some SMs. Under the library's lock. */
+CUresult nvcu_affinity_sms(int device, unsigned want, nvcu_sm_set *out, unsigned *count);
+/* The live green context with id `id`, or NULL (destroyed, or 0). Under the library's lock. */
+struct CUgreenCtx_st *nvcu_green_of_id(unsigned long long id);
 /* The context current on this thread, or NULL. */
 CUcontext nvcu_current_ctx(void);
 

@@ -234,3 +234,6 @@ CUresult cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle) {
   NVCU_UNLOCK();
   return r;
 }
+
+/* CUDA 4's name for it, with the same parameters (what clients built before CUDA 11 call). */
+NVCU_ALIAS(cuIpcOpenMemHandle, cuIpcOpenMemHandle_v2)

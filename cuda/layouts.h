@@ -20,6 +20,7 @@
   X(CUmemPoolPtrExportData, 64)                                                                    \
   X(CUipcMemHandle, 64)                                                                            \
   X(CUipcEventHandle, 64)                                                                          \
+  X(CUexecAffinityParam, 8)                                                                        \
   X(CUDA_ARRAY_DESCRIPTOR, 24)                                                                     \
   X(CUDA_ARRAY3D_DESCRIPTOR, 40)                                                                   \
   X(CUDA_RESOURCE_DESC, 144)                                                                       \

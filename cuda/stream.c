@@ -169,6 +169,7 @@ CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int 
                              .id = ++last_stream_id,
                              .domain_map = {.remote = 1}};
   st->sms = nvcu_current_sms(&st->green_id);
+  st->ctx = nvcu_current_ctx();
   NVCU_UNLOCK();
   *phStream = st;
   return CUDA_SUCCESS;
@@ -342,21 +343,42 @@ CUresult cuStreamGetPriority(CUstream hStream, int *priority) {
   return r;
 }
 
-/* The device's primary context: contexts of one device share everything here. */
+static int special_stream(CUstream s) {
+  return s == NULL || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
+/* The context that was current when the stream was made (for a green context's stream, the one
+ * cuCtxFromGreenCtx gives); for the NULL, legacy and per-thread streams, the current one. */
 CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
+  if (!pctx) return CUDA_ERROR_INVALID_VALUE;
   struct CUstream_st *st;
-  nvcu_device *d;
   NVCU_LOCK();
   CUresult r = nvcu_stream_get(hStream, &st);
-  if (!r) r = nvcu_device_get(st->device, &d);
-  if (!r && pctx) *pctx = &d->primary;
+  if (!r) *pctx = special_stream(hStream) ? nvcu_current_ctx() : st->ctx;
   NVCU_UNLOCK();
   return r;
 }
 
+/* A green context's stream answers with the green context and its device's primary context; any
+ * other with its context and no green one. */
 CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx) {
-  if (pGreenCtx) *pGreenCtx = NULL; /* no green contexts */
-  return cuStreamGetCtx(hStream, pCtx);
+  if (!pCtx || !pGreenCtx) return CUDA_ERROR_INVALID_VALUE;
+  struct CUstream_st *st;
+  nvcu_device *d = NULL;
+  NVCU_LOCK();
+  CUresult r = nvcu_stream_get(hStream, &st);
+  CUcontext c = r ? NULL : special_stream(hStream) ? nvcu_current_ctx() : st->ctx;
+  CUgreenCtx g = r                         ? NULL
+                 : special_stream(hStream) ? (c ? c->green : NULL)
+                                           : nvcu_green_of_id(st->green_id);
+  if (!r && g && hStream == CU_STREAM_PER_THREAD) r = CUDA_ERROR_INVALID_HANDLE;
+  if (!r && g) r = nvcu_device_get(st->device, &d);
+  if (!r) {
+    *pCtx = g ? &d->primary : c;
+    *pGreenCtx = g;
+  }
+  NVCU_UNLOCK();
+  return r;
 }
 
 CUresult cuStreamGetId(CUstream hStream, unsigned long long *streamId) {

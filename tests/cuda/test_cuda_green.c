@@ -186,6 +186,14 @@ static void test_green_launches(void) {
   OK(cuStreamCreate(&plain, CU_STREAM_NON_BLOCKING));
   OK(cuStreamGetGreenCtx(plain, &which));
   TEST_CHECK(which == NULL);
+  /* the stream's contexts: a green stream's is the green context over the primary context */
+  CUcontext of = NULL;
+  OK(cuStreamGetCtx(a.s, &of));
+  TEST_CHECK(of == a.ctx);
+  OK(cuStreamGetCtx_v2(a.s, &of, &which));
+  TEST_CHECK(which == a.g && of == primary);
+  OK(cuStreamGetCtx_v2(plain, &of, &which));
+  TEST_CHECK(which == NULL && of == primary);
   CUdeviceptr out;
   OK(cuMemAlloc_v2(&out, 4 * BLOCKS));
   /* each green context's stream: its 16 SMs at most, the two disjoint */
@@ -250,4 +258,65 @@ static void test_green_launches(void) {
   OK(cuModuleUnload(mod));
 }
 
-TEST_MAIN(TEST(test_proc_address), TEST(test_resources), TEST(test_green_launches))
+/* Execution affinity: a created context of 20 SMs gets 24 (green contexts' rounding), says so,
+ * and its grids keep to them; the usage-count calls of CUDA 2 on it. */
+static void test_exec_affinity(void) {
+  NEED_KERNELS();
+  CUdevResource dev;
+  NEED_GREEN(&dev);
+  int supported = 0;
+  OK(cuDeviceGetExecAffinitySupport(&supported, CU_EXEC_AFFINITY_TYPE_SM_COUNT, 0));
+  TEST_CHECK(supported == 1);
+  IS(cuDeviceGetExecAffinitySupport(&supported, CU_EXEC_AFFINITY_TYPE_MAX, 0),
+     CUDA_ERROR_INVALID_VALUE);
+  CUcontext primary, ctx, attached;
+  OK(cuCtxGetCurrent(&primary));
+  CUexecAffinityParam want = {.type = CU_EXEC_AFFINITY_TYPE_SM_COUNT}, got;
+  IS(cuCtxCreate_v3(&ctx, &want, 1, 0, 0), CUDA_ERROR_INVALID_VALUE); /* 0 SMs */
+  want.param.smCount.val = 20;
+  OK(cuCtxCreate_v3(&ctx, &want, 1, 0, 0));
+  OK(cuCtxGetExecAffinity(&got, CU_EXEC_AFFINITY_TYPE_SM_COUNT));
+  TEST_CHECK_MSG(got.type == CU_EXEC_AFFINITY_TYPE_SM_COUNT && got.param.smCount.val == 24,
+                 "an affinity of 20 SMs gave %u", got.param.smCount.val);
+  CUmodule mod;
+  CUfunction f;
+  if (cuModuleLoadData(&mod, smid_ptx) != CUDA_SUCCESS)
+    TEST_SKIP("the test's PTX does not load here (nvJitLink needed)");
+  OK(cuModuleGetFunction(&f, mod, "record_smid"));
+  CUdeviceptr out;
+  OK(cuMemAlloc_v2(&out, 4 * BLOCKS));
+  uint32_t seen[8];
+  launch_smid(f, NULL, out);
+  unsigned used = ran_on(out, seen);
+  TEST_CHECK_MSG(used >= 1 && used <= 24, "an affinity context's grid ran on %u SMs", used);
+  printf("  an execution-affinity context of 20 (24) SMs ran a grid on %u SMs\n", used);
+  /* usage counts: an attach, then two detaches, the second destroying the context */
+  OK(cuCtxAttach(&attached, 0));
+  TEST_CHECK(attached == ctx);
+  IS(cuCtxAttach(&attached, 1), CUDA_ERROR_INVALID_VALUE);
+  OK(cuMemFree_v2(out));
+  OK(cuModuleUnload(mod));
+  OK(cuCtxDetach(ctx));
+  OK(cuCtxGetExecAffinity(&got, CU_EXEC_AFFINITY_TYPE_SM_COUNT)); /* still current */
+  OK(cuCtxDetach(ctx));
+  CUcontext now = ctx;
+  OK(cuCtxGetCurrent(&now));
+  TEST_CHECK(now != ctx);
+  OK(cuCtxSetCurrent(primary));
+  IS(cuCtxDetach(ctx), CUDA_ERROR_INVALID_CONTEXT);
+  int sms = 0;
+  OK(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
+  OK(cuCtxGetExecAffinity(&got, CU_EXEC_AFFINITY_TYPE_SM_COUNT)); /* the primary context: all */
+  TEST_CHECK(got.param.smCount.val == (unsigned)sms);
+  /* CUDA 13's cuCtxCreate takes the same parameters */
+  CUctxCreateParams params = {.execAffinityParams = &want, .numExecAffinityParams = 1};
+  want.param.smCount.val = 8;
+  OK(cuCtxCreate_v4(&ctx, &params, 0, 0));
+  OK(cuCtxGetExecAffinity(&got, CU_EXEC_AFFINITY_TYPE_SM_COUNT));
+  TEST_CHECK(got.param.smCount.val == 8);
+  OK(cuCtxDestroy_v2(ctx));
+  OK(cuCtxSetCurrent(primary));
+}
+
+TEST_MAIN(TEST(test_proc_address), TEST(test_resources), TEST(test_green_launches),
+          TEST(test_exec_affinity))

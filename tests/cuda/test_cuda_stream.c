@@ -417,6 +417,25 @@ static void test_ids_and_attributes(void) {
   OK(cuCtxCreate_v2(&other, 0, 0));
   OK(cuCtxGetId(other, &c3));
   TEST_CHECK(c1 && c1 == c2 && c3 && c3 != c1);
+  /* a stream answers with the context it was made in; the NULL stream with the current one */
+  CUstream in_other;
+  CUcontext of = NULL;
+  CUgreenCtx green = (CUgreenCtx)&of;
+  OK(cuStreamCreate(&in_other, 0));
+  OK(cuCtxSetCurrent(cur));
+  OK(cuStreamGetCtx(in_other, &of));
+  TEST_CHECK(of == other);
+  OK(cuStreamGetCtx_v2(in_other, &of, &green));
+  TEST_CHECK(of == other && green == NULL);
+  OK(cuStreamGetCtx(a, &of));
+  TEST_CHECK(of == cur);
+  OK(cuStreamGetCtx(NULL, &of));
+  TEST_CHECK(of == cur);
+  OK(cuCtxSetCurrent(other));
+  OK(cuStreamGetCtx(CU_STREAM_LEGACY, &of));
+  TEST_CHECK(of == other);
+  TEST_CHECK(cuStreamGetCtx(a, NULL) == CUDA_ERROR_INVALID_VALUE);
+  OK(cuStreamDestroy_v2(in_other));
   OK(cuCtxDestroy_v2(other));
   OK(cuCtxSetCurrent(cur));
   /* attributes read back */
