@@ -162,30 +162,19 @@ static void function_facts(CUfunction f) {
   occupancy_facts(name, f);
 }
 
+/* The library reads the file itself (cuModuleLoad), as each library's own loader would. */
 static void module_facts(const char *path) {
-  FILE *file = fopen(path, "rb");
-  if (!file) {
-    printf("cubin %s unreadable\n", path);
-    return;
-  }
-  fseek(file, 0, SEEK_END);
-  long n = ftell(file);
-  fseek(file, 0, SEEK_SET);
-  char *image = n > 0 ? malloc((size_t)n) : NULL;
-  size_t got = image ? fread(image, 1, (size_t)n, file) : 0;
-  fclose(file);
   CUmodule mod;
   unsigned count = 0;
-  if (got == (size_t)n && n > 0 && !failed("module_load", cuModuleLoadData(&mod, image)) &&
-      !failed("function_count", cuModuleGetFunctionCount(&count, mod))) {
-    printf("function_count %u\n", count);
-    CUfunction *fs = calloc(count ? count : 1, sizeof *fs);
-    if (fs && !failed("functions", cuModuleEnumerateFunctions(fs, count, mod)))
-      for (unsigned i = 0; i < count; i++) function_facts(fs[i]);
-    free(fs);
-    cuModuleUnload(mod);
-  }
-  free(image);
+  if (failed("module_load", cuModuleLoad(&mod, path)) ||
+      failed("function_count", cuModuleGetFunctionCount(&count, mod)))
+    return;
+  printf("function_count %u\n", count);
+  CUfunction *fs = calloc(count ? count : 1, sizeof *fs);
+  if (fs && !failed("functions", cuModuleEnumerateFunctions(fs, count, mod)))
+    for (unsigned i = 0; i < count; i++) function_facts(fs[i]);
+  free(fs);
+  cuModuleUnload(mod);
 }
 
 /* Every code's name and text where either library knows it. */
