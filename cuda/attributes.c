@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -167,7 +168,7 @@ static int common_value(CUdevice_attribute a, int *v) {
     *v = 1024;
     return 1;
   case CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE:
-    *v = 134213632;
+    *v = 128 << 20; /* NVIDIA's library on an H100 (cuda_facts, driver 580) */
     return 1;
   case CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT:
     *v = 4;
@@ -185,11 +186,10 @@ static int common_value(CUdevice_attribute a, int *v) {
   case CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED:
   case CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS:
-  /* Stream memory operations (cuda/memops.c): 32 and 64 bits, every wait condition, both API
-   * versions; CAN_FLUSH_REMOTE_WRITES stays 0 (x86 platforms lack what it names). */
-  case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1:
-  case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1:
-  case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1:
+  /* Stream memory operations (cuda/memops.c): 32 and 64 bits, every wait condition;
+   * CAN_FLUSH_REMOTE_WRITES stays 0 (x86 platforms lack what it names). The _V1 attributes stay 0
+   * as NVIDIA's library has them since CUDA 12 (cuda_facts, driver 580), so that a client takes the
+   * same path with either library; the first API's entry points still work. */
   case CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS:
   case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR:
   /* A grid that fits on the GPU at once (cuLaunchCooperativeKernel). */
@@ -225,7 +225,9 @@ static int common_value(CUdevice_attribute a, int *v) {
   }
 }
 
-/* The host NUMA node the GPU hangs off, as the kernel's PCI device says (-1: none, or no NUMA). */
+/* The host NUMA node the GPU hangs off, as the kernel's PCI device says. A device the kernel puts
+ * on no node (-1, as in virtual machines) is near node 0 where the host has one: NVIDIA's library
+ * says 0 there (cuda_facts on an H100 in a VM, driver 580); -1 only without NUMA nodes at all. */
 static int host_numa_node(const nvhcq_device_info *info) {
   char path[96];
   snprintf(path, sizeof path, "/sys/bus/pci/devices/%04x:%02x:%02x.%x/numa_node", info->pci_domain,
@@ -236,6 +238,7 @@ static int host_numa_node(const nvhcq_device_info *info) {
     if (fscanf(f, "%d", &node) != 1) node = -1;
     fclose(f);
   }
+  if (node < 0 && access("/sys/devices/system/node/node0", F_OK) == 0) node = 0;
   return node;
 }
 

@@ -130,7 +130,11 @@ typedef enum CUsharedconfig_enum {
 typedef enum CUlimit_enum {
   CU_LIMIT_STACK_SIZE = 0,
   CU_LIMIT_PRINTF_FIFO_SIZE = 1,
-  CU_LIMIT_MALLOC_HEAP_SIZE = 2
+  CU_LIMIT_MALLOC_HEAP_SIZE = 2,
+  CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH = 3,
+  CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT = 4,
+  CU_LIMIT_MAX_L2_FETCH_GRANULARITY = 5,
+  CU_LIMIT_PERSISTING_L2_CACHE_SIZE = 6
 } CUlimit;
 typedef enum CUgraphNodeType_enum {
   CU_GRAPH_NODE_TYPE_KERNEL = 0,
@@ -839,6 +843,7 @@ typedef CUDA_RESOURCE_VIEW_DESC_v1 CUDA_RESOURCE_VIEW_DESC;
 #define CU_CTX_SCHED_SPIN                     0x01
 #define CU_CTX_SCHED_YIELD                    0x02
 #define CU_CTX_SCHED_BLOCKING_SYNC            0x04
+#define CU_CTX_MAP_HOST                       0x08
 
 #include "functions.h"
 

@@ -1,4 +1,4 @@
-/* Initialisation, errors and logging, devices and contexts (primary and created, with the
+/* Initialisation and logging, devices and contexts (primary and created, with the
  * per-thread current-context stack). */
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,76 +104,6 @@ CUresult nvcu_status(nvhcq_status s, const char *where) {
   CUresult r = cuda_code(s, message);
   nvcu_log("%s: %s (%s) -> CUDA code %d", where, message, nvhcq_status_name(s), (int)r);
   return r;
-}
-
-/* ---- errors ---- */
-
-static const char *error_name(CUresult e) {
-  switch (e) {
-#define NVCU_NAME_(name, value)                                                                    \
-  case name:                                                                                       \
-    return #name;
-    CU_RESULT_LIST(NVCU_NAME_)
-#undef NVCU_NAME_
-  default:
-    return NULL;
-  }
-}
-
-/* The descriptions of the codes clients print most; the rest are described by their name. */
-static const char *error_text(CUresult e) {
-  switch (e) {
-  case CUDA_SUCCESS:
-    return "no error";
-  case CUDA_ERROR_INVALID_VALUE:
-    return "invalid argument";
-  case CUDA_ERROR_OUT_OF_MEMORY:
-    return "out of memory";
-  case CUDA_ERROR_NOT_INITIALIZED:
-    return "initialization error";
-  case CUDA_ERROR_NO_DEVICE:
-    return "no CUDA-capable device is detected";
-  case CUDA_ERROR_INVALID_DEVICE:
-    return "invalid device ordinal";
-  case CUDA_ERROR_INVALID_IMAGE:
-    return "device kernel image is invalid";
-  case CUDA_ERROR_INVALID_CONTEXT:
-    return "invalid device context";
-  case CUDA_ERROR_NO_BINARY_FOR_GPU:
-    return "no kernel image is available for execution on the device";
-  case CUDA_ERROR_INVALID_PTX:
-    return "a PTX JIT compilation failed";
-  case CUDA_ERROR_INVALID_HANDLE:
-    return "invalid resource handle";
-  case CUDA_ERROR_NOT_FOUND:
-    return "named symbol not found";
-  case CUDA_ERROR_NOT_READY:
-    return "device not ready";
-  case CUDA_ERROR_ILLEGAL_ADDRESS:
-    return "an illegal memory access was encountered";
-  case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
-    return "too many resources requested for launch";
-  case CUDA_ERROR_LAUNCH_TIMEOUT:
-    return "the launch timed out and was terminated";
-  case CUDA_ERROR_MISALIGNED_ADDRESS:
-    return "misaligned address";
-  case CUDA_ERROR_NOT_SUPPORTED:
-    return "operation not supported";
-  default:
-    return error_name(e);
-  }
-}
-
-CUresult cuGetErrorString(CUresult error, const char **pStr) {
-  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
-  *pStr = error_text(error);
-  return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-}
-
-CUresult cuGetErrorName(CUresult error, const char **pStr) {
-  if (!pStr) return CUDA_ERROR_INVALID_VALUE;
-  *pStr = error_name(error);
-  return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ---- init and devices ---- */
@@ -523,7 +453,9 @@ CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx) {
 CUresult cuCtxGetFlags(unsigned int *flags) {
   if (!flags) return CUDA_ERROR_INVALID_VALUE;
   CUresult r = nvcu_current(NULL, NULL);
-  if (!r) *flags = ctx_stack[ctx_depth - 1]->flags;
+  /* Mapped pinned memory is always on (since CUDA 3.2), and NVIDIA's library says so: 0x8 for a
+   * primary context made with flags 0 (cuda_facts, driver 580). */
+  if (!r) *flags = ctx_stack[ctx_depth - 1]->flags | CU_CTX_MAP_HOST;
   return r;
 }
 
@@ -590,10 +522,20 @@ static uint32_t nvhcq_limit(CUlimit limit) {
                                               : 0;
 }
 
+/* Device-side cudaDeviceSynchronize went with CUDA 12's second dynamic-parallelism model, and its
+ * depth limit with it: NVIDIA's library answers CUDA_ERROR_UNSUPPORTED_LIMIT (driver 580). */
+static CUresult sync_depth_unsupported(const char *where) {
+  nvcu_log("%s: CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH: device-side synchronization does not exist since "
+           "CUDA 12, nor its depth limit",
+           where);
+  return CUDA_ERROR_UNSUPPORTED_LIMIT;
+}
+
 CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit) {
   static const size_t defaults[] = {1024, 1u << 20, 8u << 20, 2, 2048, 64, 0};
   if (!pvalue || (unsigned)limit >= sizeof defaults / sizeof *defaults)
     return CUDA_ERROR_INVALID_VALUE;
+  if (limit == CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH) return sync_depth_unsupported("cuCtxGetLimit");
   if (!nvhcq_limit(limit)) {
     *pvalue = defaults[limit];
     return CUDA_SUCCESS;
@@ -611,6 +553,7 @@ CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit) {
 /* CUDA's rule: the FIFO and heap sizes may change only before a kernel that uses them, else
  * CUDA_ERROR_INVALID_VALUE. */
 CUresult cuCtxSetLimit(CUlimit limit, size_t value) {
+  if (limit == CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH) return sync_depth_unsupported("cuCtxSetLimit");
   if (!nvhcq_limit(limit)) {
     nvcu_note("cuCtxSetLimit(%d, %zu): accepted, nvhcq sizes this by itself", (int)limit, value);
     return CUDA_SUCCESS;

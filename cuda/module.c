@@ -358,14 +358,13 @@ static CUresult new_function(CUmodule m, const char *name, nvhcq_kernel *k, CUfu
     free(f);
     return CUDA_ERROR_OUT_OF_MEMORY;
   }
-  *f = (struct CUfunc_st){.magic = NVCU_FUNC_MAGIC,
-                          .mod = m,
-                          .k = k,
-                          .name = f->name,
-                          .max_dynamic_shared = 48 * 1024,
-                          .carveout = -1};
+  *f = (struct CUfunc_st){
+      .magic = NVCU_FUNC_MAGIC, .mod = m, .k = k, .name = f->name, .carveout = -1};
   f->info.struct_size = sizeof f->info;
   CUresult r = nvcu_status(nvhcq_kernel_query_info(k, &f->info), name);
+  /* CUDA's default: static and dynamic shared memory within 48 KiB until the client opts in */
+  f->max_dynamic_shared =
+      f->info.shared_bytes < 48 * 1024 ? 48 * 1024 - (int)f->info.shared_bytes : 0;
   if (!r) r = read_params(f);
   if (r) {
     free(f->name);
@@ -404,7 +403,9 @@ CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod) {
   return CUDA_SUCCESS;
 }
 
-/* The first numFunctions kernels in the cubin's order, each as the handle lookups by name give. */
+/* The first numFunctions kernels, each as the handle lookups by name give, in NVIDIA's order: the
+ * reverse of the cubin's (nvcc writes the source's last kernel first, and NVIDIA's library lists
+ * them in source order; cuda_facts, driver 580). */
 CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions,
                                     CUmodule mod) {
   if (!functions) return CUDA_ERROR_INVALID_VALUE;
@@ -413,7 +414,7 @@ CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunct
   uint32_t n = nvhcq_module_kernel_count(mod->mod);
   CUresult r = CUDA_SUCCESS;
   for (uint32_t i = 0; !r && i < n && i < numFunctions; i++)
-    r = function_locked(mod, nvhcq_module_kernel_name(mod->mod, i), &functions[i]);
+    r = function_locked(mod, nvhcq_module_kernel_name(mod->mod, n - 1 - i), &functions[i]);
   NVCU_UNLOCK();
   return r;
 }
@@ -830,8 +831,11 @@ CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunc
                                                  int numBlocks, int blockSize) {
   if (!dynamicSmemSize || numBlocks <= 0) return CUDA_ERROR_INVALID_VALUE;
   int n = 0;
-  size_t lo = 0, hi = func ? func->info.max_dynamic_shared : 0;
-  /* The most bytes that still let numBlocks blocks reside: the count only falls as bytes grow. */
+  if (nvcu_func_check(func)) return CUDA_ERROR_INVALID_HANDLE;
+  /* The most bytes that still let numBlocks blocks reside (the count only falls as bytes grow),
+   * within what a launch of func may ask: NVIDIA's library answers 48 KiB for small kernels
+   * before cuFuncSetAttribute raises MAX_DYNAMIC_SHARED_SIZE_BYTES (cuda_facts, driver 580). */
+  size_t lo = 0, hi = (size_t)func->max_dynamic_shared;
   while (lo < hi) {
     size_t mid = (lo + hi + 1) / 2;
     CUresult r = blocks_per_sm(func, blockSize, mid, &n);

@@ -573,8 +573,8 @@ typedef struct nvhcq_kernel_info {
   const char *name;
   uint32_t registers;          /* per thread */
   uint32_t param_size;         /* bytes of arguments the kernel takes */
-  uint32_t shared_bytes;       /* static shared memory */
-  uint32_t local_bytes;        /* per-thread local memory (stack) */
+  uint32_t shared_bytes;       /* static shared memory the kernel declares */
+  uint32_t local_bytes;        /* per-thread local memory (stack) the kernel needs */
   uint32_t max_threads;        /* per block, from registers and launch bounds */
   uint32_t max_dynamic_shared; /* bytes of dynamic shared memory a launch may ask for */
   /* Added after the first 0.2 layout (a smaller struct_size leaves them out): */

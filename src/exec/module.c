@@ -423,17 +423,22 @@ uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic) {
 nvhcq_status nvhcq_kernel_query_info(const nvhcq_kernel *k, nvhcq_kernel_info *info) {
   NVHCQ_TRY(nvhcq_kernel_check(k));
   uint32_t base = nvhcq_kernel_static_shared(k);
+  /* What the kernel declares and needs, as CUDA reports them (cuda_facts against NVIDIA's library,
+   * driver 580): static shared memory without the reserved window CUDA 13 counts in the section,
+   * local memory without the 0x240 bytes above the stack top that launches add. */
+  uint32_t reserved = k->module->cubin->shared_reserved;
+  const nvhcq_cubin_kernel *c = k->cubin;
   nvhcq_kernel_info all = {
-      .name = k->cubin->name,
-      .registers = k->cubin->registers,
-      .param_size = k->cubin->param_size,
-      .shared_bytes = k->static_shared,
-      .local_bytes = k->local_bytes,
+      .name = c->name,
+      .registers = c->registers,
+      .param_size = c->param_size,
+      .shared_bytes = k->static_shared > reserved ? k->static_shared - reserved : 0,
+      .local_bytes = c->min_stack_size ? c->min_stack_size : c->frame_size,
       .max_threads = k->max_threads,
       .max_dynamic_shared = k->module->dev->compute_state.max_shared + NVHCQ_RESERVED_SHARED - base,
-      .param_count = k->cubin->param_count,
-      .cluster = {k->cubin->cluster_dims[0], k->cubin->cluster_dims[1], k->cubin->cluster_dims[2]},
-      .max_cluster_blocks = k->cubin->max_cluster_rank};
+      .param_count = c->param_count,
+      .cluster = {c->cluster_dims[0], c->cluster_dims[1], c->cluster_dims[2]},
+      .max_cluster_blocks = c->max_cluster_rank};
   return nvhcq_fill_sized(info, &all, sizeof all, offsetof(nvhcq_kernel_info, param_count),
                           "nvhcq_kernel_query_info");
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "hw/elf_read.h"
+#include "hw/occupancy.h"
 #include "util/align.h"
 
 /* ---- architecture ------------------------------------------------------------------------ */
@@ -569,6 +570,7 @@ static nvhcq_status nvhcq_elf_kernel_section(const nvhcq_elf *e, nvhcq_cubin *c,
     NVHCQ_TRY(nvhcq_need_data(s));
     return nvhcq_elf_kernel_remember(s, &e->kernel_info[k - c->kernels]);
   }
+  if (!strcmp(s->name, ".nv.shared.reserved.0")) c->shared_reserved = NVHCQ_RESERVED_SHARED;
   if (!strncmp(s->name, ".nv.shared.", 11) && (k = nvhcq_elf_kernel_named(e, c, s->name + 11))) {
     if (s->size > UINT32_MAX)
       return NVHCQ_BAD("%s: 0x%llx bytes of shared memory", s->name, (nvhcq_ull)s->size);

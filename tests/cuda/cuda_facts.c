@@ -33,11 +33,20 @@ static void device_facts(CUdevice d) {
     printf("%s %d\n", #n, v);
   CU_DEVICE_ATTRIBUTE_LIST(PRINT_ATTRIBUTE_)
 #undef PRINT_ATTRIBUTE_
-  size_t width = 0;
-  for (int channels = 1; channels <= 4; channels *= 2)
-    if (!failed("tex1d_linear_max_width", cuDeviceGetTexture1DLinearMaxWidth(
-                                              &width, CU_AD_FORMAT_FLOAT, (unsigned)channels, d)))
-      printf("tex1d_linear_max_width float%d %zu\n", channels, width);
+  static const struct {
+    CUarray_format format;
+    const char *name;
+  } formats[] = {{CU_AD_FORMAT_UNSIGNED_INT8, "u8"},
+                 {CU_AD_FORMAT_UNSIGNED_INT16, "u16"},
+                 {CU_AD_FORMAT_HALF, "half"},
+                 {CU_AD_FORMAT_FLOAT, "float"}};
+  for (size_t f = 0; f < sizeof formats / sizeof *formats; f++)
+    for (int channels = 1; channels <= 4; channels *= 2) {
+      size_t width = 0;
+      if (!failed("tex1d_linear_max_width", cuDeviceGetTexture1DLinearMaxWidth(
+                                                &width, formats[f].format, (unsigned)channels, d)))
+        printf("tex1d_linear_max_width %s%d %zu\n", formats[f].name, channels, width);
+    }
 }
 
 static void context_facts(CUdevice d) {
@@ -51,6 +60,9 @@ static void context_facts(CUdevice d) {
     return;
   if (!failed("api_version", cuCtxGetApiVersion(ctx, &api))) printf("api_version %u\n", api);
   if (!failed("ctx_flags", cuCtxGetFlags(&flags))) printf("ctx_flags 0x%x\n", flags);
+  size_t free_bytes = 0, total_bytes = 0;
+  if (!failed("mem_info", cuMemGetInfo_v2(&free_bytes, &total_bytes)))
+    printf("mem_info_total %zu\n", total_bytes);
   for (int l = 0; l <= 6; l++) {
     size_t value = 0;
     char key[32];
@@ -136,6 +148,29 @@ static void occupancy_facts(const char *name, CUfunction f) {
   for (int n = 1; n <= 4; n *= 2) {
     size_t bytes = 0;
     snprintf(key, sizeof key, "available_shared %s %d", name, n);
+    if (!failed(key, cuOccupancyAvailableDynamicSMemPerBlock(&bytes, f, n, 128)))
+      printf("%s %zu\n", key, bytes);
+  }
+  /* the same once the kernel may take all the shared memory a block can have */
+  int optin = 0, most = 0;
+  CUdevice d;
+  if (failed("func_device", cuCtxGetDevice(&d)) ||
+      failed("optin", cuDeviceGetAttribute(
+                          &optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d)))
+    return;
+  int static_shared = 0;
+  if (failed("static_shared",
+             cuFuncGetAttribute(&static_shared, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f)))
+    return;
+  snprintf(key, sizeof key, "raised_dynamic_shared %s", name);
+  if (failed(key, cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     optin - static_shared)) ||
+      failed(key, cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f)))
+    return;
+  printf("%s %d\n", key, most);
+  for (int n = 1; n <= 4; n *= 2) {
+    size_t bytes = 0;
+    snprintf(key, sizeof key, "available_shared_raised %s %d", name, n);
     if (!failed(key, cuOccupancyAvailableDynamicSMemPerBlock(&bytes, f, n, 128)))
       printf("%s %zu\n", key, bytes);
   }

@@ -75,9 +75,6 @@ static void test_names(void) {
 static void test_attributes(void) {
   NEED_DEVICE();
   static const CUdevice_attribute yes[] = {
-      CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1,
-      CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1,
-      CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1,
       CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
       CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR,
       CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
@@ -87,9 +84,18 @@ static void test_attributes(void) {
     OK(cuDeviceGetAttribute(&v, yes[i], 0));
     TEST_CHECK_MSG(v == 1, "attribute %d is %d", (int)yes[i], v);
   }
+  /* 0 as NVIDIA's library says since CUDA 12, though the first API's calls work */
+  static const CUdevice_attribute no[] = {
+      CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1,
+      CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1,
+      CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1,
+      CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH,
+  };
   int v = -1;
-  OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH, 0));
-  TEST_CHECK(v == 0);
+  for (size_t i = 0; i < sizeof no / sizeof *no; i++) {
+    OK(cuDeviceGetAttribute(&v, no[i], 0));
+    TEST_CHECK_MSG(v == 0, "attribute %d is %d", (int)no[i], v);
+  }
   OK(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES, 0));
   TEST_CHECK(v == 0);
 }
@@ -579,12 +585,17 @@ static void test_context_calls(void) {
   NEED_DEVICE();
   unsigned int before = 0, flags = 0;
   OK(cuCtxGetFlags(&before));
-  OK(cuCtxSetFlags(0x80 | 0x4)); /* SYNC_MEMOPS | SCHED_BLOCKING_SYNC */
+  TEST_CHECK(before & CU_CTX_MAP_HOST); /* always on, as NVIDIA's library reports it */
+  OK(cuCtxSetFlags(0x80 | 0x4));        /* SYNC_MEMOPS | SCHED_BLOCKING_SYNC */
   OK(cuCtxGetFlags(&flags));
-  TEST_CHECK(flags == (0x80 | 0x4));
+  TEST_CHECK(flags == (0x80 | 0x8 | 0x4));
   TEST_CHECK(cuCtxSetFlags(0x100) == CUDA_ERROR_INVALID_VALUE);
   OK(cuCtxGetFlags(&flags));
-  TEST_CHECK(flags == (0x80 | 0x4));
+  TEST_CHECK(flags == (0x80 | 0x8 | 0x4));
+  size_t depth = 0;
+  TEST_CHECK(cuCtxGetLimit(&depth, CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH) ==
+             CUDA_ERROR_UNSUPPORTED_LIMIT);
+  TEST_CHECK(cuCtxSetLimit(CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH, 4) == CUDA_ERROR_UNSUPPORTED_LIMIT);
   OK(cuCtxSetFlags(before));
   CUstream s, t;
   OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
