@@ -222,6 +222,28 @@ static void error_facts(void) {
   }
 }
 
+/* The first API's names, with 32-bit sizes and device pointers, that the library still exports:
+ * what each answers when a client finds it by name (dlsym, ctypes). */
+static void legacy_facts(CUdevice d) {
+  typedef CUresult (*total_fn)(unsigned *, CUdevice);
+  typedef CUresult (*info_fn)(unsigned *, unsigned *);
+  typedef CUresult (*alloc_fn)(unsigned *, unsigned);
+  typedef CUresult (*free_fn)(unsigned);
+  unsigned a[2] = {0, 0}, b[2] = {0, 0};
+  total_fn total = (total_fn)dlsym(RTLD_DEFAULT, "cuDeviceTotalMem");
+  info_fn info = (info_fn)dlsym(RTLD_DEFAULT, "cuMemGetInfo");
+  alloc_fn alloc = (alloc_fn)dlsym(RTLD_DEFAULT, "cuMemAlloc");
+  free_fn release = (free_fn)dlsym(RTLD_DEFAULT, "cuMemFree");
+  if (total) printf("legacy cuDeviceTotalMem %d %u\n", (int)total(a, d), a[0]);
+  if (info) printf("legacy cuMemGetInfo %d\n", (int)info(a, b));
+  a[0] = a[1] = 0;
+  if (alloc) {
+    CUresult r = alloc(a, 4096);
+    printf("legacy cuMemAlloc %d %s\n", (int)r, a[0] ? "nonzero" : "zero");
+    if (!r && release) printf("legacy cuMemFree %d\n", (int)release(a[0]));
+  }
+}
+
 int main(int argc, char **argv) {
   Dl_info where;
   if (dladdr((void *)cuInit, &where) && where.dli_fname)
@@ -237,6 +259,7 @@ int main(int argc, char **argv) {
   device_facts(d);
   context_facts(d);
   memory_facts();
+  legacy_facts(d);
   if (argc > 1) module_facts(argv[1]);
   return 0;
 }
