@@ -647,6 +647,15 @@ static CUresult launch(CUfunction f, const nvhcq_launch_config *c, const CUlaunc
                        CUstream hStream, void **kernelParams, void **extra) {
   CUresult r = nvcu_func_check(f);
   if (r) return r;
+  /* CUDA's opt-in rule: more than 48 KiB of shared memory in all only after the client raised
+   * MAX_DYNAMIC_SHARED_SIZE_BYTES; NVIDIA's library refuses the launch, not the kernel. */
+  if (c->dynamic_shared > (uint32_t)f->max_dynamic_shared) {
+    nvcu_log("launch of %s: %u bytes of dynamic shared memory, more than its "
+             "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (%d); raise it with "
+             "cuFuncSetAttribute first",
+             f->name, c->dynamic_shared, f->max_dynamic_shared);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   nvcu_op op = {.kind = CU_GRAPH_NODE_TYPE_KERNEL,
                 .func = f,
                 .grid = c->grid,

@@ -552,6 +552,18 @@ static void test_kernels(void) {
   cluster.value.clusterDim.x = 3;
   TEST_CHECK(cuLaunchKernelEx(&cfg, f, params, NULL) != CUDA_SUCCESS);
   cfg.numAttrs = 0;
+  /* more dynamic shared memory than MAX_DYNAMIC_SHARED_SIZE_BYTES: refused until raised */
+  int most = 0;
+  OK(cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f));
+  TEST_CHECK_MSG(most == 48 * 1024, "%d bytes by default", most);
+  cfg.sharedMemBytes = (unsigned)most + 1024;
+  TEST_CHECK(cuLaunchKernelEx(&cfg, f, params, NULL) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, cfg.sharedMemBytes, NULL, params, NULL) ==
+             CUDA_ERROR_INVALID_VALUE);
+  OK(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, most + 1024));
+  OK(cuLaunchKernelEx(&cfg, f, params, NULL));
+  OK(cuCtxSynchronize());
+  check_values(d, n, 1 + 3 + 10 + 3 + 3 + 3);
   OK(cuMemFree_v2(d));
   OK(cuModuleUnload(mod));
 }
