@@ -57,10 +57,13 @@ const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc)
 int nvhcq_module_name_pc(const nvhcq_device *dev, uint64_t pc, const char **kernel,
                          uint64_t *offset);
 
-/* Static shared memory of a block of `k`: what the compiler recorded (the system reserve
- * included), or the reserve alone. */
+/* Static shared memory of a block of `k`, the system reserve included: CUDA counts 1 KiB per
+ * block above what the kernel declares (reservedSharedMemPerBlock, sm_80 and later). CUDA 13's
+ * sm_90+ cubins already count it in each kernel's section (the file then has the reserved window,
+ * cubin->shared_reserved); sm_80/sm_89 cubins and kernels with no section of their own do not. */
 static inline uint32_t nvhcq_kernel_static_shared(const nvhcq_kernel *k) {
-  return k->static_shared ? k->static_shared : NVHCQ_RESERVED_SHARED;
+  if (k->static_shared && k->module->cubin->shared_reserved) return k->static_shared;
+  return k->static_shared + NVHCQ_RESERVED_SHARED;
 }
 
 /* Shared memory a block of `k` occupies with `dynamic` bytes more: static (the system reserve
