@@ -114,3 +114,38 @@ CUresult cuLaunchGrid(CUfunction f, int grid_width, int grid_height) {
 CUresult cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream) {
   return launch_legacy(f, grid_width, grid_height, hStream, "cuLaunchGridAsync");
 }
+
+/* ---- the first API's 32-bit names (before CUDA 3.2) ---- */
+
+/* What NVIDIA's library answers when a 64-bit client finds these names (dlsym, ctypes) rather than
+ * the _v2 ones its headers name (cuda_facts on an H100, driver 580): cuDeviceTotalMem succeeds
+ * and reports 0 bytes (the total does not fit its 32 bits), and cuMemGetInfo and cuMemAlloc,
+ * whose 32-bit device pointers no 64-bit context has, refuse with CUDA_ERROR_INVALID_CONTEXT. */
+CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev);
+CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total);
+CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize);
+
+CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev) {
+  if (!bytes) return CUDA_ERROR_INVALID_VALUE;
+  size_t total = 0;
+  CUresult r = cuDeviceTotalMem_v2(&total, dev);
+  if (!r) *bytes = total > 0xffffffffu ? 0 : (unsigned int)total;
+  return r;
+}
+
+static CUresult no_32_bit_context(const char *name) {
+  nvcu_log("%s: the 32-bit API (before CUDA 3.2) has no context in a 64-bit process, as in "
+           "NVIDIA's library; call %s_v2",
+           name, name);
+  return CUDA_ERROR_INVALID_CONTEXT;
+}
+
+CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total) {
+  (void)free_bytes, (void)total;
+  return no_32_bit_context("cuMemGetInfo");
+}
+
+CUresult cuMemAlloc(unsigned int *dptr, unsigned int bytesize) {
+  (void)dptr, (void)bytesize;
+  return no_32_bit_context("cuMemAlloc");
+}

@@ -589,7 +589,7 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfu
     *pi = (int)k->shared_bytes;
     break;
   case CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES:
-    *pi = 0;
+    *pi = (int)k->constant_bytes;
     break;
   case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
     *pi = (int)k->local_bytes;
@@ -703,6 +703,12 @@ CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel ker
 static CUresult blocks_per_sm(CUfunction f, int block, size_t shared, int *out) {
   if (nvcu_func_check(f)) return CUDA_ERROR_INVALID_HANDLE;
   if (block <= 0) return CUDA_ERROR_INVALID_VALUE;
+  /* More than the function's MAX_DYNAMIC_SHARED_SIZE_BYTES cannot be launched: no blocks, as
+   * NVIDIA's library answers (cuda_facts, driver 580). */
+  if (shared > (size_t)f->max_dynamic_shared) {
+    *out = 0;
+    return CUDA_SUCCESS;
+  }
   nvhcq_occupancy o = {.struct_size = sizeof o};
   NVCU_LOCK();
   nvhcq_status s =
@@ -830,21 +836,19 @@ CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func,
 CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func,
                                                  int numBlocks, int blockSize) {
   if (!dynamicSmemSize || numBlocks <= 0) return CUDA_ERROR_INVALID_VALUE;
-  int n = 0;
-  if (nvcu_func_check(func)) return CUDA_ERROR_INVALID_HANDLE;
-  /* The most bytes that still let numBlocks blocks reside (the count only falls as bytes grow),
-   * within what a launch of func may ask: NVIDIA's library answers 48 KiB for small kernels
-   * before cuFuncSetAttribute raises MAX_DYNAMIC_SHARED_SIZE_BYTES (cuda_facts, driver 580). */
-  size_t lo = 0, hi = (size_t)func->max_dynamic_shared;
-  while (lo < hi) {
-    size_t mid = (lo + hi + 1) / 2;
-    CUresult r = blocks_per_sm(func, blockSize, mid, &n);
-    if (r) return r;
-    if (n >= numBlocks)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  *dynamicSmemSize = lo;
+  int n = 0, per_sm = 0;
+  CUresult r = blocks_per_sm(func, blockSize, 0, &n);
+  if (!r)
+    r = cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+                             func->mod->device);
+  if (r) return r;
+  /* NVIDIA's rule, read from its answers (cuda_facts on an H100, driver 580): the SM's shared
+   * memory split numBlocks ways, less the declared static size, without the 1 KiB per-block
+   * reserve; within MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB until raised). 0 when the blocks do not
+   * fit for other reasons (threads, registers). Split sizes are taken in the SM's 128-byte unit. */
+  size_t share = ((size_t)per_sm / (size_t)numBlocks) & ~(size_t)127;
+  size_t most = share > func->info.shared_bytes ? share - func->info.shared_bytes : 0;
+  if (most > (size_t)func->max_dynamic_shared) most = (size_t)func->max_dynamic_shared;
+  *dynamicSmemSize = n >= numBlocks ? most : 0;
   return CUDA_SUCCESS;
 }

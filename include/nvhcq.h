@@ -105,7 +105,7 @@ typedef struct nvhcq_device_info {
   uint32_t sms_per_tpc;    /* streaming multiprocessors per TPC */
   uint32_t sm_count;       /* multiprocessors that can run work */
   uint32_t warps_per_sm;   /* resident warps per multiprocessor */
-  uint64_t memory_bytes;   /* device memory */
+  uint64_t memory_bytes;   /* device memory allocations draw from (the driver's heap) */
   char driver_version[32]; /* "580.159.04" */
   int open_kernel_module;  /* 1 for NVIDIA's open kernel module, 0 for the proprietary one */
   uint32_t pci_domain, pci_bus, pci_device, pci_function;
@@ -581,6 +581,7 @@ typedef struct nvhcq_kernel_info {
   uint32_t param_count; /* parameters; nvhcq_kernel_query_param describes each */
   nvhcq_dim3 cluster;   /* blocks per cluster fixed at compile time (__cluster_dims__), or 0s */
   uint32_t max_cluster_blocks; /* a cluster-size bound from __launch_bounds__'s third value, or 0 */
+  uint32_t constant_bytes; /* the module's __constant__ memory (constant bank 3), every kernel */
 } nvhcq_kernel_info;
 
 /* Loads a cubin (ELF) built for this GPU's architecture. The image may be freed afterwards. */

@@ -163,11 +163,14 @@ static nvhcq_status read_gr_info(nvhcq_device *dev) {
   return count_sms(dev);
 }
 
+/* The total is RM's heap, not the board's RAM: what allocations draw from, and what CUDA reports
+ * (cuDeviceTotalMem_v2 of NVIDIA's library on an H100 80GB, driver 580: 85017493504 bytes, the
+ * HEAP_SIZE index; TOTAL_RAM_SIZE said 480 MiB more, read with every FB-info index listed). */
 static nvhcq_status read_fb_info(nvhcq_device *dev, uint64_t *total_kib, uint64_t *free_kib) {
   NV2080_CTRL_FB_GET_INFO_V2_PARAMS p;
   memset(&p, 0, sizeof p);
   p.fbInfoListSize = 2;
-  p.fbInfoList[0].index = NV2080_CTRL_FB_INFO_INDEX_TOTAL_RAM_SIZE;
+  p.fbInfoList[0].index = NV2080_CTRL_FB_INFO_INDEX_HEAP_SIZE;
   p.fbInfoList[1].index = NV2080_CTRL_FB_INFO_INDEX_HEAP_FREE;
   NVHCQ_TRY(nvhcq_rm_control(&dev->rm, dev->h_subdevice, NV2080_CTRL_CMD_FB_GET_INFO_V2, &p,
                              dev->rm.branch->fb_info_params_size));

@@ -420,6 +420,14 @@ uint32_t nvhcq_kernel_shared_total(const nvhcq_kernel *k, uint32_t dynamic) {
   return NVHCQ_ALIGN_UP(base + dynamic, 128u);
 }
 
+/* CUDA's CONST_SIZE_BYTES: the module's bank 3 (__constant__ variables), the same for each of its
+ * kernels (NVIDIA's library, driver 580, on a cubin with 32 bytes of them). */
+static uint32_t module_constant_bytes(const nvhcq_cubin *c) {
+  for (uint32_t i = 0; i < c->cbank_count; i++)
+    if (c->cbanks[i].bank == 3) return (uint32_t)c->cbanks[i].size;
+  return 0;
+}
+
 nvhcq_status nvhcq_kernel_query_info(const nvhcq_kernel *k, nvhcq_kernel_info *info) {
   NVHCQ_TRY(nvhcq_kernel_check(k));
   uint32_t base = nvhcq_kernel_static_shared(k);
@@ -438,7 +446,8 @@ nvhcq_status nvhcq_kernel_query_info(const nvhcq_kernel *k, nvhcq_kernel_info *i
       .max_dynamic_shared = k->module->dev->compute_state.max_shared + NVHCQ_RESERVED_SHARED - base,
       .param_count = c->param_count,
       .cluster = {c->cluster_dims[0], c->cluster_dims[1], c->cluster_dims[2]},
-      .max_cluster_blocks = c->max_cluster_rank};
+      .max_cluster_blocks = c->max_cluster_rank,
+      .constant_bytes = module_constant_bytes(k->module->cubin)};
   return nvhcq_fill_sized(info, &all, sizeof all, offsetof(nvhcq_kernel_info, param_count),
                           "nvhcq_kernel_query_info");
 }

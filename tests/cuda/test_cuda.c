@@ -557,6 +557,17 @@ static void test_kernels(void) {
   OK(cuFuncGetAttribute(&most, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f));
   TEST_CHECK_MSG(most == 48 * 1024, "%d bytes by default", most);
   cfg.sharedMemBytes = (unsigned)most + 1024;
+  /* NVIDIA's occupancy answers (driver 580): no blocks beyond that size; the SM's shared memory
+   * split n ways, less static, within it */
+  int per_sm = 0;
+  size_t avail = 0;
+  OK(cuDeviceGetAttribute(&per_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 0));
+  OK(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, 128, cfg.sharedMemBytes));
+  TEST_CHECK_MSG(blocks == 0, "%d blocks", blocks);
+  OK(cuOccupancyAvailableDynamicSMemPerBlock(&avail, f, 1, 128));
+  TEST_CHECK_MSG(avail == (size_t)most, "%zu bytes for 1 block", avail);
+  OK(cuOccupancyAvailableDynamicSMemPerBlock(&avail, f, 8, 128));
+  TEST_CHECK_MSG(avail == (size_t)per_sm / 8, "%zu bytes for 8 blocks", avail);
   TEST_CHECK(cuLaunchKernelEx(&cfg, f, params, NULL) == CUDA_ERROR_INVALID_VALUE);
   TEST_CHECK(cuLaunchKernel(f, 1, 1, 1, 128, 1, 1, cfg.sharedMemBytes, NULL, params, NULL) ==
              CUDA_ERROR_INVALID_VALUE);

@@ -192,6 +192,28 @@ static void logs_overflow_and_file(void) {
   TEST_CHECK(cuLogsDumpToFile(NULL, "/nonexistent-dir/log", 0) == CUDA_ERROR_INVALID_VALUE);
 }
 
+/* The 32-bit names a client finds by name answer as NVIDIA's do (driver 580): the total does
+ * not fit, and no 64-bit context has 32-bit device pointers. */
+static void test_legacy_names(void) {
+  NEED_DEVICE();
+  CUresult (*total)(unsigned *, CUdevice) =
+      (CUresult(*)(unsigned *, CUdevice))own("cuDeviceTotalMem");
+  CUresult (*info)(unsigned *, unsigned *) =
+      (CUresult(*)(unsigned *, unsigned *))own("cuMemGetInfo");
+  CUresult (*alloc)(unsigned *, unsigned) = (CUresult(*)(unsigned *, unsigned))own("cuMemAlloc");
+  TEST_CHECK(total && info && alloc);
+  if (!total || !info || !alloc) return;
+  unsigned a = 7, b = 7;
+  size_t full = 0;
+  OK(cuDeviceTotalMem_v2(&full, 0));
+  OK(total(&a, 0));
+  TEST_CHECK_MSG(a == (full > 0xffffffffu ? 0u : (unsigned)full), "%u bytes", a);
+  TEST_CHECK(total(NULL, 0) == CUDA_ERROR_INVALID_VALUE);
+  TEST_CHECK(info(&a, &b) == CUDA_ERROR_INVALID_CONTEXT);
+  a = 0;
+  TEST_CHECK(alloc(&a, 4096) == CUDA_ERROR_INVALID_CONTEXT && a == 0);
+}
+
 /* Without a device (CI), cuInit's failure is in the log with its reason. */
 static void logs_init(void) {
   CUlogIterator it;
@@ -520,8 +542,13 @@ static void test_flush_and_texture(void) {
   OK(cuDeviceGetAttribute(&attr, CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH, 0));
   OK(cuDeviceGetTexture1DLinearMaxWidth(&w, CU_AD_FORMAT_FLOAT, 4, 0));
   TEST_CHECK_MSG(w == (size_t)1 << 28 && w == (size_t)attr, "%zu elements, attribute %d", w, attr);
+  /* 4 GiB of elements, at most 2^30 (NVIDIA's answers, driver 580) */
   OK(cuDeviceGetTexture1DLinearMaxWidth(&w, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0));
-  TEST_CHECK(w == (size_t)1 << 28);
+  TEST_CHECK_MSG(w == (size_t)1 << 30, "u8: %zu", w);
+  OK(cuDeviceGetTexture1DLinearMaxWidth(&w, CU_AD_FORMAT_HALF, 4, 0));
+  TEST_CHECK_MSG(w == (size_t)1 << 29, "half4: %zu", w);
+  OK(cuDeviceGetTexture1DLinearMaxWidth(&w, CU_AD_FORMAT_FLOAT, 2, 0));
+  TEST_CHECK_MSG(w == (size_t)1 << 29, "float2: %zu", w);
   TEST_CHECK(cuDeviceGetTexture1DLinearMaxWidth(&w, CU_AD_FORMAT_FLOAT, 3, 0) ==
              CUDA_ERROR_INVALID_VALUE);
   TEST_CHECK(cuDeviceGetTexture1DLinearMaxWidth(&w, (CUarray_format)0x77, 1, 0) ==
@@ -839,7 +866,8 @@ static void test_cluster_size(void) {
   unload_fill(mod);
 }
 
-TEST_MAIN(TEST(test_names), TEST(test_logs), TEST(test_peer_access), TEST(test_pool_locations),
-          TEST(test_pool_access), TEST(test_attach_mem), TEST(test_tensor_map_replace),
-          TEST(test_flush_and_texture), TEST(test_legacy_launch), TEST(test_peer_kernel),
-          TEST(test_kernel_cache_config), TEST(test_cluster_size), TEST(test_big_params))
+TEST_MAIN(TEST(test_names), TEST(test_legacy_names), TEST(test_logs), TEST(test_peer_access),
+          TEST(test_pool_locations), TEST(test_pool_access), TEST(test_attach_mem),
+          TEST(test_tensor_map_replace), TEST(test_flush_and_texture), TEST(test_legacy_launch),
+          TEST(test_peer_kernel), TEST(test_kernel_cache_config), TEST(test_cluster_size),
+          TEST(test_big_params))

@@ -320,6 +320,12 @@ static void t_constant_rewrite(void) {
   TEST_CHECK(nvhcq_module_get_global(mod, "const_table", &table_addr, &size) == NVHCQ_SUCCESS &&
              size == 32);
   nvhcq_kernel *k = kernel("use_globals");
+  /* the module's __constant__ bytes, as CUDA's CONST_SIZE_BYTES counts them for each kernel */
+  nvhcq_kernel_info info = {.struct_size = sizeof info};
+  TEST_CHECK(nvhcq_kernel_query_info(k, &info) == NVHCQ_SUCCESS);
+  TEST_CHECK_MSG(info.constant_bytes == 32, "%u bytes of __constant__", info.constant_bytes);
+  TEST_CHECK(nvhcq_kernel_query_info(kernel("empty"), &info) == NVHCQ_SUCCESS &&
+             info.constant_bytes == 32);
   nvhcq_buffer *out[2] = {alloc(256 * 4), alloc(256 * 4)}, *h;
   nvhcq_queue *cq, *q;
   nvhcq_signal *s;
