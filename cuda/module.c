@@ -598,6 +598,8 @@ CUresult cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfu
     *pi = (int)k->registers;
     break;
   case CU_FUNC_ATTRIBUTE_PTX_VERSION:
+    *pi = (int)k->ptx_sm;
+    break;
   case CU_FUNC_ATTRIBUTE_BINARY_VERSION:
     *pi = (int)sm;
     break;

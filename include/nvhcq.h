@@ -582,6 +582,7 @@ typedef struct nvhcq_kernel_info {
   nvhcq_dim3 cluster;   /* blocks per cluster fixed at compile time (__cluster_dims__), or 0s */
   uint32_t max_cluster_blocks; /* a cluster-size bound from __launch_bounds__'s third value, or 0 */
   uint32_t constant_bytes; /* the module's __constant__ memory (constant bank 3), every kernel */
+  uint32_t ptx_sm; /* the PTX target the code was assembled from (80: compute_80), else the SM */
 } nvhcq_kernel_info;
 
 /* Loads a cubin (ELF) built for this GPU's architecture. The image may be freed afterwards. */

@@ -447,7 +447,8 @@ nvhcq_status nvhcq_kernel_query_info(const nvhcq_kernel *k, nvhcq_kernel_info *i
       .param_count = c->param_count,
       .cluster = {c->cluster_dims[0], c->cluster_dims[1], c->cluster_dims[2]},
       .max_cluster_blocks = c->max_cluster_rank,
-      .constant_bytes = module_constant_bytes(k->module->cubin)};
+      .constant_bytes = module_constant_bytes(k->module->cubin),
+      .ptx_sm = k->module->cubin->ptx_sm ? k->module->cubin->ptx_sm : k->module->cubin->sm};
   return nvhcq_fill_sized(info, &all, sizeof all, offsetof(nvhcq_kernel_info, param_count),
                           "nvhcq_kernel_query_info");
 }

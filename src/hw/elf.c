@@ -583,6 +583,19 @@ static nvhcq_status nvhcq_elf_kernel_section(const nvhcq_elf *e, nvhcq_cubin *c,
   return NVHCQ_SUCCESS;
 }
 
+/* The note ptxas leaves in .note.nv.cuinfo: an ELF note (name "NVIDIA Corp", type 1000) whose
+ * 8-byte description holds a u16 format (2), the u16 SM of the PTX's .target and the u32 toolkit
+ * version (a cubin assembled for sm_90 from PTX for sm_80 says 80, and NVIDIA's library reports
+ * that as CU_FUNC_ATTRIBUTE_PTX_VERSION). A missing or odd note leaves ptx_sm 0. */
+static void nvhcq_cubin_read_cuinfo(const nvhcq_elf *e, nvhcq_cubin *c) {
+  const nvhcq_elf_section *s = nvhcq_elf_find(e, ".note.nv.cuinfo", "");
+  if (!s || !s->has_data || s->size < 12) return;
+  const uint8_t *p = e->data + s->offset;
+  uint64_t name = (nvhcq_rd32(p) + 3ull) & ~3ull, desc = nvhcq_rd32(p + 4);
+  if (nvhcq_rd32(p + 8) != 1000 || desc < 4 || 12 + name + desc > s->size) return;
+  if (nvhcq_rd16(p + 12 + name) == 2) c->ptx_sm = nvhcq_rd16(p + 12 + name + 2);
+}
+
 /* EIATTRs in .nv.info that name kernels by symbol (registers, frame and stack sizes). */
 static nvhcq_status nvhcq_cubin_read_module_info(const nvhcq_elf *e, nvhcq_cubin *c) {
   const nvhcq_elf_section *s = nvhcq_elf_find(e, ".nv.info", "");
@@ -710,6 +723,7 @@ static nvhcq_status nvhcq_cubin_read_kernels(nvhcq_elf *e, nvhcq_cubin *c) {
   for (uint32_t i = 0; i < e->section_count; i++)
     NVHCQ_TRY(nvhcq_elf_kernel_section(e, c, &e->sections[i]));
   NVHCQ_TRY(nvhcq_cubin_read_module_info(e, c));
+  nvhcq_cubin_read_cuinfo(e, c);
   NVHCQ_TRY(nvhcq_cubin_alloc_params(e, c));
   uint64_t pool_used = 0;
   for (uint32_t i = 0; i < c->kernel_count; i++)

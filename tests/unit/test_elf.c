@@ -288,6 +288,8 @@ static void check_resources(const arch_case *a, const blob *b, nvhcq_cubin *c) {
   /* the window the file says every kernel's section counts (CUDA 13's .nv.shared.reserved.0) */
   TEST_CHECK_MSG(c->shared_reserved == a->reserved_shared, "%s: reserved %u, expected %u", a->arch,
                  c->shared_reserved, a->reserved_shared);
+  /* built from PTX for the same target: the note names it */
+  TEST_CHECK_MSG(c->ptx_sm == a->sm, "%s: PTX target %u", a->arch, c->ptx_sm);
   for (int i = 0; i < NK; i++) {
     const nvhcq_cubin_kernel *k = nvhcq_cubin_find_kernel(c, kernel_names[i]);
     if (!k) continue;
