@@ -29,8 +29,10 @@ static nvhcq_status nvhcq_cubin_read_compat(const nvhcq_elf *e, nvhcq_cubin *c) 
 }
 
 /* ELF ABI version 8 (CUDA 13) keeps the SM in e_flags bits 8..15 and "a" in bit 3; version 7 and
- * older keep the SM in bits 0..7 and "a" in bit 11. ptxas 13.0 leaves bit 3 clear for sm_90a and
- * sm_100a and marks them in .nv.compat instead, so both places are read. */
+ * older keep the SM in bits 0..7, "a" in bit 11 and the PTX target in bits 16..23 (ptxas 12.8:
+ * 0x50055a for sm_90 code from PTX for sm_80; version 8 puts that in .note.nv.cuinfo). ptxas 13.0
+ * leaves bit 3 clear for sm_90a and sm_100a and marks them in .nv.compat instead, so both places
+ * are read. */
 static nvhcq_status nvhcq_cubin_read_arch(const nvhcq_elf *e, nvhcq_cubin *c) {
   if (e->abi_version >= 8) {
     c->sm = (e->flags >> 8) & 0xff;
@@ -38,6 +40,7 @@ static nvhcq_status nvhcq_cubin_read_arch(const nvhcq_elf *e, nvhcq_cubin *c) {
   } else {
     c->sm = e->flags & 0xff;
     c->arch_specific = (e->flags & 0x800) != 0;
+    c->ptx_sm = (e->flags >> 16) & 0xff;
   }
   if (c->sm < 20)
     return NVHCQ_BAD("e_flags 0x%x (ELF ABI version %u) name no SM version", e->flags,
@@ -586,7 +589,8 @@ static nvhcq_status nvhcq_elf_kernel_section(const nvhcq_elf *e, nvhcq_cubin *c,
 /* The note ptxas leaves in .note.nv.cuinfo: an ELF note (name "NVIDIA Corp", type 1000) whose
  * 8-byte description holds a u16 format (2), the u16 SM of the PTX's .target and the u32 toolkit
  * version (a cubin assembled for sm_90 from PTX for sm_80 says 80, and NVIDIA's library reports
- * that as CU_FUNC_ATTRIBUTE_PTX_VERSION). A missing or odd note leaves ptx_sm 0. */
+ * that as CU_FUNC_ATTRIBUTE_PTX_VERSION). A missing or odd note leaves ptx_sm as e_flags gave it.
+ */
 static void nvhcq_cubin_read_cuinfo(const nvhcq_elf *e, nvhcq_cubin *c) {
   const nvhcq_elf_section *s = nvhcq_elf_find(e, ".note.nv.cuinfo", "");
   if (!s || !s->has_data || s->size < 12) return;

@@ -154,7 +154,8 @@ typedef struct nvhcq_cubin {
   uint32_t kernel_count;
   uint32_t shared_reserved; /* bytes of the reserved window every kernel's shared_size counts:
                                1 KiB where the file has .nv.shared.reserved.0 (CUDA 13), else 0 */
-  unsigned ptx_sm; /* the PTX target the code was assembled from (.note.nv.cuinfo), else 0 */
+  unsigned ptx_sm; /* the PTX target the code was assembled from (.note.nv.cuinfo, or e_flags
+                     bits 16..23 before ELF ABI 8), else 0 */
   nvhcq_cubin_kernel *kernels;
   const nvhcq_cubin_kernel **kernels_by_name; /* sorted by name, for nvhcq_cubin_find_kernel */
   uint32_t global_count;
