@@ -48,7 +48,7 @@ static size_t object_count, object_cap;
 
 /* ---- arrays ---- */
 
-static int texel_of(CUarray_format f, nvhcq_texel_type *t, uint32_t *bytes) {
+int nvcu_texel_of(CUarray_format f, nvhcq_texel_type *t, uint32_t *bytes) {
   switch (f) {
   case CU_AD_FORMAT_UNSIGNED_INT8:
     *t = NVHCQ_TEXEL_U8, *bytes = 1;
@@ -92,7 +92,7 @@ static CUresult image_create(const CUDA_ARRAY3D_DESCRIPTOR *d, uint32_t levels, 
       CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_SURFACE_LDST | CUDA_ARRAY3D_TEXTURE_GATHER;
   nvhcq_image_desc id = {.struct_size = sizeof id};
   uint32_t bytes;
-  if (!d || !texel_of(d->Format, &id.type, &bytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (!d || !nvcu_texel_of(d->Format, &id.type, &bytes)) return CUDA_ERROR_INVALID_VALUE;
   if (d->Flags & ~known)
     return nvcu_unsupported("CUDA arrays with cube-map, sparse or other flags");
   if (d->Width > UINT32_MAX || d->Height > UINT32_MAX || d->Depth > UINT32_MAX)
@@ -491,7 +491,7 @@ static CUresult memory_source(const CUDA_RESOURCE_DESC *res, nvhcq_texture_desc 
   CUarray_format f = linear ? res->res.linear.format : res->res.pitch2D.format;
   uint32_t bytes;
   nvcu_alloc *a = nvcu_alloc_find(ptr);
-  if (!a || !texel_of(f, &t->type, &bytes)) return CUDA_ERROR_INVALID_VALUE;
+  if (!a || !nvcu_texel_of(f, &t->type, &bytes)) return CUDA_ERROR_INVALID_VALUE;
   t->channels = linear ? res->res.linear.numChannels : res->res.pitch2D.numChannels;
   t->buffer = a->buf;
   t->offset = a->buf_offset + (ptr - a->base);

@@ -340,29 +340,14 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) 
   return r;
 }
 
-/* The limit the attributes report, as this library reports texture limits though it makes no
- * textures: 2^28 elements for a 1D texture on linear memory, CUDA's figure for every architecture
- * since sm_80 and for every element format and channel count (1, 2 or 4) such a texture takes. */
+/* The widest 1D texture on linear memory of a format and channel count (1, 2 or 4): wider than
+ * MAXIMUM_TEXTURE1D_LINEAR_WIDTH (2^28) for elements under 16 bytes, as NVIDIA's library says. */
 CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format,
                                             unsigned numChannels, CUdevice dev) {
   if (!maxWidthInElements) return CUDA_ERROR_INVALID_VALUE;
-  size_t bytes; /* of one channel */
-  switch (format) {
-  case CU_AD_FORMAT_UNSIGNED_INT8:
-  case CU_AD_FORMAT_SIGNED_INT8:
-    bytes = 1;
-    break;
-  case CU_AD_FORMAT_UNSIGNED_INT16:
-  case CU_AD_FORMAT_SIGNED_INT16:
-  case CU_AD_FORMAT_HALF:
-    bytes = 2;
-    break;
-  case CU_AD_FORMAT_UNSIGNED_INT32:
-  case CU_AD_FORMAT_SIGNED_INT32:
-  case CU_AD_FORMAT_FLOAT:
-    bytes = 4;
-    break;
-  default:
+  nvhcq_texel_type type;
+  uint32_t bytes; /* of one channel */
+  if (!nvcu_texel_of(format, &type, &bytes)) {
     nvcu_log("cuDeviceGetTexture1DLinearMaxWidth: format 0x%x is not one a 1D linear texture takes "
              "(CU_AD_FORMAT_UNSIGNED_INT8 .. FLOAT)",
              (unsigned)format);
@@ -380,7 +365,7 @@ CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_
   /* 4 GiB of elements, at most 2^30 of them: NVIDIA's library on an H100 (driver 580) answered
    * 2^30 for 1-4 channels of 8 bits, 1-2 of 16 bits and 1 of 32, 2^29 for 4 x 16 and 2 x 32 bits,
    * 2^28 for 4 x 32 bits (tests/cuda/cuda_facts.c asks every format and channel count). */
-  size_t most = ((size_t)1 << 32) / (bytes * numChannels);
+  size_t most = ((size_t)1 << 32) / ((size_t)bytes * numChannels);
   *maxWidthInElements = most < ((size_t)1 << 30) ? most : (size_t)1 << 30;
   return CUDA_SUCCESS;
 }

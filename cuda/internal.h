@@ -316,6 +316,9 @@ void nvcu_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Maps an nvhcq status to a CUDA code, logging nvhcq's message (NVHCQ_CUDA_LOG=1). */
 CUresult nvcu_status(nvhcq_status s, const char *where);
 CUresult nvcu_unsupported(const char *what);
+/* nvhcq's texel type and the bytes of one channel of a CUDA array format (the eight that arrays
+ * and textures take); 0 for any other. */
+int nvcu_texel_of(CUarray_format f, nvhcq_texel_type *t, uint32_t *bytes);
 CUresult nvcu_check_init(void);
 /* The device of the current context (opened), or an error. */
 CUresult nvcu_current(nvcu_device **out, int *index);

@@ -132,6 +132,13 @@ static void init_kernel(nvhcq_module *m, nvhcq_kernel *kn, const nvhcq_cubin_ker
   kn->local_bytes = k->min_stack_size ? k->min_stack_size + 0x240 : 0;
   kn->max_threads = max_threads_for(&m->dev->compute_state.sm_limits, k);
   kn->static_shared = k->shared_size;
+  /* CUDA counts 1 KiB per block above what the kernel declares (reservedSharedMemPerBlock, sm_80
+   * and later). CUDA 13's sm_90+ cubins count it in each kernel's section already (the file then
+   * has the reserved window); sm_80/sm_89 cubins and kernels with no section of their own do not.
+   */
+  kn->shared_base = k->shared_size && m->cubin->shared_reserved
+                        ? k->shared_size
+                        : k->shared_size + NVHCQ_RESERVED_SHARED;
   kn->carveout_preference = -1;
   /* sm_90 kernels read their cluster's shape from bank 0 dwords 80-98 and the parameters'
    * address from 0x198 (launch.c), below the parameters at 0x210; other targets keep parameters

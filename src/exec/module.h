@@ -21,7 +21,8 @@ struct nvhcq_kernel {
   uint32_t cbank0_bytes; /* driver words + parameters, rounded to 256 */
   uint32_t local_bytes;  /* per-thread local memory the kernel needs */
   uint32_t max_threads;
-  uint32_t static_shared;
+  uint32_t static_shared;   /* the cubin's section size */
+  uint32_t shared_base;     /* a block's shared memory before dynamic, the 1 KiB reserve included */
   int carveout_preference;  /* NVHCQ_KERNEL_CARVEOUT_PREFERENCE: percent, or -1 for none */
   int non_portable_cluster; /* NVHCQ_KERNEL_NON_PORTABLE_CLUSTER: clusters of up to 16 */
   int cluster_words;        /* launches write the cluster's shape into bank 0 (launch.c) */
@@ -57,13 +58,9 @@ const nvhcq_kernel *nvhcq_module_kernel_at(const nvhcq_device *dev, uint64_t pc)
 int nvhcq_module_name_pc(const nvhcq_device *dev, uint64_t pc, const char **kernel,
                          uint64_t *offset);
 
-/* Static shared memory of a block of `k`, the system reserve included: CUDA counts 1 KiB per
- * block above what the kernel declares (reservedSharedMemPerBlock, sm_80 and later). CUDA 13's
- * sm_90+ cubins already count it in each kernel's section (the file then has the reserved window,
- * cubin->shared_reserved); sm_80/sm_89 cubins and kernels with no section of their own do not. */
+/* Static shared memory of a block of `k`, the system reserve included (set at load). */
 static inline uint32_t nvhcq_kernel_static_shared(const nvhcq_kernel *k) {
-  if (k->static_shared && k->module->cubin->shared_reserved) return k->static_shared;
-  return k->static_shared + NVHCQ_RESERVED_SHARED;
+  return k->shared_base;
 }
 
 /* Shared memory a block of `k` occupies with `dynamic` bytes more: static (the system reserve
