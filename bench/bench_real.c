@@ -4,7 +4,8 @@
  * (NVHCQ_BENCH_REAL_REPS sets the repeats each figure is the median of; NVHCQ_BENCH_REAL_PLACEMENTS
  * how many placements of the buffers the second table is the median over, 0 for none; with
  * LD_PRELOAD=build/libnvhcq_place_probe.so, NVHCQ_BENCH_REAL_SAME_PAGES=N adds a table over N
- * sets of physical pages both libraries' buffers are put on) */
+ * sets of physical pages both libraries' buffers are put on; NVHCQ_BENCH_REAL_REST the GPU's rest
+ * after each timed submission, in multiples of its GPU time) */
 #define _GNU_SOURCE /* clock_gettime in bench_util.h */
 #include <dlfcn.h>
 #include <math.h>
@@ -20,6 +21,16 @@
 #define WARMUP       2   /* untimed repeats first: clocks up, caches and TLBs filled */
 #define MAX_REPS     1000
 #define DEFAULT_REPS 15
+/* After each timed submission (warm-up ones too) the GPU idles REST times as long as it worked,
+ * on both libraries alike. Without a rest, a kernel's time depends on how hot the GPU is, which
+ * is the history of the run, not the library: on an H100 (2026-12-06) 200 matmul_f16 launches took
+ * 60.3 us each rested and drifted to 63-75 us in runs that followed others, with nvidia-smi
+ * (sampled every 20 ms) showing 691-693 W against a 700 W limit, "SW power cap" and the SM clock
+ * down from 1980 to 1725-1770 MHz. The libraries' two ratios over 4 placements were 1.041 and
+ * 1.028 without a rest (ranges 60.6-74.6 us) and 0.999 with 50 ms before each submission (60.3-
+ * 61.1 us); softmax_rows and ew_add did not move (0.980-0.985 either way). */
+#define DEFAULT_REST 4
+#define MAX_REST     100
 
 /* A kernel's time depends on where its buffers lie, on both libraries alike: on the H200, ew_add
  * back to back took 2.40 to 2.58 us per launch at 64 placements of its three 4 MiB buffers in one
@@ -27,9 +38,10 @@
  * and 2.62 us and nvhcq's between 2.44 and 2.56; a single placement compares the libraries' luck
  * as much as their launches. The second table is the median over PLACEMENTS placements, each
  * buffer PLACE_STEP times 0..PLACE_GAPS-1 after the one before it, the same offsets for both
- * libraries. At one placement the run that follows another is slower on both (matmul_f16: about
- * 61.5 us first, 63-66 us second, clocks at 1980 MHz throughout), so nvhcq's two kinds of queue
- * take turns going first and libcuda's graph is timed twice at each placement. */
+ * libraries. Without the rest (DEFAULT_REST), the run that follows another at one placement was
+ * slower on both (matmul_f16: about 61.5 us first, 63-66 us second: the GPU at its power limit),
+ * so nvhcq's two kinds of queue take turns going first and libcuda's graph is timed twice at
+ * each placement. */
 #define DEFAULT_PLACEMENTS 16
 #define MAX_PLACEMENTS     64
 #define PLACE_STEP         (512u << 10)
@@ -111,6 +123,7 @@ typedef struct kernel_args {
 } kernel_args;
 
 static int reps = DEFAULT_REPS;
+static int rest = DEFAULT_REST;
 static int placements = DEFAULT_PLACEMENTS;
 static int fresh = DEFAULT_FRESH;
 static int page_trials;
@@ -407,6 +420,13 @@ static double nv_elapsed_us(uint64_t v) {
   return ns * 1e-3 / LAUNCHES;
 }
 
+/* The GPU idles `rest` times as long as it just worked (see DEFAULT_REST). */
+static void rest_after(double gpu_us) {
+  double s = gpu_us * 1e-6 * rest;
+  struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+  if (rest) nanosleep(&ts, NULL);
+}
+
 static void nv_launches(nvhcq_queue *q, nvhcq_kernel *k, const bench_case *c,
                         const kernel_args *a) {
   for (int i = 0; i < LAUNCHES; i++)
@@ -427,6 +447,7 @@ static double nv_time_queue(nvhcq_kernel *k, const bench_case *c, const kernel_a
     CHECK_NV(nvhcq_queue_submit(q));
     CHECK_NV(nvhcq_signal_cpu_wait(nv_sig[1], v, 0));
     if (r >= 0) t[r] = nv_elapsed_us(v);
+    rest_after(nv_elapsed_us(v) * LAUNCHES);
   }
   nvhcq_queue_destroy(q);
   return median(t, reps);
@@ -450,6 +471,7 @@ static double nv_time_recorded(nvhcq_kernel *k, const bench_case *c, const kerne
     CHECK_NV(nvhcq_queue_submit(q));
     CHECK_NV(nvhcq_queue_cpu_wait_idle(q, 0));
     if (r >= 0) t[r] = nv_elapsed_us(v);
+    rest_after(nv_elapsed_us(v) * LAUNCHES);
   }
   nvhcq_queue_destroy(q);
   return median(t, reps);
@@ -1040,8 +1062,9 @@ static int usage(const char *argv0) {
   for (int i = 0; i < CASES; i++) fprintf(stderr, "%s%s", i ? "|" : "", cases[i].name);
   fprintf(stderr,
           "]\n  (build/bench/real_kernels_sm_90.cubin, built when nvcc knows sm_90; "
-          "NVHCQ_BENCH_REAL_REPS=%d repeats by default, NVHCQ_BENCH_REAL_PLACEMENTS=%d)\n",
-          DEFAULT_REPS, DEFAULT_PLACEMENTS);
+          "NVHCQ_BENCH_REAL_REPS=%d repeats by default, NVHCQ_BENCH_REAL_PLACEMENTS=%d, "
+          "NVHCQ_BENCH_REAL_REST=%d)\n",
+          DEFAULT_REPS, DEFAULT_PLACEMENTS, DEFAULT_REST);
   return 2;
 }
 
@@ -1103,8 +1126,10 @@ int main(int argc, char **argv) {
   if (env) placements = given_count;
   if (!env_int("NVHCQ_BENCH_REAL_PAGES", 0, MAX_FRESH, &page_trials) ||
       !env_int("NVHCQ_BENCH_REAL_FRESH", 0, MAX_FRESH, &fresh) ||
-      !env_int("NVHCQ_BENCH_REAL_SAME_PAGES", 0, MAX_FRESH, &same_trials))
+      !env_int("NVHCQ_BENCH_REAL_SAME_PAGES", 0, MAX_FRESH, &same_trials) ||
+      !env_int("NVHCQ_BENCH_REAL_REST", 0, MAX_REST, &rest))
     return 2;
+  bench_after_rep = rest_after;
   if (same_trials && !find_probe()) same_trials = 0;
   size_t size;
   void *image = read_file(argv[1], &size);
@@ -1122,8 +1147,8 @@ int main(int argc, char **argv) {
     if (run[i]) alloc_inputs(&cases[i], in[i]);
   run_all(run, in, o, image, have_cu);
   printf("nvhcq realistic kernels on %s (%s): GPU time per launch, %d launches per submission, "
-         "median of %d; ratio = nvhcq / libcuda\n",
-         info.name, info.arch, LAUNCHES, reps);
+         "median of %d, the GPU resting %dx its work after each; ratio = nvhcq / libcuda\n",
+         info.name, info.arch, LAUNCHES, reps, rest);
   report_table(run, o, have_cu);
   report_places(run, o, have_cu);
   report_fresh(run, o, have_cu);

@@ -136,6 +136,10 @@ static inline void *cuda_context(void) {
 
 /* libcuda's GPU time per launch of a CUDA graph of `launches` launches of `f` captured from a
  * stream: timed with events, `warmup` untimed replays then the median of `reps` (<= 1000). */
+/* When set, called after each repeat cuda_graph_us_per_launch times, with the repeat's GPU time
+ * in microseconds (nvhcq_bench_real rests the GPU there). */
+static void (*bench_after_rep)(double gpu_us);
+
 static inline double cuda_graph_us_per_launch(void *f, nvhcq_dim3 grid, nvhcq_dim3 block,
                                               unsigned shared, void **params, int launches,
                                               int warmup, int reps) {
@@ -158,6 +162,7 @@ static inline double cuda_graph_us_per_launch(void *f, nvhcq_dim3 grid, nvhcq_di
     CHECK_CU(cu.event_sync(e1));
     CHECK_CU(cu.event_elapsed(&ms, e0, e1));
     if (r >= 0) t[r] = ms * 1e3 / launches;
+    if (bench_after_rep) bench_after_rep(ms * 1e3);
   }
   cu.event_destroy(e0), cu.event_destroy(e1);
   cu.graph_exec_destroy(exec), cu.graph_destroy(graph), cu.stream_destroy(stream);
